@@ -1,0 +1,65 @@
+"""The `headwater` command: serve, migrate, sql-lineage, export-schemas, spark."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="headwater", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the HTTP/GraphQL server (migrates first)")
+    serve.add_argument("--host", default=None, help="interface to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port to listen on (default 5000)")
+    serve.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+
+    sub.add_parser("migrate", help="apply database migrations and exit")
+
+    sql = sub.add_parser("sql-lineage", help="print table and column lineage of SQL")
+    sql.add_argument("--dialect", default=None, help="SQL dialect, e.g. trino, sparksql, postgres")
+    sql.add_argument("--jsonl", action="store_true", help='read lines {"id","sql","dialect"}, write one result each')
+    sql.add_argument("file", nargs="?", default="-", help="file with SQL, or - for stdin (default)")
+
+    export = sub.add_parser("export-schemas", help="write schemas/graphql and schemas/openapi")
+    export.add_argument("--out", default="schemas", help="output folder (default schemas)")
+
+    spark = sub.add_parser("spark", help="bulk jobs on Spark: backfill, export, heat (needs [spark])")
+    spark.add_argument("spark_args", nargs=argparse.REMAINDER, help="arguments of the Spark command")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `headwater` console script."""
+    args = _build_parser().parse_args(argv)
+    if args.command == "serve":
+        from headwater.server import serve
+
+        return serve(host=args.host, port=args.port, workers=args.workers)
+    if args.command == "migrate":
+        from headwater.server import run_migrations
+
+        return asyncio.run(run_migrations())
+    if args.command == "sql-lineage":
+        from headwater.sql_lineage.command import run_sql_lineage
+
+        return run_sql_lineage(file=args.file, dialect=args.dialect, jsonl=args.jsonl)
+    if args.command == "export-schemas":
+        from headwater.export_schemas import export_schemas
+
+        return export_schemas(args.out)
+    if args.command == "spark":
+        from headwater.pipeline.command import run_spark_command
+
+        return run_spark_command(args.spark_args)
+    raise AssertionError(args.command)  # argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""PostgreSQL access: pool, migrations and the named SQL queries."""

@@ -1,0 +1,43 @@
+"""The asyncpg pool: jsonb codecs and timeouts are set once per connection."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+import msgspec
+
+if TYPE_CHECKING:
+    from headwater.settings import Settings
+
+_encoder = msgspec.json.Encoder()
+
+
+def _encode_json(value: Any) -> str:
+    # Values bound to jsonb parameters may already be encoded text (raw events as received).
+    if isinstance(value, str):
+        return value
+    return _encoder.encode(value).decode()
+
+
+async def register_codecs(conn: asyncpg.Connection) -> None:
+    """Decode json/jsonb to Python objects and encode Python objects to json/jsonb."""
+    for type_name in ("json", "jsonb"):
+        await conn.set_type_codec(
+            type_name, encoder=_encode_json, decoder=json.loads, schema="pg_catalog", format="text"
+        )
+
+
+async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:
+    """Open the pool the server uses; every connection gets the codecs and a statement timeout."""
+    return await asyncpg.create_pool(
+        dsn,
+        min_size=settings.pool_min_size,
+        max_size=settings.pool_max_size,
+        init=register_codecs,
+        server_settings={
+            "statement_timeout": str(settings.statement_timeout_ms),
+            "application_name": "headwater",
+        },
+    )

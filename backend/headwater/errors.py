@@ -1,0 +1,113 @@
+"""One error model for every transport: a stable code, an HTTP status and a message naming the thing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem in a request body, located by its JSON path (``$.run.runId``)."""
+
+    path: str
+    message: str
+
+
+class AppError(Exception):
+    """Base of every expected failure; REST maps it to problem details, GraphQL to extensions.code."""
+
+    code = "internal_error"
+    status = 500
+    title = "Internal error"
+
+    def __init__(self, message: str, errors: list[FieldError] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.errors = errors or []
+
+
+class InvalidRequestError(AppError):
+    code = "invalid_request"
+    status = 400
+    title = "Invalid request"
+
+
+class InvalidEventError(AppError):
+    code = "invalid_event"
+    status = 400
+    title = "Invalid OpenLineage event"
+
+
+class PayloadTooLargeError(AppError):
+    code = "payload_too_large"
+    status = 413
+    title = "Payload too large"
+
+
+class UnsupportedMediaTypeError(AppError):
+    code = "unsupported_content_encoding"
+    status = 415
+    title = "Unsupported content encoding"
+
+
+class UnauthorizedError(AppError):
+    code = "unauthorized"
+    status = 401
+    title = "Unauthorized"
+
+
+class NotFoundError(AppError):
+    code = "not_found"
+    status = 404
+    title = "Not found"
+
+
+class DatasetNotFoundError(NotFoundError):
+    code = "dataset_not_found"
+
+    def __init__(self, namespace: str, name: str) -> None:
+        super().__init__(f"Dataset '{namespace}'.'{name}' not found.")
+
+
+class JobNotFoundError(NotFoundError):
+    code = "job_not_found"
+
+    def __init__(self, namespace: str, name: str) -> None:
+        super().__init__(f"Job '{namespace}'.'{name}' not found.")
+
+
+class RunNotFoundError(NotFoundError):
+    code = "run_not_found"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"Run '{run_id}' not found.")
+
+
+class NodeNotFoundError(NotFoundError):
+    code = "node_not_found"
+
+    def __init__(self, node_id: str) -> None:
+        super().__init__(f"Node '{node_id}' not found.")
+
+
+class InvalidNodeIdError(InvalidRequestError):
+    code = "invalid_node_id"
+
+
+class LineageDepthTooLargeError(InvalidRequestError):
+    code = "lineage_depth_too_large"
+
+    def __init__(self, depth: int, maximum: int) -> None:
+        super().__init__(f"Lineage depth {depth} is larger than the maximum {maximum}.")
+
+
+class DatabaseUnavailableError(AppError):
+    code = "database_unavailable"
+    status = 503
+    title = "Database unavailable"
+
+
+class MigrationError(AppError):
+    code = "migration_error"
+    status = 500
+    title = "Migration error"

@@ -1,0 +1,66 @@
+"""Runtime settings, read once from HEADWATER_* environment variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "headwater"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the server needs to start; defaults suit a laptop."""
+
+    database_url: str | None = None
+    data_dir: Path = field(default_factory=_default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = 5000
+    api_key: str | None = None
+    pool_min_size: int = 2
+    pool_max_size: int = 10
+    statement_timeout_ms: int = 30_000
+    max_body_bytes: int = 64 * 1024 * 1024
+    max_lineage_depth: int = 100
+    alias_rules_file: Path | None = None
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        """Build settings from an environment mapping (os.environ by default)."""
+        env = dict(os.environ if env is None else env)
+        defaults = cls()
+
+        def get_int(key: str, default: int) -> int:
+            raw = env.get(key)
+            if raw is None or raw == "":
+                return default
+            try:
+                return int(raw)
+            except ValueError as exc:
+                raise ValueError(f"{key} must be an integer, got {raw!r}") from exc
+
+        rules = env.get("HEADWATER_ALIAS_RULES_FILE")
+        return cls(
+            database_url=env.get("HEADWATER_DATABASE_URL") or None,
+            data_dir=Path(env["HEADWATER_DATA_DIR"]) if env.get("HEADWATER_DATA_DIR") else defaults.data_dir,
+            host=env.get("HEADWATER_HOST", defaults.host),
+            port=get_int("HEADWATER_PORT", defaults.port),
+            api_key=env.get("HEADWATER_API_KEY") or None,
+            pool_min_size=get_int("HEADWATER_POOL_MIN_SIZE", defaults.pool_min_size),
+            pool_max_size=get_int("HEADWATER_POOL_MAX_SIZE", defaults.pool_max_size),
+            statement_timeout_ms=get_int("HEADWATER_STATEMENT_TIMEOUT_MS", defaults.statement_timeout_ms),
+            max_body_bytes=get_int("HEADWATER_MAX_BODY_BYTES", defaults.max_body_bytes),
+            max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),
+            alias_rules_file=Path(rules) if rules else None,
+        )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Settings of this process, read from the environment on first use."""
+    return Settings.from_env()
