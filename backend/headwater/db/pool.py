@@ -21,6 +21,11 @@ def _encode_json(value: Any) -> str:
     return _encoder.encode(value).decode()
 
 
+def json_text(value: Any) -> str | None:
+    """Pre-encode a value for a jsonb[] parameter: asyncpg would read a list element as an array dimension."""
+    return None if value is None else _encoder.encode(value).decode()
+
+
 async def register_codecs(conn: asyncpg.Connection) -> None:
     """Decode json/jsonb to Python objects and encode Python objects to json/jsonb."""
     for type_name in ("json", "jsonb"):

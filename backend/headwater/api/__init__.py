@@ -1,0 +1,1 @@
+"""HTTP edge: REST controllers and the GraphQL endpoint."""

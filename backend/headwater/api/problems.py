@@ -1,0 +1,74 @@
+"""Every error as RFC 9457 problem details, with the same stable `code` GraphQL uses."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+from litestar import Response
+from litestar.exceptions import HTTPException, ValidationException
+
+from headwater.errors import AppError, DatabaseUnavailableError
+
+if TYPE_CHECKING:
+    from litestar import Request
+
+log = logging.getLogger("headwater.api")
+
+PROBLEM_JSON = "application/problem+json"
+
+# SQLSTATE classes meaning "the database is not there right now": connection exceptions (08),
+# insufficient resources (53), operator intervention (57, e.g. shutting down).
+_UNAVAILABLE_CLASSES = ("08", "53", "57")
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """Whether an exception means the database cannot be reached now (a client should retry)."""
+    if isinstance(exc, OSError | asyncpg.exceptions.ConnectionDoesNotExistError | asyncpg.InterfaceError):
+        return True
+    if isinstance(exc, asyncpg.PostgresError):
+        state = getattr(exc, "sqlstate", "") or ""
+        return state[:2] in _UNAVAILABLE_CLASSES
+    return isinstance(exc, TimeoutError)
+
+
+def problem(status: int, code: str, title: str, detail: str, **extra: Any) -> Response[dict[str, Any]]:
+    body = {"type": f"urn:headwater:problem:{code}", "title": title, "status": status, "detail": detail,
+            "code": code, **extra}
+    return Response(body, status_code=status, media_type=PROBLEM_JSON)
+
+
+def app_error_handler(_: Request[Any, Any, Any], exc: AppError) -> Response[dict[str, Any]]:
+    """Map an AppError to problem details; validation errors list their JSON paths."""
+    extra: dict[str, Any] = {}
+    if exc.errors:
+        extra["errors"] = [{"path": e.path, "message": e.message} for e in exc.errors]
+    return problem(exc.status, exc.code, exc.title, exc.message, **extra)
+
+
+def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    """Litestar's own errors (bad query parameters, unknown routes) in the same shape."""
+    extra: dict[str, Any] = {}
+    if isinstance(exc, ValidationException) and isinstance(exc.extra, list):
+        extra["errors"] = [
+            {"path": f"{e.get('source', 'query')}.{e.get('key', '')}".rstrip("."), "message": e.get("message", "")}
+            for e in exc.extra
+            if isinstance(e, dict)
+        ]
+    code = {400: "invalid_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
+            413: "payload_too_large"}.get(exc.status_code, "http_error")
+    return problem(exc.status_code, code, str(exc.detail or "Error"), str(exc.detail), **extra)
+
+
+def unexpected_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """Database outages are 503 (clients retry); anything else is a 500 with a request id to grep."""
+    if is_database_unavailable(exc):
+        error = DatabaseUnavailableError(f"The database is unavailable: {type(exc).__name__}. Retry later.")
+        return app_error_handler(request, error)
+    request_id = uuid.uuid4().hex[:16]
+    log.exception("unexpected error %s on %s %s", request_id, request.method, request.url.path)
+    return problem(500, "internal_error", "Internal error",
+                   f"An unexpected error occurred; its id in the server log is {request_id}.",
+                   requestId=request_id)

@@ -1,0 +1,1 @@
+"""Litestar controllers of the REST API."""

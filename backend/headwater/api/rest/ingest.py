@@ -1,0 +1,114 @@
+"""POST /api/v1/lineage (one event or an array) and POST /api/v1/lineage/batch (per-event results)."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+from litestar import Request, Response, post
+from litestar.datastructures import State
+
+from headwater.errors import AppError, InvalidEventError, UnauthorizedError
+from headwater.ingest.service import IngestResult, ingest_events
+from headwater.ingest.validate import ValidEvent, validate_event
+from headwater.api.rest.body import read_json_body
+
+if TYPE_CHECKING:
+    from headwater.settings import Settings
+
+# Concurrent events of one run can race on the same rows; these are safe to retry as a whole.
+_RETRYABLE = (
+    asyncpg.exceptions.SerializationError,
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.UniqueViolationError,
+)
+_ATTEMPTS = 5
+
+
+def check_api_key(request: Request[Any, Any, Any], settings: Settings) -> None:
+    """When HEADWATER_API_KEY is set, writes need `Authorization: Bearer <key>` (as OL clients send)."""
+    if settings.api_key is None:
+        return
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), settings.api_key):
+        raise UnauthorizedError("Missing or wrong API key: send 'Authorization: Bearer <key>'.")
+
+
+async def store_events(state: State, events: list[ValidEvent]) -> list[IngestResult]:
+    """Ingest in one transaction, retrying the whole transaction on races between concurrent events."""
+    pool: asyncpg.Pool = state.pool
+    for attempt in range(_ATTEMPTS):
+        try:
+            async with pool.acquire() as conn:
+                return await ingest_events(conn, events, state.alias_rules)
+        except _RETRYABLE:
+            if attempt == _ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.01 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _result_json(result: IngestResult) -> dict[str, Any]:
+    body: dict[str, Any] = {"status": result.status, "kind": result.kind}
+    if result.run_id:
+        body["runId"] = result.run_id
+    if result.warnings:
+        body["warnings"] = [{"path": w.path, "message": w.message} for w in result.warnings]
+    return body
+
+
+@post("/api/v1/lineage", status_code=201, summary="Ingest OpenLineage events")
+async def post_lineage(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
+    """Accept one RunEvent/DatasetEvent/JobEvent, or a JSON array of them (all or none).
+
+    201 once committed; a retried event answers the same. Invalid input is a 400 naming each JSON
+    path; an unavailable database is a 503 (clients retry).
+    """
+    settings: Settings = state.settings
+    check_api_key(request, settings)
+    raw = await read_json_body(request, settings.max_body_bytes)
+    if isinstance(raw, list):
+        events, errors = [], []
+        for i, item in enumerate(raw):
+            try:
+                events.append(validate_event(item, f"$[{i}]"))
+            except InvalidEventError as exc:
+                errors.extend(exc.errors)
+        if errors:
+            raise InvalidEventError(
+                f"{len({e.path.split(']')[0] for e in errors})} of {len(raw)} events are invalid; none was stored.",
+                errors,
+            )
+        if not events:
+            raise InvalidEventError("The array is empty; expected at least one event.")
+        results = await store_events(state, events)
+        return Response({"results": [_result_json(r) for r in results]}, status_code=201)
+    results = await store_events(state, [validate_event(raw)])
+    return Response(_result_json(results[0]), status_code=201)
+
+
+@post("/api/v1/lineage/batch", status_code=200, summary="Ingest a batch with per-event results")
+async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
+    """The OpenLineage batch contract: valid events are stored, invalid ones reported by index."""
+    settings: Settings = state.settings
+    check_api_key(request, settings)
+    raw = await read_json_body(request, settings.max_body_bytes)
+    if not isinstance(raw, list):
+        raise InvalidEventError("A batch must be a JSON array of events.")
+    valid: list[tuple[int, ValidEvent]] = []
+    failed: list[dict[str, Any]] = []
+    for i, item in enumerate(raw):
+        try:
+            valid.append((i, validate_event(item, f"$[{i}]")))
+        except AppError as exc:
+            reason = "; ".join(f"{e.path}: {e.message}" for e in exc.errors) or exc.message
+            failed.append({"index": i, "reason": reason, "retriable": False})
+    if valid:
+        await store_events(state, [v for _, v in valid])
+    summary = {"received": len(raw), "successful": len(valid), "failed": len(failed),
+               "retriable": 0, "non_retriable": len(failed)}
+    status = "success" if not failed else "partial_success"
+    return Response({"status": status, "summary": summary, "failed_events": failed}, status_code=200)

@@ -1,0 +1,50 @@
+"""create_app: routes, error handlers and the pool's lifespan, wired in one place."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.exceptions import HTTPException
+from litestar.openapi import OpenAPIConfig
+
+from headwater import __version__
+from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
+from headwater.api.rest.health import healthz, readyz
+from headwater.api.rest.ingest import post_lineage, post_lineage_batch
+from headwater.api.rest.lineage import get_lineage
+from headwater.db.pool import create_pool
+from headwater.errors import AppError
+from headwater.ingest.aliases import load_alias_rules
+from headwater.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None) -> Litestar:
+    """The Headwater ASGI app; needs settings.database_url (serve resolves the embedded default)."""
+    settings = settings or get_settings()
+    if not settings.database_url:
+        raise ValueError("create_app needs a database URL (HEADWATER_DATABASE_URL)")
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        app.state.pool = await create_pool(settings, settings.database_url or "")
+        try:
+            yield
+        finally:
+            await app.state.pool.close()
+
+    return Litestar(
+        route_handlers=[post_lineage, post_lineage_batch, get_lineage, healthz, readyz],
+        lifespan=[lifespan],
+        state=State({"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}),
+        exception_handlers={
+            AppError: app_error_handler,
+            HTTPException: http_error_handler,
+            Exception: unexpected_error_handler,
+        },
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(title="Headwater", version=__version__, path="/docs"),
+    )
+

@@ -1,0 +1,118 @@
+-- name: upsert_namespaces
+-- Registers namespaces (of datasets and jobs); returns nothing.
+INSERT INTO namespaces (name)
+SELECT DISTINCT n FROM unnest($1::text[]) AS n
+ON CONFLICT (name) DO NOTHING;
+
+-- name: upsert_sources
+-- Registers data sources from dataSource facets, keeping the latest non-null uri.
+INSERT INTO sources (name, uri)
+SELECT DISTINCT ON (n) n, u FROM unnest($1::text[], $2::text[]) AS t(n, u) ORDER BY n, u NULLS LAST
+ON CONFLICT (name) DO UPDATE SET uri = coalesce(excluded.uri, sources.uri), updated_at = now()
+WHERE excluded.uri IS DISTINCT FROM sources.uri AND excluded.uri IS NOT NULL;
+
+-- name: find_dataset_aliases
+-- The dataset (uuid and canonical identity) each of the given identities already resolves to.
+SELECT a.namespace, a.name, a.dataset_uuid, d.namespace AS dataset_namespace, d.name AS dataset_name
+FROM unnest($1::text[], $2::text[]) AS t(namespace, name)
+JOIN dataset_aliases a ON a.namespace = t.namespace AND a.name = t.name
+JOIN datasets d ON d.dataset_uuid = a.dataset_uuid;
+
+-- name: fetch_dataset_identities
+-- Canonical namespace, name and node id of datasets by uuid.
+SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid = ANY($1::uuid[]);
+
+-- name: upsert_datasets
+-- Creates or touches datasets by canonical identity. Facets merge per key, the later eventTime
+-- winning; `_deleted` facets are removed. Returns one row per input with its uuid and node id.
+WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[])
+        AS t(namespace, name, source_name, description, facets, deleted)
+)
+INSERT INTO datasets AS d (namespace, name, source_name, description, facets, facets_at, created_at, updated_at)
+SELECT namespace, name, source_name, description,
+       facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), $7, $7, $7
+FROM input
+ON CONFLICT (namespace, name) DO UPDATE SET
+    source_name = CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.source_name, d.source_name)
+                       ELSE coalesce(d.source_name, excluded.source_name) END,
+    description = CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.description, d.description)
+                       ELSE coalesce(d.description, excluded.description) END,
+    facets = CASE WHEN d.facets_at <= excluded.facets_at THEN d.facets || excluded.facets
+                  ELSE excluded.facets || d.facets END
+             - ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                     FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name
+                       AND d.facets_at <= excluded.facets_at),
+    facets_at = greatest(d.facets_at, excluded.facets_at),
+    updated_at = greatest(d.updated_at, excluded.updated_at),
+    created_at = least(d.created_at, excluded.created_at)
+RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created;
+
+-- name: insert_dataset_aliases
+-- Records every identity a dataset was seen under; an identity already taken keeps its dataset.
+INSERT INTO dataset_aliases (namespace, name, dataset_uuid, alias_type)
+SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[])
+ON CONFLICT (namespace, name) DO NOTHING;
+
+-- name: fetch_dataset_states
+-- For each dataset: when its fields were last set, its current fields, and its current version time.
+SELECT d.dataset_uuid, d.fields_at, d.current_version_at, d.current_version_uuid,
+       coalesce((SELECT jsonb_agg(jsonb_build_object('name', f.name, 'type', f.type, 'description', f.description)
+                                  ORDER BY f.position)
+                 FROM dataset_fields f WHERE f.dataset_uuid = d.dataset_uuid), '[]'::jsonb) AS fields
+FROM datasets d
+WHERE d.dataset_uuid = ANY($1::uuid[]);
+
+-- name: replace_dataset_fields
+-- Sets the current schema of datasets: removes fields not listed, upserts the listed ones.
+WITH input AS (
+    SELECT dataset_uuid, e.value AS field, e.ordinality::int AS position
+    FROM unnest($1::uuid[], $2::jsonb[]) AS t(dataset_uuid, fields),
+         jsonb_array_elements(t.fields) WITH ORDINALITY AS e
+),
+removed AS (
+    DELETE FROM dataset_fields f
+    WHERE f.dataset_uuid = ANY($1::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM input i WHERE i.dataset_uuid = f.dataset_uuid AND i.field->>'name' = f.name)
+),
+touched AS (
+    UPDATE datasets SET fields_at = $3 WHERE dataset_uuid = ANY($1::uuid[])
+)
+INSERT INTO dataset_fields (dataset_uuid, name, type, description, position)
+SELECT DISTINCT ON (dataset_uuid, field->>'name') dataset_uuid, field->>'name', field->>'type',
+       field->>'description', position
+FROM input
+ORDER BY dataset_uuid, field->>'name', position
+ON CONFLICT (dataset_uuid, name) DO UPDATE SET
+    type = excluded.type, description = excluded.description, position = excluded.position;
+
+-- name: upsert_dataset_versions
+-- One version per distinct (schema, storage version) of a dataset; a write without a schema facet
+-- reuses the current schema. Returns the version each dataset was written (or read) at.
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::jsonb[], $3::text[]) AS t(dataset_uuid, schema_fields, storage_version)
+),
+resolved AS (
+    SELECT i.dataset_uuid, i.storage_version,
+           coalesce(i.schema_fields,
+                    (SELECT v.schema_fields FROM datasets d
+                     JOIN dataset_versions v ON v.dataset_version_uuid = d.current_version_uuid
+                     WHERE d.dataset_uuid = i.dataset_uuid)) AS schema_fields
+    FROM input i
+)
+INSERT INTO dataset_versions AS v (dataset_uuid, version, schema_fields, storage_version, created_by_run_uuid,
+                                   created_at)
+SELECT dataset_uuid, md5(coalesce(schema_fields::text, '') || '|' || coalesce(storage_version, '')),
+       schema_fields, storage_version, $4, $5
+FROM resolved
+ON CONFLICT (dataset_uuid, version) DO UPDATE SET
+    created_by_run_uuid = CASE WHEN excluded.created_at < v.created_at THEN excluded.created_by_run_uuid
+                               ELSE v.created_by_run_uuid END,
+    created_at = least(v.created_at, excluded.created_at)
+RETURNING v.dataset_uuid, v.dataset_version_uuid, (xmax = 0) AS created;
+
+-- name: set_current_dataset_versions
+-- Points datasets at the version of their latest write by eventTime.
+UPDATE datasets d SET current_version_uuid = t.version_uuid, current_version_at = $3
+FROM unnest($1::uuid[], $2::uuid[]) AS t(dataset_uuid, version_uuid)
+WHERE d.dataset_uuid = t.dataset_uuid AND (d.current_version_at IS NULL OR d.current_version_at <= $3);

@@ -1,0 +1,1 @@
+"""Ingest: a posted OpenLineage event is validated, normalized and stored in one transaction."""

@@ -1,0 +1,60 @@
+"""Configurable alias rules: the same table reported under another engine's name becomes one dataset.
+
+A rules file (HEADWATER_ALIAS_RULES_FILE) is JSON: a list of rules, each mapping a namespace and a
+name prefix to the namespace and prefix another engine uses. Trino's catalog ``hive`` on
+``trino://coordinator:8080`` naming ``hive.sales.orders`` is the metastore table ``sales.orders``::
+
+    [{"namespace": "trino://coordinator:8080", "namePrefix": "hive.",
+      "targetNamespace": "hive://metastore", "targetNamePrefix": ""}]
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from headwater.ingest.normalize import AliasRule
+
+
+@dataclass(frozen=True)
+class PrefixRule:
+    """namespace + name prefix -> target namespace + target prefix."""
+
+    namespace: str
+    name_prefix: str
+    target_namespace: str
+    target_name_prefix: str = ""
+
+    def __call__(self, namespace: str, name: str) -> tuple[str, str] | None:
+        if namespace != self.namespace or not name.startswith(self.name_prefix):
+            return None
+        return self.target_namespace, self.target_name_prefix + name[len(self.name_prefix) :]
+
+
+def load_alias_rules(path: Path | None) -> list[AliasRule]:
+    """Read the rules file; a missing key or a bad file is an error naming the rule."""
+    if path is None:
+        return []
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"Cannot read alias rules from {path}: {exc}") from exc
+    if not isinstance(data, list):
+        raise ValueError(f"Alias rules in {path} must be a JSON list of rules")
+    rules: list[AliasRule] = []
+    for i, item in enumerate(data):
+        try:
+            rules.append(
+                PrefixRule(
+                    namespace=item["namespace"],
+                    name_prefix=item.get("namePrefix", ""),
+                    target_namespace=item["targetNamespace"],
+                    target_name_prefix=item.get("targetNamePrefix", ""),
+                )
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"Alias rule {i} in {path} needs 'namespace' and 'targetNamespace': {exc}") from exc
+    return rules

@@ -1,0 +1,280 @@
+"""A core-valid event turned into the plain values the store writes. Pure functions, no I/O.
+
+Identity: a dataset is (namespace, name) as the producer reports it. Its other identities (symlinks,
+alias rules) are aliases. When a dataset is new, its canonical identity is its first TABLE symlink if
+it has one (a table name outlives its storage path), else the identity the producer reported.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from headwater.errors import FieldError
+from headwater.ingest import facets as f
+from headwater.ingest.validate import DatasetEventModel, DatasetModel, JobEventModel, RunEventModel, ValidEvent
+
+# Maps a reported (namespace, name) to the identity other engines use for it, or None to keep it.
+AliasRule = Callable[[str, str], tuple[str, str] | None]
+
+TERMINAL_STATES = frozenset({"COMPLETE", "FAIL", "ABORT"})
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    name: str
+    type: str | None
+    description: str | None
+
+
+@dataclass(frozen=True)
+class ColumnEdgeDef:
+    output_field: str
+    input_namespace: str
+    input_name: str
+    input_field: str
+    transformation_type: str | None
+    transformation_subtype: str | None
+    description: str | None
+    masking: bool | None
+
+
+@dataclass
+class DatasetDef:
+    namespace: str
+    name: str
+    # Identities to try, in order of preference for a new dataset; the first is canonical.
+    identities: list[tuple[str, str, str]]
+    facets: dict[str, Any]
+    deleted_facets: list[str]
+    fields: list[FieldDef] | None = None
+    source_name: str | None = None
+    source_uri: str | None = None
+    description: str | None = None
+    storage_version: str | None = None
+    lifecycle_state: str | None = None
+    previous_identity: tuple[str, str] | None = None
+    column_edges: list[ColumnEdgeDef] = field(default_factory=list)
+
+
+@dataclass
+class NormalizedEvent:
+    kind: Literal["RUN", "DATASET", "JOB"]
+    event_type: str | None
+    event_time: dt.datetime
+    producer: str
+    job_namespace: str | None = None
+    job_name: str | None = None
+    job_facets: dict[str, Any] = field(default_factory=dict)
+    job_deleted_facets: list[str] = field(default_factory=list)
+    job_type: str | None = None
+    job_description: str | None = None
+    sql: str | None = None
+    sql_dialect: str | None = None
+    code_hash: str | None = None
+    run_id: uuid.UUID | None = None
+    run_facets: dict[str, Any] = field(default_factory=dict)
+    parent_run_id: uuid.UUID | None = None
+    parent_job: tuple[str, str] | None = None
+    root_run_id: uuid.UUID | None = None
+    nominal_start_time: dt.datetime | None = None
+    nominal_end_time: dt.datetime | None = None
+    error_message: str | None = None
+    error_language: str | None = None
+    error_stack_trace: str | None = None
+    inputs: list[DatasetDef] = field(default_factory=list)
+    outputs: list[DatasetDef] = field(default_factory=list)
+    warnings: list[FieldError] = field(default_factory=list)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.event_type in TERMINAL_STATES
+
+
+def normalize_event(event: ValidEvent, alias_rules: list[AliasRule] | None = None) -> NormalizedEvent:
+    """Turn a validated event into the values the store writes; malformed facets become warnings."""
+    model = event.model
+    rules = alias_rules or []
+    out = NormalizedEvent(
+        kind=event.kind,
+        event_type=getattr(model, "event_type", None),
+        event_time=model.event_time,
+        producer=model.producer,
+    )
+    warnings = out.warnings
+    if isinstance(model, DatasetEventModel):
+        out.outputs = [_dataset(model.dataset, "$.dataset", rules, warnings, with_lineage=False)]
+        return out
+    assert isinstance(model, RunEventModel | JobEventModel)
+    _job(out, model, warnings)
+    if isinstance(model, RunEventModel):
+        _run(out, model, warnings)
+    out.inputs = [
+        _dataset(d, f"$.inputs[{i}]", rules, warnings, with_lineage=False) for i, d in enumerate(model.inputs or [])
+    ]
+    out.outputs = [
+        _dataset(d, f"$.outputs[{i}]", rules, warnings, with_lineage=True) for i, d in enumerate(model.outputs or [])
+    ]
+    return out
+
+
+def _job(out: NormalizedEvent, model: RunEventModel | JobEventModel, warnings: list[FieldError]) -> None:
+    out.job_namespace = model.job.namespace
+    out.job_name = model.job.name
+    out.job_facets, out.job_deleted_facets = f.split_deleted(model.job.facets)
+    facets = model.job.facets
+    path = "$.job.facets"
+    job_type = f.read_facet(facets, "jobType", f.JobTypeFacet, path, warnings)
+    if job_type is not None:
+        out.job_type = job_type.job_type
+    doc = f.read_facet(facets, "documentation", f.DocumentationFacet, path, warnings)
+    if doc is not None:
+        out.job_description = doc.description
+    sql = f.read_facet(facets, "sql", f.SqlFacet, path, warnings)
+    source = f.read_facet(facets, "sourceCode", f.SourceCodeFacet, path, warnings)
+    code_parts: list[str] = []
+    if sql is not None:
+        out.sql = sql.query
+        out.sql_dialect = sql.dialect
+        code_parts.append("sql:" + sql.query)
+    if source is not None and source.source_code:
+        code_parts.append(f"{source.language or ''}:{source.source_code}")
+    if code_parts:
+        out.code_hash = hashlib.sha256("\n".join(code_parts).encode()).hexdigest()
+
+
+def _run(out: NormalizedEvent, model: RunEventModel, warnings: list[FieldError]) -> None:
+    out.run_id = model.run.run_id
+    out.run_facets, _ = f.split_deleted(model.run.facets)
+    facets = model.run.facets
+    path = "$.run.facets"
+    parent = f.read_facet(facets, "parent", f.ParentFacet, path, warnings)
+    if parent is not None:
+        out.parent_run_id = parent.run.run_id
+        out.parent_job = (parent.job.namespace, parent.job.name)
+        out.root_run_id = parent.root.run.run_id if parent.root else parent.run.run_id
+    nominal = f.read_facet(facets, "nominalTime", f.NominalTimeFacet, path, warnings)
+    if nominal is not None:
+        out.nominal_start_time = _aware(nominal.nominal_start_time)
+        out.nominal_end_time = _aware(nominal.nominal_end_time) if nominal.nominal_end_time else None
+    error = f.read_facet(facets, "errorMessage", f.ErrorMessageFacet, path, warnings)
+    if error is not None:
+        out.error_message = error.message
+        out.error_language = error.programming_language
+        out.error_stack_trace = error.stack_trace
+
+
+def _dataset(
+    model: DatasetModel, path: str, rules: list[AliasRule], warnings: list[FieldError], *, with_lineage: bool
+) -> DatasetDef:
+    facets, deleted = f.split_deleted(model.facets)
+    fpath = f"{path}.facets"
+    identities = _identities(model, fpath, rules, warnings)
+    dataset = DatasetDef(
+        namespace=model.namespace,
+        name=model.name,
+        identities=identities,
+        facets=facets,
+        deleted_facets=deleted,
+    )
+    schema = f.read_facet(model.facets, "schema", f.SchemaFacet, fpath, warnings)
+    if schema is not None:
+        dataset.fields = [FieldDef(x.name, x.type, x.description) for x in schema.fields]
+    source = f.read_facet(model.facets, "dataSource", f.DataSourceFacet, fpath, warnings)
+    if source is not None:
+        dataset.source_name = source.name or model.namespace
+        dataset.source_uri = source.uri
+    doc = f.read_facet(model.facets, "documentation", f.DocumentationFacet, fpath, warnings)
+    if doc is not None:
+        dataset.description = doc.description
+    version = f.read_facet(model.facets, "version", f.DatasetVersionFacet, fpath, warnings)
+    if version is not None:
+        dataset.storage_version = version.dataset_version
+    lifecycle = f.read_facet(model.facets, "lifecycleStateChange", f.LifecycleStateChangeFacet, fpath, warnings)
+    if lifecycle is not None:
+        dataset.lifecycle_state = lifecycle.lifecycle_state_change
+        if lifecycle.previous_identifier is not None:
+            prev = lifecycle.previous_identifier
+            dataset.previous_identity = (prev.namespace, prev.name)
+    if with_lineage:
+        lineage = f.read_facet(model.facets, "columnLineage", f.ColumnLineageFacet, fpath, warnings)
+        if lineage is not None:
+            dataset.column_edges = column_edges(lineage, dataset.fields)
+    return dataset
+
+
+def _identities(
+    model: DatasetModel, path: str, rules: list[AliasRule], warnings: list[FieldError]
+) -> list[tuple[str, str, str]]:
+    symlinks = f.read_facet(model.facets, "symlinks", f.SymlinksFacet, path, warnings)
+    links = [(s.namespace, s.name, (s.type or "TABLE").upper()) for s in (symlinks.identifiers if symlinks else [])]
+    return identities_for(model.namespace, model.name, links, rules)
+
+
+def identities_for(
+    namespace: str, name: str, links: list[tuple[str, str, str]], rules: list[AliasRule]
+) -> list[tuple[str, str, str]]:
+    """All identities of a dataset, canonical first: TABLE symlinks, then as reported, then the rest.
+
+    Each identity is preceded by what an alias rule maps it to, so a rule's target wins.
+    """
+    ordered = [s for s in links if s[2] == "TABLE"] + [(namespace, name, "REPORTED")]
+    ordered += [s for s in links if s[2] != "TABLE"]
+    result: list[tuple[str, str, str]] = []
+    for ns, nm, kind in ordered:
+        for rule in rules:
+            mapped = rule(ns, nm)
+            if mapped is not None and mapped != (ns, nm):
+                result.append((mapped[0], mapped[1], "RULE"))
+        result.append((ns, nm, kind))
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for ns, nm, kind in result:
+        if (ns, nm) not in seen:
+            seen.add((ns, nm))
+            unique.append((ns, nm, kind))
+    return unique
+
+
+def column_edges(facet: f.ColumnLineageFacet, fields: list[FieldDef] | None) -> list[ColumnEdgeDef]:
+    """Flatten a columnLineage facet into output field <- input field edges.
+
+    Dataset-level entries (``dataset: [...]``, facet 1-2-0) apply to every output field: they are
+    the indirect inputs (filters, joins) of the whole output.
+    """
+    edges: dict[tuple[Any, ...], ColumnEdgeDef] = {}
+
+    def add(output_field: str, source: f.InputField, default_type: str | None, default_desc: str | None) -> None:
+        transformations = source.transformations or [f.Transformation(type=default_type, description=default_desc)]
+        for t in transformations:
+            edge = ColumnEdgeDef(
+                output_field=output_field,
+                input_namespace=source.namespace,
+                input_name=source.name,
+                input_field=source.field,
+                transformation_type=t.type or default_type or None,
+                transformation_subtype=t.subtype or None,
+                description=t.description or default_desc or None,
+                masking=t.masking,
+            )
+            key = (edge.output_field, edge.input_namespace, edge.input_name, edge.input_field,
+                   edge.transformation_type, edge.transformation_subtype)
+            edges.setdefault(key, edge)
+
+    for output_field, entry in facet.fields.items():
+        for source in entry.input_fields:
+            add(output_field, source, entry.transformation_type, entry.transformation_description)
+    if facet.dataset:
+        targets = list(facet.fields) or [x.name for x in (fields or [])]
+        for output_field in targets:
+            for source in facet.dataset:
+                add(output_field, source, "INDIRECT", None)
+    return list(edges.values())
+
+
+def _aware(value: dt.datetime) -> dt.datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)

@@ -1,0 +1,1 @@
+"""The lineage engine: graph walks over lineage_edges, bounded by depth."""

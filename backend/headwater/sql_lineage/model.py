@@ -1,0 +1,57 @@
+"""The result types of SQL lineage: tables read and written, column edges and parse errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+IDENTITY = "IDENTITY"
+TRANSFORMATION = "TRANSFORMATION"
+AGGREGATION = "AGGREGATION"
+INDIRECT = "INDIRECT"
+
+# Weakest link first: a column copied through an aggregate is an aggregate, and one that only
+# steers a value (a CASE condition, a window key) stays indirect whatever else happens to it.
+TRANSFORMATIONS = (IDENTITY, TRANSFORMATION, AGGREGATION, INDIRECT)
+
+
+@dataclass(frozen=True, slots=True)
+class SqlError:
+    """A statement that could not be parsed, located at 1-based line and column."""
+
+    message: str
+    line: int | None = None
+    col: int | None = None
+    highlight: str | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.message
+        return f"Line {self.line}, Col {self.col}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnLineage:
+    """One written column and the source columns its value is computed from."""
+
+    output: str
+    inputs: list[str]
+    transformation: str = IDENTITY
+
+
+@dataclass(frozen=True, slots=True)
+class SqlLineage:
+    """Tables a SQL script reads and writes, and where each written column comes from."""
+
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    columns: list[ColumnLineage] = field(default_factory=list)
+    errors: list[SqlError] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `headwater sql-lineage`: inputs, outputs and column edges."""
+        return {
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "columns": [{"output": c.output, "inputs": list(c.inputs)} for c in self.columns],
+        }

@@ -1,0 +1,111 @@
+"""Table names as the SQL writes them, and the catalog of columns known for each table.
+
+Names keep the spelling and qualification of the SQL (`cat.sch.tbl` if written so, no default
+schema added); files and stages read or written directly are named `path:<uri>`. Two spellings
+of one name are the same table when they match ignoring case.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+# Spark's `parquet.`s3://bucket/path`` reads files directly; the prefix names the format.
+_FILE_FORMATS = {"parquet", "csv", "json", "orc", "avro", "delta", "text", "binaryfile", "iceberg", "hudi"}
+
+
+def key(name: str) -> str:
+    """The identity of a table or column name: spellings that differ only in case are one."""
+    return name.casefold()
+
+
+def path_name(uri: str) -> str:
+    """The name of a file, directory or stage read or written by location rather than by table."""
+    return f"path:{uri}"
+
+
+def _looks_like_path(text: str) -> bool:
+    return "/" in text or "://" in text or text.startswith("@")
+
+
+def table_name(table: exp.Table) -> str | None:
+    """The name of a table as the SQL qualifies it, `path:<uri>` for files; None for table functions."""
+    this = table.this
+    if isinstance(this, exp.Identifier):
+        db = table.args.get("db")
+        if this.quoted and _looks_like_path(this.name):
+            if not db or db.name.lower() in _FILE_FORMATS:
+                return path_name(this.name)
+        return ".".join(part.name for part in table.parts)
+    if isinstance(this, exp.Literal) and this.is_string:
+        return path_name(this.name)
+    if isinstance(this, exp.Var):
+        return path_name(this.name) if this.name.startswith("@") else ".".join(p.name for p in table.parts)
+    if isinstance(this, exp.Func):
+        uri = _file_argument(this)
+        return path_name(uri) if uri else None
+    if isinstance(this, exp.Dot):
+        return ".".join(part.name for part in table.parts)
+    return None
+
+
+def _file_argument(func: exp.Func) -> str | None:
+    """The location read by a file-reading table function such as DuckDB's read_parquet('s3://…')."""
+    name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
+    if not name.startswith("read") and name not in {"parquet_scan", "csv_scan", "s3", "hdfs", "file", "url"}:
+        return None
+    for arg in func.iter_expressions():
+        for literal in ([arg] if isinstance(arg, exp.Literal) else arg.find_all(exp.Literal)):
+            if literal.is_string:
+                return literal.name
+    return None
+
+
+def qualify_like(new: exp.Table, old: exp.Table) -> str | None:
+    """A renamed table's name: an unqualified new name stays in the old one's schema (PostgreSQL)."""
+    name = table_name(new)
+    if name is None or new.args.get("db") or not old.args.get("db"):
+        return name
+    old_name = table_name(old)
+    if old_name is None:
+        return name
+    return f"{old_name.rsplit('.', 1)[0]}.{name}"
+
+
+class Catalog:
+    """Columns known per table: those the script itself defines first, then the caller's schema."""
+
+    def __init__(self, schema: dict[str, dict[str, str]] | None = None) -> None:
+        self._defined: dict[str, list[str] | None] = {}
+        self._schema: dict[str, list[str]] = {}
+        # Every dotted suffix of a schema name, so `orders` finds `shop.public.orders` and
+        # `public.orders` finds it too, unless the suffix is shared by two tables.
+        self._suffixes: dict[str, list[str] | None] = {}
+        for name, columns in (schema or {}).items():
+            full = key(name)
+            self._schema[full] = list(columns)
+            parts = full.split(".")
+            for i in range(1, len(parts)):
+                suffix = ".".join(parts[i:])
+                self._suffixes[suffix] = None if suffix in self._suffixes else self._schema[full]
+
+    def columns(self, name: str) -> list[str] | None:
+        """The ordered columns of a table, or None when neither the script nor the schema says."""
+        k = key(name)
+        if k in self._defined:
+            return self._defined[k]
+        found = self._schema.get(k)
+        if found is not None:
+            return found
+        found = self._suffixes.get(k)
+        if found is not None:
+            return found
+        parts = k.split(".")
+        for i in range(1, len(parts)):
+            found = self._schema.get(".".join(parts[i:]))
+            if found is not None:
+                return found
+        return None
+
+    def define(self, name: str, columns: list[str] | None) -> None:
+        """Record the columns a statement gave a table (None: they are no longer known)."""
+        self._defined[key(name)] = columns

@@ -1,0 +1,150 @@
+"""Split a SQL script into statements and parse each on its own, so one bad statement costs only itself."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from headwater.sql_lineage.dialects import get_dialect
+from headwater.sql_lineage.model import SqlError
+from headwater.sql_lineage.rewrites import rewrite_statement
+
+if TYPE_CHECKING:
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.parser import Parser
+
+# Statements sqlglot leaves as an opaque Command although they move data: lineage would be
+# silently missing, so they are reported instead of skipped like SET or GRANT.
+_WRITING_COMMANDS = {"INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "REPLACE", "COPY", "UNLOAD"}
+
+_MISSING_DELIMITER = re.compile(r"from (\d+):(\d+)$")
+
+
+@dataclass(slots=True)
+class ParsedScript:
+    """The statements of a script that parsed, in order, and an error for each that did not."""
+
+    statements: list[exp.Expr] = field(default_factory=list)
+    errors: list[SqlError] = field(default_factory=list)
+
+
+def parse_script(sql: str, dialect: str | None) -> ParsedScript:
+    """Parse every statement of `sql`, keeping the ones that parse and locating the others."""
+    result = ParsedScript()
+    target = get_dialect(dialect)
+    tokens = _tokenize(sql, target, result.errors)
+    parser = target.parser(error_level=ErrorLevel.IMMEDIATE)
+    for chunk in _split(tokens):
+        _parse_chunk(chunk, sql, target, parser, result)
+    return result
+
+
+def _tokenize(sql: str, dialect: Dialect, errors: list[SqlError]) -> list[Token]:
+    try:
+        return dialect.tokenize(sql)
+    except TokenError as error:
+        offset = _token_error_offset(error, len(sql))
+        errors.append(_located(f"Cannot tokenize: {error.__cause__ or error}", sql, offset))
+        # The statements before the bad one still count: tokenize up to it and drop the
+        # statement it interrupts.
+        try:
+            head = dialect.tokenize(sql[:offset])
+        except TokenError:
+            return []
+        last = max((i for i, t in enumerate(head) if t.token_type == TokenType.SEMICOLON), default=-1)
+        return head[: last + 1]
+
+
+def _token_error_offset(error: TokenError, size: int) -> int:
+    match = _MISSING_DELIMITER.search(str(error.__cause__ or ""))
+    if match:
+        return int(match.group(2))
+    return min(error.end if error.end is not None else size, size)
+
+
+def _located(message: str, sql: str, offset: int) -> SqlError:
+    line = sql.count("\n", 0, offset) + 1
+    col = offset - sql.rfind("\n", 0, offset)
+    return SqlError(message=message, line=line, col=col, highlight=sql[offset : offset + 20] or None)
+
+
+def _split(tokens: list[Token]) -> list[list[Token]]:
+    chunks: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            chunks.append([])
+        else:
+            chunks[-1].append(token)
+    return [chunk for chunk in chunks if chunk]
+
+
+def _parse_chunk(
+    chunk: list[Token], sql: str, dialect: Dialect, parser: Parser, result: ParsedScript
+) -> None:
+    error: ParseError | None = None
+    statement: exp.Expr | None = None
+    try:
+        statement = parser.parse(chunk, sql)[0]
+    except ParseError as e:
+        error = e
+
+    if error is not None or isinstance(statement, exp.Command):
+        rewritten = rewrite_statement(chunk, sql, dialect)
+        if rewritten is not None:
+            result.statements.extend(rewritten)
+            return
+
+    if error is not None:
+        fallback = _parse_generic(chunk, sql, dialect)
+        if fallback is not None:
+            result.statements.append(fallback)
+        else:
+            result.errors.append(_parse_error(error))
+        return
+
+    if isinstance(statement, exp.Command):
+        if str(statement.this).upper() in _WRITING_COMMANDS:
+            first = chunk[0]
+            result.errors.append(
+                SqlError(
+                    message=f"Unsupported syntax in {first.text.upper()} statement",
+                    line=first.line,
+                    col=first.col,
+                    highlight=first.text,
+                )
+            )
+        return
+    if statement is not None:
+        result.statements.append(statement)
+
+
+def _parse_generic(chunk: list[Token], sql: str, dialect: Dialect) -> exp.Expr | None:
+    """Retry a statement that failed in its dialect as generic SQL; producers mislabel dialects."""
+    generic = get_dialect(None)
+    if type(dialect) is type(generic):
+        return None
+    text = sql[chunk[0].start : chunk[-1].end + 1]
+    try:
+        parsed = generic.parse(text, error_level=ErrorLevel.IMMEDIATE)
+    except (ParseError, TokenError):
+        return None
+    if len(parsed) != 1 or parsed[0] is None or isinstance(parsed[0], exp.Command):
+        return None
+    return parsed[0]
+
+
+def _parse_error(error: ParseError) -> SqlError:
+    if not error.errors:
+        return SqlError(message=str(error))
+    first = error.errors[0]
+    return SqlError(
+        message=str(first.get("description") or error),
+        line=first.get("line"),
+        col=first.get("col"),
+        highlight=first.get("highlight"),
+    )

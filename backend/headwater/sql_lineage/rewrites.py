@@ -1,0 +1,136 @@
+"""Statements sqlglot cannot parse or keeps as an opaque Command, rebuilt into expressions it knows.
+
+Each rewrite recognizes one statement shape and returns the equivalent AST: an UNLOAD becomes an
+INSERT into a `Directory`, MySQL's REPLACE INTO an INSERT, RENAME TABLE one ALTER ... RENAME per
+pair. None means "not mine", and the caller reports the original error.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+if TYPE_CHECKING:
+    from sqlglot.dialects.dialect import Dialect
+
+_QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.VALUES}
+_RENAME = re.compile(r"^RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
+_RENAME_PAIR = re.compile(r"^(.+?)\s+TO\s+(.+)$", re.IGNORECASE | re.DOTALL)
+
+
+def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """Rebuild a statement of a known shape that sqlglot could not represent, else None."""
+    text = sql[chunk[0].start : chunk[-1].end + 1]
+    keyword = chunk[0].text.upper()
+    try:
+        if keyword == "UNLOAD":
+            return _unload(text, dialect)
+        if keyword == "REPLACE" and len(text) > 7:
+            return _parse(dialect, "INSERT" + text[7:])
+        if keyword == "RENAME":
+            return _rename_table(text, dialect)
+        if keyword == "INSERT":
+            return _insert_directory(chunk, sql, dialect)
+    except (ParseError, TokenError):
+        return None
+    return None
+
+
+def _parse(dialect: Dialect, text: str) -> list[exp.Expr] | None:
+    parsed = dialect.parse(text, error_level=ErrorLevel.IMMEDIATE)
+    if len(parsed) != 1 or parsed[0] is None or isinstance(parsed[0], exp.Command):
+        return None
+    return [parsed[0]]
+
+
+def _directory_insert(path: str, query: exp.Expr) -> exp.Insert:
+    return exp.Insert(this=exp.Directory(this=exp.Literal.string(path)), expression=query, overwrite=True)
+
+
+def _matching_paren(tokens: list[Token], open_index: int) -> int | None:
+    depth = 0
+    for i in range(open_index, len(tokens)):
+        if tokens[i].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tokens[i].token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _unload(text: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """Redshift `UNLOAD ('query') TO 's3://…'` and Athena/Trino `UNLOAD (query) TO 's3://…'`."""
+    rest = text[len("UNLOAD") :]
+    tokens = dialect.tokenize(rest)
+    if not tokens or tokens[0].token_type != TokenType.L_PAREN:
+        return None
+    close = _matching_paren(tokens, 0)
+    if close is None or close + 2 >= len(tokens) + 1:
+        return None
+    inner = tokens[1:close]
+    if len(inner) == 1 and inner[0].token_type == TokenType.STRING:
+        query = _parse(dialect, inner[0].text)
+    else:
+        query = [q for q in dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(inner, rest) if q]
+    after = tokens[close + 1 : close + 3]
+    if not query or len(after) < 2 or after[0].text.upper() != "TO" or after[1].token_type != TokenType.STRING:
+        return None
+    return [_directory_insert(after[1].text, query[0])]
+
+
+def _rename_table(text: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """MySQL `RENAME TABLE a TO b, c TO d`: one ALTER TABLE ... RENAME per pair."""
+    match = _RENAME.match(text.strip())
+    if not match:
+        return None
+    statements: list[exp.Expr] = []
+    for pair in match.group(1).split(","):
+        names = _RENAME_PAIR.match(pair.strip())
+        if not names:
+            return None
+        old = exp.to_table(names.group(1).strip(), dialect=dialect)
+        new = exp.to_table(names.group(2).strip(), dialect=dialect)
+        statements.append(exp.Alter(this=old, kind="TABLE", actions=[exp.AlterRename(this=new)]))
+    return statements
+
+
+def _insert_directory(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """Spark `INSERT OVERWRITE [LOCAL] DIRECTORY ['path'] USING fmt [OPTIONS (...)] query`."""
+    words = [t.text.upper() for t in chunk[:4]]
+    if words[:2] != ["INSERT", "OVERWRITE"] or "DIRECTORY" not in words[2:4]:
+        return None
+    start = words.index("DIRECTORY") + 1
+    path = None
+    if start < len(chunk) and chunk[start].token_type == TokenType.STRING:
+        path = chunk[start].text
+    depth = 0
+    query_start = None
+    for i in range(start, len(chunk)):
+        token = chunk[i]
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and token.token_type in _QUERY_STARTS:
+            query_start = i
+            break
+        elif (
+            path is None
+            and depth == 1
+            and token.token_type == TokenType.STRING
+            and token.text.lower() == "path"
+        ):
+            value = chunk[i + 2] if chunk[i + 1].token_type == TokenType.EQ else chunk[i + 1]
+            path = value.text
+    if path is None or query_start is None:
+        return None
+    parser = dialect.parser(error_level=ErrorLevel.IMMEDIATE)
+    query = parser.parse(chunk[query_start:], sql)[0]
+    if query is None:
+        return None
+    return [_directory_insert(path, query)]

@@ -1,0 +1,1 @@
+"""Typed async functions over the named queries in db/queries: one module per aggregate."""

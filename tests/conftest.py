@@ -1,0 +1,87 @@
+"""Shared fixtures: a migrated database per test session (per xdist worker), cleaned per test."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import asyncpg
+import pytest
+from litestar.testing import AsyncTestClient
+
+from headwater.app import create_app
+from headwater.db.migrate import migrate
+from headwater.db.pool import register_codecs
+from headwater.settings import Settings
+from tests.pg import test_server, with_database
+
+# Tables derived from events, emptied between tests (schema_migrations stays).
+MODEL_TABLES = [
+    "raw_events", "change_log", "column_lineage", "lineage_edges", "run_datasets", "run_states", "runs",
+    "job_versions", "jobs", "dataset_versions", "dataset_fields", "dataset_aliases", "datasets", "sources",
+    "namespaces", "tags",
+]
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    with test_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+async def database_url(pg_server: str) -> AsyncIterator[str]:
+    """A fresh, migrated database for this session (one per xdist worker), dropped at the end."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"headwater_test_{worker}_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(pg_server)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    url = with_database(pg_server, name)
+    conn = await asyncpg.connect(url)
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+    yield url
+    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.close()
+
+
+@pytest.fixture(scope="session")
+async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=5, init=register_codecs)
+    yield pool
+    await pool.close()
+
+
+@pytest.fixture
+async def db(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Pool]:
+    """The session database, emptied before the test: tests commit for real (NOTIFY, replicas)."""
+    async with pool.acquire() as conn:
+        await conn.execute(f"TRUNCATE {', '.join(MODEL_TABLES)} RESTART IDENTITY CASCADE")
+    yield pool
+
+
+@pytest.fixture
+async def conn(db: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
+    async with db.acquire() as connection:
+        yield connection
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, pool_min_size=1, pool_max_size=5)
+
+
+@pytest.fixture(scope="session")
+async def app_client(settings: Settings) -> AsyncIterator[AsyncTestClient[Any]]:
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture
+async def client(db: asyncpg.Pool, app_client: AsyncTestClient[Any]) -> AsyncTestClient[Any]:
+    """The app over the emptied session database."""
+    return app_client

@@ -1,0 +1,88 @@
+"""A PostgreSQL server for the tests: a configured one, the local one, or a temporary cluster.
+
+Order: $HEADWATER_TEST_DATABASE_URL (a server URL whose user may create databases), then the
+local server on 127.0.0.1:5432 as user postgres, else a throwaway cluster from the machine's
+PostgreSQL binaries (run as the postgres user when we are root, as initdb/pg_ctl refuse root).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _reachable(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def _bindir() -> Path | None:
+    if os.environ.get("PG_BINDIR"):
+        return Path(os.environ["PG_BINDIR"])
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name))
+    if found:
+        return Path(found[-1])
+    pg_ctl = shutil.which("pg_ctl")
+    return Path(pg_ctl).parent if pg_ctl else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def temporary_cluster() -> Iterator[str]:
+    """initdb + pg_ctl start a cluster in a temp dir; yields its server URL; removes it afterwards."""
+    bindir = _bindir()
+    if bindir is None:
+        raise RuntimeError("No PostgreSQL server: set HEADWATER_TEST_DATABASE_URL or install PostgreSQL")
+    tmp = Path(tempfile.mkdtemp(prefix="headwater-pg-"))
+    tmp.chmod(0o755)
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(tmp, "postgres", "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+    data = tmp / "data"
+    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
+                    "-E", "UTF8", "--no-locale", "-N"], check=True, capture_output=True)
+    options = (f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+               "-c full_page_writes=off -c max_connections=200")
+    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(tmp / "log"), "-w",
+                    "-o", options, "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       check=False, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def test_server() -> Iterator[str]:
+    """The URL of a server the tests may create databases on."""
+    url = os.environ.get("HEADWATER_TEST_DATABASE_URL")
+    if url:
+        yield url
+    elif _reachable("127.0.0.1", 5432):
+        yield "postgresql://postgres@127.0.0.1:5432/postgres"
+    else:
+        with temporary_cluster() as url:
+            yield url
+
+
+def with_database(server_url: str, database: str) -> str:
+    """The same server URL pointing at another database."""
+    base, _, query = server_url.partition("?")
+    head, _, _ = base.rpartition("/")
+    return f"{head}/{database}" + (f"?{query}" if query else "")
