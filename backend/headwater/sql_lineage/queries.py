@@ -132,7 +132,7 @@ class QueryEvaluator:
             # USING (id): an unqualified `id` is the left side's (the right one when outer).
             name = key(column.name)
             for k, source in scope.sources.items():
-                if k not in added and source.knows(column.name) or source.is_unknown():
+                if k not in added and (source.knows(column.name) or source.is_unknown()):
                     scope.using.setdefault(name, source)
                     break
         on = join.args.get("on")
@@ -203,8 +203,6 @@ class QueryEvaluator:
         per_argument = [self.expression(arg, scope, ctes)[0] for arg in arguments]
         refs: frozenset[Ref] = frozenset().union(*per_argument)
         names = list(node.alias_column_names)
-        if isinstance(node, exp.Unnest) and not names and isinstance(node.args.get("alias"), exp.TableAlias):
-            names = []
         fields = [
             Field(name, per_argument[i] if len(per_argument) == len(names) else refs, TRANSFORMATION)
             for i, name in enumerate(names)

@@ -48,6 +48,7 @@ class Source:
     fields: list[Field] | None = None
     open: Field | None = None
     _index: dict[str, Field] | None = None
+    _column_keys: set[str] | None = None
 
     def field(self, name: str) -> Field | None:
         """The named output field of a relation source, if it has one by that name."""
@@ -63,7 +64,11 @@ class Source:
         """Whether this source is known to have a column called `name`."""
         if self.field(name) is not None:
             return True
-        return self.columns is not None and key(name) in {key(c) for c in self.columns}
+        if self.columns is None:
+            return False
+        if self._column_keys is None:
+            self._column_keys = {key(c) for c in self.columns}
+        return key(name) in self._column_keys
 
     def is_unknown(self) -> bool:
         """Whether this source may have columns nobody listed: a table without schema or a `*`."""

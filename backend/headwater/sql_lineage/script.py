@@ -1,0 +1,142 @@
+"""Lineage of a whole script: statements chained through the tables they hand to each other.
+
+A table written by one statement and read by a later one is intermediate: it is neither an input
+nor an output, and the columns read from it are replaced by the columns they were written from.
+A table read before it is first written is an input; one not read after its last write is an
+output, so a table read and written by the same statement is both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from headwater.sql_lineage.model import TRANSFORMATIONS, ColumnLineage, SqlError, SqlLineage
+from headwater.sql_lineage.names import Catalog, key
+from headwater.sql_lineage.parsing import parse_script
+from headwater.sql_lineage.scope import STAR, Field, Ref, through_star
+from headwater.sql_lineage.statements import StatementLineage, statement_lineage
+
+
+def extract_lineage(
+    sql: str, dialect: str | None = None, schema: dict[str, dict[str, str]] | None = None
+) -> SqlLineage:
+    """Table and column lineage of a SQL statement or script.
+
+    Args:
+        sql: one statement or a script of statements separated by semicolons.
+        dialect: the SQL dialect as users name it (trino, sparksql, postgres, …); unknown
+            names and None parse as generic SQL.
+        schema: columns of tables, `{"db.orders": {"id": "int", …}}`, keyed as the SQL
+            qualifies the tables; used to expand `*` and place unqualified columns.
+
+    Returns:
+        Inputs and outputs as the SQL names them, one entry per written column with the
+        source columns it is computed from, and an error for each statement that did not parse.
+    """
+    parsed = parse_script(sql, dialect)
+    catalog = Catalog(schema)
+    chain = _Chain()
+    for index, statement in enumerate(parsed.statements):
+        chain.add(index, statement_lineage(statement, catalog))
+    return chain.result(parsed.errors)
+
+
+@dataclass(slots=True)
+class _Chain:
+    names: dict[str, str] = field(default_factory=dict)
+    first_read: dict[str, int] = field(default_factory=dict)
+    last_read: dict[str, int] = field(default_factory=dict)
+    first_write: dict[str, int] = field(default_factory=dict)
+    last_write: dict[str, int] = field(default_factory=dict)
+    lineage: dict[str, dict[str, Field]] = field(default_factory=dict)
+
+    def add(self, index: int, statement: StatementLineage) -> None:
+        for k, name in statement.reads.items():
+            self.names.setdefault(k, name)
+            self.first_read.setdefault(k, index)
+            self.last_read[k] = index
+        # Resolve every write against the tables earlier statements wrote, before this
+        # statement's own writes change them.
+        resolved = [
+            (write, {ck: self._through_earlier(f) for ck, f in write.columns.items()})
+            for write in statement.writes
+        ]
+        for write, columns in resolved:
+            k = key(write.table)
+            self.names.setdefault(k, write.table)
+            self.first_write.setdefault(k, index)
+            self.last_write[k] = index
+            known = self.lineage.get(k)
+            if write.creates or known is None:
+                self.lineage[k] = columns
+                continue
+            for ck, f in columns.items():
+                previous = known.get(ck)
+                known[ck] = f if previous is None else _union(previous, f)
+
+    def _through_earlier(self, f: Field) -> Field:
+        refs: set[Ref] = set()
+        kind = f.kind
+        for table, column in f.refs:
+            written = self.lineage.get(key(table)) if table else None
+            if written is None:
+                refs.add((table, column))
+                continue
+            if column == STAR:
+                for source in written.values():
+                    refs.update(source.refs)
+                    kind = max(kind, source.kind)
+                if not written:
+                    refs.add((table, column))
+                continue
+            source = written.get(key(column))
+            if source is not None:
+                refs.update(source.refs)
+                kind = max(kind, source.kind)
+            elif STAR in written:
+                refs.update(through_star(written[STAR], column))
+                kind = max(kind, written[STAR].kind)
+            else:
+                # A column no statement of the script wrote: it keeps its own name.
+                refs.add((table, column))
+        return Field(f.name, frozenset(refs), kind)
+
+    def result(self, errors: list[SqlError]) -> SqlLineage:
+        inputs = [
+            self.names[k]
+            for k, first in self.first_read.items()
+            if k not in self.first_write or first <= self.first_write[k]
+        ]
+        outputs = [
+            k for k, last in self.last_write.items() if k not in self.last_read or self.last_read[k] <= last
+        ]
+        columns = []
+        for k in outputs:
+            for f in self.lineage.get(k, {}).values():
+                if f.refs:
+                    columns.append(
+                        ColumnLineage(
+                            output=f"{self.names[k]}.{f.name}",
+                            inputs=_render(f.refs),
+                            transformation=TRANSFORMATIONS[f.kind],
+                        )
+                    )
+        columns.sort(key=lambda c: c.output)
+        return SqlLineage(
+            inputs=sorted(inputs),
+            outputs=sorted(self.names[k] for k in outputs),
+            columns=columns,
+            errors=list(errors),
+        )
+
+
+def _union(a: Field, b: Field) -> Field:
+    return Field(a.name, a.refs | b.refs, max(a.kind, b.kind))
+
+
+def _render(refs: frozenset[Ref]) -> list[str]:
+    seen: dict[str, str] = {}
+    for table, column in refs:
+        text = f"{table}.{column}" if table else column
+        seen.setdefault(text.casefold(), text)
+    return sorted(seen.values())
