@@ -36,9 +36,15 @@ def extract_lineage(
     parsed = parse_script(sql, dialect)
     catalog = Catalog(schema)
     chain = _Chain()
+    errors = list(parsed.errors)
     for index, statement in enumerate(parsed.statements):
-        chain.add(index, statement_lineage(statement, catalog))
-    return chain.result(parsed.errors)
+        try:
+            lineage = statement_lineage(statement, catalog)
+        except Exception as error:  # noqa: BLE001 - one odd statement must not cost the script
+            errors.append(SqlError(f"Cannot extract lineage of {type(statement).__name__}: {error}"))
+            continue
+        chain.add(index, lineage)
+    return chain.result(errors)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,60 @@
+"""`headwater sql-lineage`: print the lineage of a SQL file, or of many statements as JSON lines."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import IO, Any
+
+from headwater.sql_lineage.script import extract_lineage
+
+
+def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
+    """Print the lineage of `file` (- for stdin) as JSON; with `jsonl`, one result per input line."""
+    # sqlglot logs a warning for every statement it keeps as an opaque command (SET, GRANT …);
+    # on a terminal that would bury the results.
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    try:
+        source = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
+    except OSError as error:
+        print(f"headwater sql-lineage: cannot read {file}: {error.strerror}", file=sys.stderr)
+        return 2
+    with source:
+        if jsonl:
+            _run_lines(source, dialect, sys.stdout)
+        else:
+            _run_file(source.read(), dialect)
+    return 0
+
+
+def _run_file(sql: str, dialect: str | None) -> None:
+    result = extract_lineage(sql, dialect)
+    print(json.dumps(result.to_dict(), indent=2))
+    for error in result.errors:
+        print(f"error: {error}", file=sys.stderr)
+
+
+def _run_lines(lines: IO[str], dialect: str | None, out: IO[str]) -> None:
+    for line in lines:
+        if not line.strip():
+            continue
+        out.write(json.dumps(lineage_line(line, dialect)) + "\n")
+        out.flush()
+
+
+def lineage_line(line: str, dialect: str | None) -> dict[str, Any]:
+    """The result line for one input line `{"id", "sql", "dialect"}`; never raises."""
+    try:
+        request = json.loads(line)
+    except json.JSONDecodeError as error:
+        return _failed(None, f"Invalid JSON line: {error.msg} at column {error.colno}")
+    if not isinstance(request, dict) or not isinstance(request.get("sql"), str):
+        return _failed(request.get("id") if isinstance(request, dict) else None, 'Expected {"id", "sql"}')
+    result = extract_lineage(request["sql"], request.get("dialect") or dialect)
+    error = "; ".join(str(e) for e in result.errors) or None
+    return {"id": request.get("id"), **result.to_dict(), "error": error}
+
+
+def _failed(request_id: Any, message: str) -> dict[str, Any]:
+    return {"id": request_id, "inputs": [], "outputs": [], "columns": [], "error": message}
