@@ -163,3 +163,40 @@ def split_deleted(facets: dict[str, Any] | None) -> tuple[dict[str, Any], list[s
         else:
             kept[key] = value
     return kept, deleted
+
+
+class Owner(msgspec.Struct, forbid_unknown_fields=False):
+    name: str
+    type: str | None = None
+
+
+class OwnershipFacet(msgspec.Struct, forbid_unknown_fields=False):
+    owners: list[Owner] = []
+
+
+class OutputStatisticsFacet(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    row_count: int | None = None
+    size: int | None = None
+    file_count: int | None = None
+
+
+class DataQualityMetricsFacet(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    column_metrics: dict[str, Any]
+    row_count: int | None = None
+    bytes: int | None = None
+
+
+# Standard facets Headwater does not build model rows from, but checks so a client hears about a
+# malformed one (the event is still stored, with the facet as received).
+CHECKED_ONLY: dict[str, dict[str, type]] = {
+    "job": {"ownership": OwnershipFacet},
+    "dataset": {"ownership": OwnershipFacet},
+    "inputFacets": {"dataQualityMetrics": DataQualityMetricsFacet},
+    "outputFacets": {"outputStatistics": OutputStatisticsFacet},
+}
+
+
+def check_facets(facets: dict[str, Any] | None, location: str, path: str, warnings: list[FieldError]) -> None:
+    """Warn about malformed standard facets at ``location`` (job, dataset, inputFacets, outputFacets)."""
+    for key, model in CHECKED_ONLY[location].items():
+        read_facet(facets, key, model, path, warnings)

@@ -128,6 +128,7 @@ def _job(out: NormalizedEvent, model: RunEventModel | JobEventModel, warnings: l
     out.job_facets, out.job_deleted_facets = f.split_deleted(model.job.facets)
     facets = model.job.facets
     path = "$.job.facets"
+    f.check_facets(facets, "job", path, warnings)
     job_type = f.read_facet(facets, "jobType", f.JobTypeFacet, path, warnings)
     if job_type is not None:
         out.job_type = job_type.job_type
@@ -173,6 +174,9 @@ def _dataset(
 ) -> DatasetDef:
     facets, deleted = f.split_deleted(model.facets)
     fpath = f"{path}.facets"
+    f.check_facets(model.facets, "dataset", fpath, warnings)
+    f.check_facets(model.input_facets, "inputFacets", f"{path}.inputFacets", warnings)
+    f.check_facets(model.output_facets, "outputFacets", f"{path}.outputFacets", warnings)
     identities = _identities(model, fpath, rules, warnings)
     dataset = DatasetDef(
         namespace=model.namespace,
