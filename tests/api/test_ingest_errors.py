@@ -1,0 +1,130 @@
+"""Bad input gets a 4xx naming the JSON path; nothing is stored; gzip, batches, auth and outages."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+import pytest
+from litestar.testing import AsyncTestClient
+
+from headwater.app import create_app
+from headwater.settings import Settings
+from tests.factories import run_event
+
+pytestmark = pytest.mark.db
+
+
+def without(key: str) -> dict[str, Any]:
+    event = run_event("job")
+    del event[key]
+    return event
+
+
+def with_value(path: list[str | int], value: Any) -> dict[str, Any]:
+    event: Any = run_event("job", inputs=["a"])
+    target = event
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return event
+
+
+BAD_EVENTS = [
+    ("not an object", 42, "$", "Expected `object`, got `number`"),
+    ("a string", "hello", "$", "Expected `object`, got `str`"),
+    ("missing run", without("run"), "$", "Object missing required field `run`"),
+    ("missing job", without("job"), "$", "Object missing required field `job`"),
+    ("missing eventTime", without("eventTime"), "$", "Object missing required field `eventTime`"),
+    ("missing eventType", without("eventType"), "$", "Object missing required field `eventType`"),
+    ("unknown eventType", with_value(["eventType"], "FINISHED"), "$.eventType", "Invalid enum value 'FINISHED'"),
+    ("unparseable time", with_value(["eventTime"], "yesterday"), "$.eventTime", "Invalid RFC3339 encoded datetime"),
+    ("runId not a uuid", with_value(["run", "runId"], "run-1"), "$.run.runId", "Invalid UUID"),
+    ("job name wrong type", with_value(["job", "name"], 7), "$.job.name", "Expected `str`, got `int`"),
+    ("inputs not a list", with_value(["inputs"], {"a": 1}), "$.inputs", "Expected `array | null`, got `object`"),
+    ("dataset without name", with_value(["inputs", 0], {"namespace": "x"}), "$.inputs[0]",
+     "Object missing required field `name`"),
+    ("empty job name", with_value(["job", "name"], " "), "$.job.name", "must not be empty"),
+    ("facets not an object", with_value(["run", "facets"], [1]), "$.run.facets",
+     "Expected `object | null`, got `array`"),
+]
+
+
+@pytest.mark.parametrize(("body", "path", "message"), [b[1:] for b in BAD_EVENTS], ids=[b[0] for b in BAD_EVENTS])
+async def test_bad_event_is_400_with_path(client, conn, body, path, message):
+    response = await client.post("/api/v1/lineage", json=body)
+    assert response.status_code == 400, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    problem = response.json()
+    assert problem["errors"][0]["path"] == path
+    assert problem["errors"][0]["message"].startswith(message)
+    assert await conn.fetchval("SELECT count(*) FROM raw_events") == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "headers", "status", "code"),
+    [
+        (b"{not json", {}, 400, "invalid_request"),
+        (b"", {}, 400, "invalid_request"),
+        (b"not gzip", {"content-encoding": "gzip"}, 400, "invalid_request"),
+        (b"{}", {"content-encoding": "br"}, 415, "unsupported_content_encoding"),
+    ],
+    ids=["not json", "empty", "bad gzip", "unknown encoding"],
+)
+async def test_unreadable_body(client, content, headers, status, code):
+    response = await client.post("/api/v1/lineage", content=content,
+                                 headers={"content-type": "application/json", **headers})
+    assert (response.status_code, response.json()["code"]) == (status, code)
+
+
+async def test_gzip_body_is_accepted(client, conn):
+    body = gzip.compress(json.dumps(run_event("job", outputs=["b"])).encode())
+    response = await client.post("/api/v1/lineage", content=body,
+                                 headers={"content-type": "application/json", "content-encoding": "gzip"})
+    assert response.status_code == 201
+    assert await conn.fetchval("SELECT name FROM datasets") == "b"
+
+
+async def test_array_is_all_or_nothing(client, conn):
+    good, bad = run_event("a"), with_value(["eventTime"], "nope")
+    response = await client.post("/api/v1/lineage", json=[good, bad, good])
+    assert response.status_code == 400
+    assert [e["path"] for e in response.json()["errors"]] == ["$[1].eventTime"]
+    assert await conn.fetchval("SELECT count(*) FROM raw_events") == 0
+    response = await client.post("/api/v1/lineage", json=[good, run_event("b")])
+    assert response.status_code == 201
+    assert [r["status"] for r in response.json()["results"]] == ["created", "created"]
+
+
+async def test_batch_endpoint_reports_per_event(client, conn):
+    events = [run_event("a"), with_value(["run", "runId"], "x"), run_event("b")]
+    response = await client.post("/api/v1/lineage/batch", json=events)
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "partial_success",
+        "summary": {"received": 3, "successful": 2, "failed": 1, "retriable": 0, "non_retriable": 1},
+        "failed_events": [{"index": 1, "reason": "$[1].run.runId: Invalid UUID", "retriable": False}],
+    }
+    assert await conn.fetchval("SELECT count(*) FROM raw_events") == 2
+
+
+async def test_api_key_is_required_when_configured(db, database_url):
+    settings = Settings(database_url=database_url, api_key="s3cret", pool_min_size=0, pool_max_size=2)
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        assert (await client.post("/api/v1/lineage", json=run_event("a"))).status_code == 401
+        wrong = await client.post("/api/v1/lineage", json=run_event("a"), headers={"authorization": "Bearer x"})
+        assert wrong.status_code == 401
+        ok = await client.post("/api/v1/lineage", json=run_event("a"), headers={"authorization": "Bearer s3cret"})
+        assert ok.status_code == 201
+
+
+async def test_unavailable_database_is_503(unused_tcp_port):
+    settings = Settings(database_url=f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/none",
+                        pool_min_size=0, pool_max_size=1)
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        response = await client.post("/api/v1/lineage", json=run_event("a"))
+        assert response.status_code == 503
+        assert response.json()["code"] == "database_unavailable"
+        assert (await client.get("/readyz")).status_code == 503
+        assert (await client.get("/healthz")).status_code == 200
