@@ -51,6 +51,8 @@ As root
     ``<data dir>/postgres`` symlink made by hand is followed too, so the cluster can live anywhere.
     Without a ``postgres`` user the pgserver wheel is used: as root it creates a system user
     ``pgserver`` (``useradd``) and runs the server as that user; this is printed when it happens.
+    pgserver also makes every parent of its cluster readable and traversable by all users, so
+    Headwater hands it a data dir whose parents already are (else the same relocation applies).
 
 Restarts after a crash
     A server left running by a Headwater process that was killed is stopped (fast) and started
@@ -71,6 +73,7 @@ import atexit
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import pwd
 import re
@@ -374,10 +377,11 @@ def _others_can_traverse(path: Path) -> bool:
 
 
 def _cluster_processes(pgdata: Path) -> set[int]:
-    """PIDs of processes whose working directory is pgdata: the postmaster and all its children.
+    """PIDs of the PostgreSQL processes of the cluster in pgdata: the postmaster and its children.
 
-    Every PostgreSQL process changes into its data directory. Only Linux has /proc; elsewhere the
-    answer is empty and PostgreSQL's own stale-lock handling applies.
+    Every PostgreSQL process changes into its data directory and keeps the command name
+    ``postgres`` whatever its title says. Only Linux has /proc; elsewhere the answer is empty and
+    PostgreSQL's own stale-lock handling applies.
     """
     target = os.path.realpath(pgdata)
     pids: set[int] = set()
@@ -388,7 +392,10 @@ def _cluster_processes(pgdata: Path) -> set[int]:
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):
-            if os.readlink(entry / "cwd") == target:
+            if (
+                os.readlink(entry / "cwd") == target
+                and (entry / "comm").read_text().strip() == "postgres"
+            ):
                 pids.add(int(entry.name))
     return pids
 
@@ -521,10 +528,16 @@ def start_embedded(
     say = say or _say
     as_root = os.geteuid() == 0
     data_dir = Path(os.path.abspath(Path(data_dir).expanduser()))
-    _make_data_dir(data_dir, as_root)
-    lock = _DataDirLock(data_dir / "embedded.lock")
+    try:
+        _make_data_dir(data_dir, as_root)
+        lock = _DataDirLock(data_dir / "embedded.lock")
+    except OSError as exc:
+        raise EmbeddedPostgresError(f"cannot use the data dir {data_dir}: {exc}") from exc
     try:
         return _start_locked(data_dir, backend, say, as_root, lock)
+    except OSError as exc:
+        lock.release()
+        raise EmbeddedPostgresError(f"cannot start PostgreSQL in {data_dir}: {exc}") from exc
     except BaseException:
         lock.release()
         raise
@@ -998,8 +1011,12 @@ def _start_pgserver(
             _run(cmd, run_as=run_as, timeout=STOP_TIMEOUT_S + 10)
 
     _clear_leftovers(pgdata, pgdata, lambda: pg_ctl_stop("fast"), say)
+    pgserver_log = logging.getLogger("pgserver")
+    if pgserver_log.level == logging.NOTSET:
+        pgserver_log.setLevel(logging.WARNING)  # it logs every command it runs at INFO
     try:
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        # cleanup_mode=None: pgserver only does its bookkeeping; stopping is ours, in fast mode
+        server = pgserver.get_server(pgdata, cleanup_mode=None)
     except Exception as exc:
         tail = _log_tail(pgdata / "log")
         raise EmbeddedPostgresError(
@@ -1007,7 +1024,7 @@ def _start_pgserver(
         ) from exc
 
     def stop_server() -> None:
-        # pgserver's own cleanup waits for clients to disconnect (smart mode): stop fast first.
+        # pgserver's own stop waits for clients to disconnect (smart mode); ours does not.
         pg_ctl_stop("fast")
         with contextlib.suppress(Exception):
             server.cleanup()
