@@ -142,7 +142,9 @@ class Scope:
             if shared is not None:
                 return shared.resolve(name)
             unknown: list[Source] = []
-            for source in scope.sources.values():
+            for source_key, source in scope.sources.items():
+                if source_key in scope.hidden:
+                    continue
                 if source.knows(name):
                     return source.resolve(name)
                 if source.is_unknown():
