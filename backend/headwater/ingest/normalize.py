@@ -90,10 +90,6 @@ class NormalizedEvent:
     outputs: list[DatasetDef] = field(default_factory=list)
     warnings: list[FieldError] = field(default_factory=list)
 
-    @property
-    def is_terminal(self) -> bool:
-        return self.event_type in TERMINAL_STATES
-
 
 def normalize_event(event: ValidEvent, alias_rules: list[AliasRule] | None = None) -> NormalizedEvent:
     """Turn a validated event into the values the store writes; malformed facets become warnings."""

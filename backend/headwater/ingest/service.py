@@ -6,6 +6,7 @@ run may come in any order; every write below is a merge that respects eventTime.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import uuid
@@ -14,7 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from headwater.ingest.normalize import AliasRule, DatasetDef, NormalizedEvent, identities_for, normalize_event
+from headwater.ingest.normalize import (
+    TERMINAL_STATES,
+    AliasRule,
+    DatasetDef,
+    NormalizedEvent,
+    identities_for,
+    normalize_event,
+)
 from headwater.store import changes as change_store
 from headwater.store import datasets as dataset_store
 from headwater.store import edges as edge_store
@@ -235,10 +243,14 @@ class _EventWriter:
         if job.created:
             self.changes.append(Change("JOB_CREATED", node, n.job_namespace, n.event_time))
 
+        # The run's state after this event and since when: a late START of a finished run still
+        # versions the job as of the run's end.
+        run_state, state_at = "COMPLETE", n.event_time
         if n.kind == "RUN":
             assert n.run_id is not None
             warnings = [{"path": w.path, "message": w.message} for w in n.warnings]
             state = await run_store.upsert_run(self.conn, n, job.job_uuid, warnings)
+            run_state, state_at = state.current_state or "", state.current_state_at or n.event_time
             if state.previous_state != state.current_state:
                 self.changes.append(
                     Change("RUN_STATE_CHANGED", node, n.job_namespace, n.event_time,
@@ -258,8 +270,8 @@ class _EventWriter:
                        {"edges": await self._describe_edges(added, node)})
             )
         await self._write_column_lineage(job.job_uuid)
-        if n.kind == "JOB" or n.is_terminal:
-            await self._write_job_version(job.job_uuid, node)
+        if run_state in TERMINAL_STATES:
+            await self._write_job_version(job.job_uuid, node, run_state, state_at)
 
     async def _write_column_lineage(self, job_uuid: uuid.UUID) -> None:
         n = self.n
@@ -281,8 +293,8 @@ class _EventWriter:
                 )
         await edge_store.upsert_column_lineage(self.conn, rows, job_uuid, n.event_time, n.run_id)
 
-    async def _write_job_version(self, job_uuid: uuid.UUID, node: str) -> None:
-        """Version the job from everything the run reported; a COMPLETE makes it current."""
+    async def _write_job_version(self, job_uuid: uuid.UUID, node: str, run_state: str, at: dt.datetime) -> None:
+        """Version the job from everything its finished run reported; a COMPLETE makes it current."""
         n = self.n
         if n.kind == "RUN":
             assert n.run_id is not None
@@ -295,22 +307,20 @@ class _EventWriter:
         version = job_version_hash([i[:2] for i in inputs], [o[:2] for o in outputs], n.code_hash)
         version_uuid, _ = await job_store.upsert_job_version(
             self.conn, job_uuid, version, [i[2] for i in inputs], [o[2] for o in outputs], n.code_hash,
-            n.run_id, n.event_time,
+            n.run_id, at,
         )
         if n.run_id is not None:
             await run_store.set_run_job_version(self.conn, n.run_id, version_uuid)
-        if n.kind == "RUN" and n.event_type != "COMPLETE":
+        if run_state != "COMPLETE":
             return  # a failed or aborted run is versioned, but does not redefine the job's lineage
-        move = await job_store.set_current_job_version(self.conn, job_uuid, version_uuid, n.event_time, n.run_id)
+        move = await job_store.set_current_job_version(self.conn, job_uuid, version_uuid, at, n.run_id)
         if move is None:
             return  # a later run already defined the current lineage
         input_uuids = [i[2] for i in inputs]
         output_uuids = [o[2] for o in outputs]
-        closed = await edge_store.close_stale_job_edges(self.conn, job_uuid, n.event_time, input_uuids, output_uuids)
+        closed = await edge_store.close_stale_job_edges(self.conn, job_uuid, at, input_uuids, output_uuids)
         with_columns = [self.row_of(d).dataset_uuid for d in n.outputs if d.column_edges]
-        await edge_store.close_stale_column_lineage(
-            self.conn, job_uuid, with_columns, n.event_time, n.run_id, derived=False
-        )
+        await edge_store.close_stale_column_lineage(self.conn, job_uuid, with_columns, at, n.run_id, derived=False)
         if move.previous_version_uuid == version_uuid and not closed:
             return
         added_inputs = [i for i in inputs if i[2] not in set(move.previous_input_uuids)]
@@ -324,7 +334,7 @@ class _EventWriter:
             + [{"origin": node, "destination": dataset_node_id(o[0], o[1])} for o in added_outputs],
             "removedEdges": await self._describe_edges(closed, node),
         }
-        self.changes.append(Change("JOB_VERSION_CHANGED", node, n.job_namespace, n.event_time, details))
+        self.changes.append(Change("JOB_VERSION_CHANGED", node, n.job_namespace, at, details))
 
     async def _describe_edges(self, edges: list[edge_store.EdgeChange], job_node: str) -> list[dict[str, str]]:
         rows = await dataset_store.fetch_dataset_identities(self.conn, sorted({e.dataset_uuid for e in edges}))

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 class RunStateChange:
     previous_state: str | None
     current_state: str | None
+    current_state_at: dt.datetime | None
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ async def upsert_run(
     )
     assert row is not None
     await conn.execute(QUERIES["insert_run_state"], event.run_id, event.event_type, event.event_time)
-    return RunStateChange(row["previous_state"], row["current_state"])
+    return RunStateChange(row["previous_state"], row["current_state"], row["current_state_at"])
 
 
 async def upsert_run_datasets(

@@ -1,7 +1,7 @@
 -- name: upsert_lineage_edges
 -- Opens or refreshes the edges one event reports (dataset -> job for reads, job -> dataset for
--- writes). An edge closed after this event's time is not reopened by it (a late, stale event).
--- Returns the edges that were opened by this call.
+-- writes). A late, stale event never opens an edge: not one closed after its time, and not one
+-- missing from a job version defined by a later completed run. Returns the edges opened.
 WITH input AS (
     SELECT DISTINCT ON (src, dst) *
     FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::text[]) AS t(src, dst, dataset_uuid, edge_type)
@@ -27,6 +27,8 @@ FROM input i
 WHERE NOT EXISTS (SELECT 1 FROM refreshed r WHERE r.src_node_id = i.src AND r.dst_node_id = i.dst)
   AND NOT EXISTS (SELECT 1 FROM lineage_edges c
                   WHERE c.src_node_id = i.src AND c.dst_node_id = i.dst AND c.valid_to > $6)
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_uuid = $5 AND j.current_version_at > $6
+                  AND j.latest_run_uuid IS DISTINCT FROM $7)
 RETURNING src_node_id, dst_node_id, edge_type, dataset_uuid;
 
 -- name: close_stale_job_edges
