@@ -105,6 +105,9 @@ class QueryEvaluator:
         for lateral in select.args.get("laterals") or []:
             self.add_source(scope, lateral, ctes)
 
+        for window in select.args.get("windows") or []:
+            scope.windows[key(window.name)] = window
+
         fields: list[Field] = []
         for index, projection in enumerate(select.expressions):
             if _is_star(projection):
@@ -251,6 +254,11 @@ class QueryEvaluator:
                 continue
             if isinstance(current, exp.AggFunc):
                 aggregate = True
+            elif isinstance(current, exp.Window) and current.args.get("alias"):
+                # OVER w: the keys of WINDOW w AS (…) steer this value too.
+                named = scope.windows.get(key(current.args["alias"].name))
+                if named is not None:
+                    stack.append((named, True))
             for arg, value in current.args.items():
                 if value is None or isinstance(value, (str, bool)):
                     continue

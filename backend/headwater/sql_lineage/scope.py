@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sqlglot import exp
+
 from headwater.sql_lineage.names import key
 
 Ref = tuple[str, str]
@@ -114,6 +116,7 @@ class Scope:
     hidden: set[str] = field(default_factory=set)
     aliases: dict[str, Field] = field(default_factory=dict)
     using: dict[str, Source] = field(default_factory=dict)
+    windows: dict[str, exp.Window] = field(default_factory=dict)
 
     def add(self, alias: str, source: Source, full_name: str | None = None) -> None:
         """Make `source` visible under `alias` (and under its full table name)."""

@@ -193,10 +193,20 @@ def _update(node: exp.Update, ev: QueryEvaluator) -> list[Write]:
         ev.add_source(scope, join.this, ctes)
     columns: dict[str, Field] = {}
     for assignment in node.expressions:
-        if isinstance(assignment, exp.EQ) and isinstance(assignment.this, exp.Column):
-            refs, kind = ev.expression(assignment.expression, scope, ctes)
-            column = assignment.this.name
-            columns[key(column)] = Field(column, refs, kind)
+        if not isinstance(assignment, exp.EQ):
+            continue
+        target_column, value = assignment.this, assignment.expression
+        if isinstance(target_column, exp.Column):
+            refs, kind = ev.expression(value, scope, ctes)
+            columns[key(target_column.name)] = Field(target_column.name, refs, kind)
+        elif isinstance(target_column, exp.Tuple):
+            # SET (a, b) = (x, y) or = (SELECT x, y …): pair them by position.
+            if isinstance(value, exp.Tuple):
+                values = [Field("", *ev.expression(v, scope, ctes)) for v in value.expressions]
+            else:
+                values = ev.query(value, ctes, scope)
+            for column, f in zip(target_column.expressions, values, strict=False):
+                columns[key(column.name)] = Field(column.name, f.refs, f.kind)
     where = node.args.get("where")
     if isinstance(where, exp.Expr):
         ev.expression(where, scope, ctes)
@@ -239,6 +249,8 @@ def _merge(node: exp.Merge, ev: QueryEvaluator) -> list[Write]:
     ev.add_source(scope, target, ctes, read=False)
     using = node.args.get("using")
     source = ev.add_source(scope, using, ctes) if isinstance(using, exp.Expr) else None
+    # WHEN NOT MATCHED THEN INSERT has no target row: its values can only be the source's.
+    insert_scope = Scope(sources={k: s for k, s in scope.sources.items() if s is source})
     on = node.args.get("on")
     if isinstance(on, exp.Expr):
         ev.expression(on, scope, ctes)
@@ -276,7 +288,7 @@ def _merge(node: exp.Merge, ev: QueryEvaluator) -> list[Write]:
                 values = values.expressions[0]
             items = values.expressions if isinstance(values, exp.Tuple) else []
             for column, value in zip(names, items, strict=False):
-                refs, kind = ev.expression(value, scope, ctes)
+                refs, kind = ev.expression(value, insert_scope, ctes)
                 assign(column.name, Field(column.name, refs, kind))
     _read_target_if_used(name, columns, ev)
     return [Write(name, columns)]
