@@ -1,0 +1,30 @@
+.DEFAULT_GOAL := help
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+install: ## create .venv and install Headwater with its test, Spark and benchmark extras
+	python3 -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip uv
+	$(BIN)/uv pip install -q -p $(BIN)/python -e '.[dev,spark,bench]' ./integrations/spark
+
+lint: ## ruff
+	$(BIN)/ruff check backend tests integrations
+
+test: ## the whole test suite (what CI runs)
+	$(BIN)/pytest
+
+test-fast: ## everything but the Spark and Airflow end-to-end tests
+	$(BIN)/pytest -m "not spark and not airflow"
+
+migrate: ## apply migrations to HEADWATER_DATABASE_URL (or the embedded database)
+	$(BIN)/headwater migrate
+
+export-schemas: ## regenerate schemas/graphql and schemas/openapi
+	$(BIN)/headwater export-schemas
+
+check: lint test ## what CI checks
+
+.PHONY: help install lint test test-fast migrate export-schemas check
