@@ -3,8 +3,9 @@
 A column resolves to a set of refs, `(table, column)` pairs, with table "" when no table can be
 told. The rule for unqualified columns, in order: the one source known to have the column
 (from the schema, a CTE or derived table, or an earlier statement); else a projection alias
-defined before it in the same SELECT; else the only source whose columns are unknown; else an
-enclosing query's sources (correlated subqueries); else the column is reported bare.
+defined before it in the same SELECT; else the only source whose columns are unknown (in an
+UPDATE, the target when several are); else an enclosing query's sources (correlated
+subqueries); else the column is reported bare.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ class Scope:
     aliases: dict[str, Field] = field(default_factory=dict)
     using: dict[str, Source] = field(default_factory=dict)
     windows: dict[str, exp.Window] = field(default_factory=dict)
+    preferred: Source | None = None
 
     def add(self, alias: str, source: Source, full_name: str | None = None) -> None:
         """Make `source` visible under `alias` (and under its full table name)."""
@@ -158,6 +160,8 @@ class Scope:
             if len(unknown) == 1:
                 return unknown[0].resolve(name)
             if unknown:
+                if scope.preferred is not None and any(s is scope.preferred for s in unknown):
+                    return scope.preferred.resolve(name)
                 break
             scope = scope.parent
         return frozenset({("", name)}), IDENTITY

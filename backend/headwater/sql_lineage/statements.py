@@ -191,6 +191,8 @@ def _update(node: exp.Update, ev: QueryEvaluator) -> list[Write]:
         ev.add_source(scope, from_.this, ctes)
     for join in node.args.get("joins") or []:
         ev.add_source(scope, join.this, ctes)
+    name = _target_by_alias(target, name, scope, ev)
+    scope.preferred = scope.sources.get(key(target.alias_or_name))
     columns: dict[str, Field] = {}
     for assignment in node.expressions:
         if not isinstance(assignment, exp.EQ):
@@ -214,6 +216,17 @@ def _update(node: exp.Update, ev: QueryEvaluator) -> list[Write]:
     return [Write(name, columns)]
 
 
+def _target_by_alias(target: exp.Table, name: str, scope: Scope, ev: QueryEvaluator) -> str:
+    """The table a DML target names: T-SQL and MySQL write the alias of a table in FROM."""
+    if not target.args.get("db"):
+        found = scope.sources.get(key(target.alias_or_name))
+        if found is not None and found.table is not None:
+            name = found.table
+    # The FROM clause may list the target itself: those are the rows written, not a read.
+    ev.reads.pop(key(name), None)
+    return name
+
+
 def _read_target_if_used(name: str, columns: dict[str, Field], ev: QueryEvaluator) -> None:
     target = key(name)
     if any(key(table) == target for f in columns.values() for table, _ in f.refs):
@@ -223,14 +236,20 @@ def _read_target_if_used(name: str, columns: dict[str, Field], ev: QueryEvaluato
 def _delete(node: exp.Delete, ev: QueryEvaluator) -> list[Write]:
     ctes = ev.with_ctes(node, {}, None)
     scope = Scope()
+    if isinstance(node.this, exp.Table):
+        ev.add_source(scope, node.this, ctes, read=False)
     targets = [t for t in node.args.get("tables") or [] if isinstance(t, exp.Table)]
     if not targets and isinstance(node.this, exp.Table):
         targets = [node.this]
-    names = [n for n in (table_name(t) for t in targets) if n]
-    target_keys = {key(n) for n in names}
-    if isinstance(node.this, exp.Table):
+    names = []
+    for target in targets:
+        name = table_name(target)
+        if name is not None:
+            names.append(_target_by_alias(target, name, scope, ev))
+    if isinstance(node.this, exp.Table) and targets and targets[0] is not node.this:
         this_name = table_name(node.this)
-        ev.add_source(scope, node.this, ctes, read=this_name is None or key(this_name) not in target_keys)
+        if this_name and key(this_name) not in {key(n) for n in names}:
+            ev.read(this_name)
     for using in node.args.get("using") or []:
         ev.add_source(scope, using, ctes)
     where = node.args.get("where")
@@ -246,7 +265,7 @@ def _merge(node: exp.Merge, ev: QueryEvaluator) -> list[Write]:
     name = table_name(target) if isinstance(target, exp.Table) else None
     if name is None:
         return []
-    ev.add_source(scope, target, ctes, read=False)
+    scope.preferred = ev.add_source(scope, target, ctes, read=False)
     using = node.args.get("using")
     source = ev.add_source(scope, using, ctes) if isinstance(using, exp.Expr) else None
     # WHEN NOT MATCHED THEN INSERT has no target row: its values can only be the source's.
