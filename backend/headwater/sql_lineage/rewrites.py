@@ -14,6 +14,8 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
+from headwater.sql_lineage.dialects import get_dialect
+
 if TYPE_CHECKING:
     from sqlglot.dialects.dialect import Dialect
 
@@ -35,6 +37,8 @@ def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
             return _rename_table(text, dialect)
         if keyword == "INSERT":
             return _insert_directory(chunk, sql, dialect)
+        if keyword == "UPDATE":
+            return _update_from_first(chunk, sql, dialect)
     except (ParseError, TokenError):
         return None
     return None
@@ -97,6 +101,34 @@ def _rename_table(text: str, dialect: Dialect) -> list[exp.Expr] | None:
         new = exp.to_table(names.group(2).strip(), dialect=dialect)
         statements.append(exp.Alter(this=old, kind="TABLE", actions=[exp.AlterRename(this=new)]))
     return statements
+
+
+def _top_level(tokens: list[Token], types: set[TokenType]) -> dict[TokenType, int]:
+    """Index of the first token of each type outside parentheses."""
+    found: dict[TokenType, int] = {}
+    depth = 0
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and token.token_type in types and token.token_type not in found:
+            found[token.token_type] = i
+    return found
+
+
+def _update_from_first(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """Teradata `UPDATE t FROM s SET … WHERE …`: the usual order is SET before FROM."""
+    found = _top_level(chunk, {TokenType.FROM, TokenType.SET, TokenType.WHERE})
+    from_, set_ = found.get(TokenType.FROM), found.get(TokenType.SET)
+    if from_ is None or set_ is None or from_ > set_:
+        return None
+    where = found.get(TokenType.WHERE, len(chunk))
+    reordered = chunk[:from_] + chunk[set_:where] + chunk[from_:set_] + chunk[where:]
+    # sqlglot's Teradata parser reads SET after FROM as a table alias, so the reordered tokens
+    # go to the generic parser.
+    statement = get_dialect(None).parser(error_level=ErrorLevel.IMMEDIATE).parse(reordered, sql)[0]
+    return [statement] if statement is not None else None
 
 
 def _insert_directory(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
