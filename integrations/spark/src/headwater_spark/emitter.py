@@ -1,0 +1,260 @@
+"""Sends events from a background thread, so the Spark job never waits on the lineage server.
+
+Records and events go through a bounded queue (full: dropped with a warning, never blocking). The
+worker groups nested executions (see ``model.Assembler``), turns records into events and posts them
+one at a time. A failed post is retried with backoff by the HTTP transport; while the server keeps
+failing, later events get a single attempt each so that a dead server cannot back the queue up.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from headwater_spark.model import ActionRecord, Assembler
+
+log = logging.getLogger("headwater_spark")
+
+DEFAULT_RETRY: dict[str, Any] = {
+    "total": 4,
+    "connect": 4,
+    "read": 4,
+    "status": 4,
+    "backoff_factor": 0.5,
+    "status_forcelist": [429, 500, 502, 503, 504],
+    "allowed_methods": ["POST"],
+}
+NO_RETRY: dict[str, Any] = {**DEFAULT_RETRY, "total": 0, "connect": 0, "read": 0, "status": 0}
+
+
+class Transport(Protocol):
+    def emit(self, event: Any) -> Any: ...
+
+
+def http_transports(
+    url: str,
+    endpoint: str,
+    api_key: str | None,
+    compression: str | None,
+    timeout: float,
+) -> tuple[Transport, Transport]:
+    """openlineage-python HTTP transports: one that retries with backoff, one that tries once."""
+    from openlineage.client.transport.http import (
+        ApiKeyTokenProvider,
+        HttpCompression,
+        HttpConfig,
+        HttpTransport,
+        TokenProvider,
+    )
+
+    def make(retry: dict[str, Any]) -> Transport:
+        config = HttpConfig(
+            url=url,
+            endpoint=endpoint,
+            timeout=timeout,
+            auth=ApiKeyTokenProvider({"apiKey": api_key}) if api_key else TokenProvider({}),
+            compression=HttpCompression(compression) if compression else None,
+            retry=retry,
+        )
+        return HttpTransport(config)
+
+    return make(DEFAULT_RETRY), make(NO_RETRY)
+
+
+@dataclass
+class EmitterStats:
+    sent: int = 0
+    failed: int = 0
+    dropped: int = 0
+    actions: int = 0
+    extraction_ms_total: float = 0.0
+    extraction_ms_max: float = 0.0
+    send_ms: list[float] = field(default_factory=list)
+
+
+class _Flush:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
+class _Stop(_Flush):
+    def __init__(self, final: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.final = final
+
+
+class Emitter:
+    def __init__(
+        self,
+        transport: Transport,
+        to_events: Callable[[ActionRecord], list[dict[str, Any]]],
+        *,
+        fallback_transport: Transport | None = None,
+        queue_size: int = 1000,
+        grace: float = 2.0,
+    ) -> None:
+        self._transport = transport
+        self._fallback = fallback_transport or transport
+        self._to_events = to_events
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, queue_size))
+        self._assembler = Assembler(grace)
+        self._busy = 0
+        self._busy_lock = threading.Lock()
+        self._last_activity = time.monotonic()
+        self._server_failing = False
+        self._closed = False
+        self._last_drop_warning = 0.0
+        self.stats = EmitterStats()
+        self._thread = threading.Thread(target=self._run, name="headwater-lineage-emitter", daemon=True)
+        self._thread.start()
+
+    # ---- producer side (listener threads)
+
+    def busy(self) -> _Busy:
+        """Context manager marking a listener callback in progress (holds back grouping deadlines)."""
+        return _Busy(self)
+
+    def submit(self, item: ActionRecord | dict[str, Any]) -> bool:
+        """Queue a record or a ready event; never blocks. False if dropped."""
+        if self._closed:
+            return False
+        try:
+            self._queue.put_nowait(item)
+            return True
+        except queue.Full:
+            self.stats.dropped += 1
+            now = time.monotonic()
+            if now - self._last_drop_warning > 10:
+                self._last_drop_warning = now
+                log.warning(
+                    "Lineage queue is full (%d items); dropped %d event(s) so far",
+                    self._queue.maxsize,
+                    self.stats.dropped,
+                )
+            return False
+
+    def flush(self, timeout: float) -> bool:
+        """Send everything queued so far (including actions waiting to be grouped); bounded wait."""
+        marker = _Flush()
+        if not self._put_control(marker, timeout):
+            return False
+        return marker.done.wait(timeout)
+
+    def close(self, timeout: float, final_events: list[dict[str, Any]] | None = None) -> bool:
+        """Send what is queued, then ``final_events``, then stop the worker. Returns False if the
+        wait timed out (events were lost)."""
+        if self._closed:
+            return True
+        marker = _Stop(final_events or [])
+        ok = self._put_control(marker, timeout) and marker.done.wait(timeout)
+        self._closed = True
+        if not ok:
+            log.warning(
+                "Lineage: gave up waiting for the server after %.1fs; about %d event(s) not sent",
+                timeout,
+                self._queue.qsize() + len(self._assembler.pending) * 2,
+            )
+        return ok
+
+    def _put_control(self, marker: _Flush, timeout: float) -> bool:
+        if not self._thread.is_alive():
+            return False
+        try:
+            self._queue.put(marker, timeout=timeout)
+            return True
+        except queue.Full:
+            return False
+
+    # ---- worker
+
+    def _quiet_since(self) -> float:
+        with self._busy_lock:
+            return time.monotonic() if self._busy else self._last_activity
+
+    def _run(self) -> None:
+        while True:
+            try:
+                if self._step():
+                    return
+            except Exception:  # never let the worker die
+                log.warning("Lineage emitter error", exc_info=True)
+
+    def _step(self) -> bool:
+        deadline = self._assembler.next_deadline(self._quiet_since())
+        timeout = None if deadline is None else max(0.0, min(deadline - time.monotonic(), 0.5))
+        try:
+            item = (
+                self._queue.get(timeout=timeout)
+                if timeout is None or timeout > 0
+                else self._queue.get_nowait()
+            )
+        except queue.Empty:
+            item = None
+        for record in self._assembler.expired(time.monotonic(), self._quiet_since()):
+            self._send_record(record)
+        if item is None:
+            return False
+        if isinstance(item, ActionRecord):
+            for record in self._assembler.add(item, time.monotonic()):
+                self._send_record(record)
+        elif isinstance(item, _Flush):
+            for record in self._assembler.drain():
+                self._send_record(record)
+            if isinstance(item, _Stop):
+                for event in item.final:
+                    self._send(event)
+            item.done.set()
+            return isinstance(item, _Stop)
+        else:
+            self._send(item)
+        return False
+
+    def _send_record(self, record: ActionRecord) -> None:
+        self.stats.actions += 1
+        self.stats.extraction_ms_total += record.extraction_ms
+        self.stats.extraction_ms_max = max(self.stats.extraction_ms_max, record.extraction_ms)
+        try:
+            events = self._to_events(record)
+        except Exception:
+            log.warning("Lineage: could not build events for %s", record.command, exc_info=True)
+            return
+        for event in events:
+            self._send(event)
+
+    def _send(self, event: dict[str, Any]) -> None:
+        transport = self._fallback if self._server_failing else self._transport
+        started = time.perf_counter()
+        try:
+            transport.emit(event)
+        except Exception as exc:
+            self.stats.failed += 1
+            if not self._server_failing:
+                log.warning("Lineage: could not send event to the server: %s", exc)
+            self._server_failing = True
+            return
+        self.stats.send_ms.append((time.perf_counter() - started) * 1000)
+        if len(self.stats.send_ms) > 1000:
+            del self.stats.send_ms[:500]
+        if self._server_failing:
+            log.info("Lineage: the server accepts events again")
+        self._server_failing = False
+        self.stats.sent += 1
+
+
+class _Busy:
+    def __init__(self, emitter: Emitter) -> None:
+        self._emitter = emitter
+
+    def __enter__(self) -> None:
+        with self._emitter._busy_lock:
+            self._emitter._busy += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._emitter._busy_lock:
+            self._emitter._busy -= 1
+            self._emitter._last_activity = time.monotonic()

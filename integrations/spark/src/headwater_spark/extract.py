@@ -1,0 +1,409 @@
+"""Turns a QueryExecution (a py4j object) into an ActionRecord: one toJSON() plus targeted calls.
+
+``qe.analyzed().toJSON()`` carries the plan structure and attribute ids, which is all column lineage
+needs. It drops what is not a Scala product: output paths, file indexes, table locations. Those come
+from a few py4j calls on the write command and on the leaf relations, chosen by class name.
+
+Every call here can raise (py4j, unknown plan shapes); the listener catches and logs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from headwater_spark.model import ActionRecord, DatasetInfo
+from headwater_spark.naming import (
+    DatasetId,
+    dataset_from_location,
+    path_suffix,
+    table_dataset,
+)
+from headwater_spark.plan import (
+    LineageGraph,
+    Node,
+    Relation,
+    column_lineage,
+    command_query,
+    inline_plan,
+    output,
+    parse_column_names,
+    parse_plan,
+    relations,
+    schema_field,
+    table_identifier,
+)
+
+log = logging.getLogger("headwater_spark")
+
+Target = tuple[DatasetId | None, str | None, Any]
+
+# Leaf relations read through the JVM leaf object (paths, table locations).
+_JVM_RELATIONS = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation"})
+# More root paths than this are summarised by their common parent directory (globs, many files).
+MAX_ROOT_PATHS = 10
+
+# How the CSV and JSON readers call into Spark to read a header or infer a schema.
+SCHEMA_INFERENCE_CALLS = frozenset({"head", "rdd"})
+
+_LIFECYCLE_BY_MODE = {"Overwrite": "OVERWRITE", "ErrorIfExists": "CREATE"}
+
+
+def _option(value: Any) -> Any:
+    """A Scala Option from py4j -> its value or None."""
+    if value is None:
+        return None
+    return value.get() if value.isDefined() else None
+
+
+def _common_parent(paths: list[str]) -> str:
+    split = [p.rstrip("/").split("/") for p in paths]
+    prefix: list[str] = []
+    for parts in zip(*split, strict=False):
+        if all(p == parts[0] for p in parts):
+            prefix.append(parts[0])
+        else:
+            break
+    return "/".join(prefix) or paths[0]
+
+
+class Extractor:
+    def __init__(self, gateway: Any, jsession: Any, metastore_uri: str | None = None) -> None:
+        self._gateway = gateway
+        self._jvm = jvm = gateway.jvm
+        self._jsession = jsession
+        self._metastore_uri = metastore_uri
+        self._converters = jvm.scala.jdk.javaapi.CollectionConverters
+        self._catalog: Any = None
+
+    # ---- helpers
+
+    def _seq(self, seq: Any) -> list[Any]:
+        return list(self._converters.asJava(seq))
+
+    @property
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            self._catalog = self._jsession.sessionState().catalog()
+        return self._catalog
+
+    def _catalog_table(self, ident: Any) -> Any:
+        """The catalog entry of a TableIdentifier (py4j), or None if the table does not exist."""
+        try:
+            if self.catalog.tableExists(ident):
+                return self.catalog.getTableMetadata(ident)
+        except Exception:  # noqa: S110 - best effort; the caller falls back
+            pass
+        return None
+
+    def _table_dataset_from_jvm(self, table: Any) -> DatasetId:
+        ident = table.identifier()
+        location = table.location().toString()
+        return table_dataset(location, _option(ident.database()), ident.table(), self._metastore_uri)
+
+    def _table_ident_dataset(self, ident: Any) -> DatasetId | None:
+        """A table by its identifier: the catalog entry, else the default location."""
+        table = self._catalog_table(ident)
+        if table is not None:
+            return self._table_dataset_from_jvm(table)
+        qualified = self.catalog.qualifyIdentifier(ident)
+        location = self.catalog.defaultTablePath(qualified).toString()
+        return table_dataset(
+            location, _option(qualified.database()), qualified.table(), self._metastore_uri
+        )
+
+    # ---- relations
+
+    def _relation_dataset(self, leaf: Any, cls: str, formats: set[str] | None = None) -> list[DatasetId]:
+        if cls == "LogicalRelation":
+            relation = leaf.relation()
+            is_files = relation.getClass().getSimpleName() == "HadoopFsRelation"
+            if formats is not None:
+                formats.add(str(relation.fileFormat().toString()) if is_files else "other")
+            table = _option(leaf.catalogTable())
+            if table is not None:
+                return [self._table_dataset_from_jvm(table)]
+            if is_files:
+                paths = [p.toString() for p in self._seq(relation.location().rootPaths())]
+                if len(paths) > MAX_ROOT_PATHS:
+                    paths = [_common_parent(paths)]
+                return [dataset_from_location(p) for p in paths]
+            return []
+        if formats is not None:
+            formats.add("other")
+        if cls == "HiveTableRelation":
+            return [self._table_dataset_from_jvm(leaf.tableMeta())]
+        if cls == "DataSourceV2Relation":
+            return self._v2_dataset(leaf.table())
+        return []
+
+    def _v2_dataset(self, table: Any) -> list[DatasetId]:
+        from py4j.java_gateway import is_instance_of
+
+        if is_instance_of(
+            self._gateway, table, "org.apache.spark.sql.execution.datasources.v2.FileTable"
+        ):
+            paths = [str(p) for p in self._seq(table.paths())]
+            if len(paths) > MAX_ROOT_PATHS:
+                paths = [_common_parent(paths)]
+            return [dataset_from_location(p) for p in paths]
+        props = table.properties()
+        location = props.get("location") if props is not None else None
+        name = str(table.name())
+        if location:
+            parts = name.split(".")
+            table_name = ".".join(parts[-2:]) if len(parts) >= 2 else name
+            return [table_dataset(str(location), None, table_name, self._metastore_uri)]
+        return []
+
+    def _resolve_relations(
+        self, rels: list[Relation], query_jvm: Any, formats: set[str]
+    ) -> dict[int, list[DatasetId]]:
+        """Datasets of the plan's relations, keyed by their first attribute id; collects the
+        relations' file formats into ``formats`` ("other" for anything but files)."""
+        wanted = {r.key for r in rels if r.key is not None and r.node.name in _JVM_RELATIONS}
+        found: dict[int, list[DatasetId]] = {}
+        if not wanted or query_jvm is None:
+            return found
+        for leaf in self._seq(query_jvm.collectLeaves()):
+            cls = leaf.getClass().getSimpleName()
+            if cls not in _JVM_RELATIONS:
+                continue
+            out = leaf.output()
+            if out.isEmpty():
+                continue
+            key = out.head().exprId().id()
+            if key in wanted and key not in found:
+                found[key] = self._relation_dataset(leaf, cls, formats)
+        # Relations not reachable as leaves (inside subquery expressions): catalog tables by name.
+        for rel in rels:
+            if rel.key is None or rel.key in found or rel.table is None:
+                continue
+            _, database, table = rel.table
+            name = f"{database}.{table}" if database else table
+            ident = self._jsession.sessionState().sqlParser().parseTableIdentifier(name)
+            dataset = self._table_ident_dataset(ident)
+            if dataset is not None:
+                found[rel.key] = [dataset]
+        return found
+
+    # ---- write commands: (output dataset, lifecycle state, JVM plan of the written query)
+
+    def _insert_into_files(self, root: Node, cmd: Any) -> Target:
+        path = cmd.outputPath().toString()
+        ident = table_identifier(root.data.get("catalogTable"))
+        if ident:
+            dataset = table_dataset(path, ident[1], ident[2], self._metastore_uri)
+        else:
+            dataset = dataset_from_location(path)
+        return dataset, _overwrite(cmd.mode().toString() == "Overwrite"), cmd.query()
+
+    def _ctas(self, _root: Node, cmd: Any) -> Target:
+        lifecycle = "OVERWRITE" if cmd.mode().toString() == "Overwrite" else "CREATE"
+        return self._table_ident_dataset(cmd.table().identifier()), lifecycle, cmd.query()
+
+    def _table_desc_command(self, _root: Node, cmd: Any) -> Target:
+        lifecycle = _LIFECYCLE_BY_MODE.get(cmd.mode().toString())
+        return self._table_ident_dataset(cmd.tableDesc().identifier()), lifecycle, cmd.query()
+
+    def _insert_into_hive(self, _root: Node, cmd: Any) -> Target:
+        dataset = self._table_ident_dataset(cmd.table().identifier())
+        return dataset, _overwrite(cmd.overwrite()), cmd.query()
+
+    def _create_table(self, _root: Node, cmd: Any) -> Target:
+        return self._table_ident_dataset(cmd.table().identifier()), "CREATE", None
+
+    def _insert_into_data_source(self, _root: Node, cmd: Any) -> Target:
+        datasets = self._relation_dataset(cmd.logicalRelation(), "LogicalRelation")
+        return (datasets[0] if datasets else None), _overwrite(cmd.overwrite()), cmd.query()
+
+    def _save_into_data_source(self, _root: Node, cmd: Any) -> Target:
+        path = _option(cmd.options().get("path"))
+        dataset = dataset_from_location(str(path)) if path else None
+        return dataset, _overwrite(cmd.mode().toString() == "Overwrite"), cmd.query()
+
+    def _v2_write(self, root: Node, cmd: Any) -> Target:
+        datasets = self._v2_dataset(cmd.table().table())
+        lifecycle = _overwrite(root.name != "AppendData")
+        return (datasets[0] if datasets else None), lifecycle, cmd.query()
+
+    def _unresolved_insert(self, root: Node, _cmd: Any) -> Target:
+        """An INSERT that failed analysis: only the target table's name is known."""
+        name = _unresolved_name(root.child_at("table") or inline_plan(root, "table"))
+        if not name:
+            return None, None, None
+        ident = self._jsession.sessionState().sqlParser().parseTableIdentifier(name)
+        return self._table_ident_dataset(ident), _overwrite(bool(root.data.get("overwrite"))), None
+
+    _WRITERS: ClassVar[dict[str, Callable[[Extractor, Node, Any], Target]]] = {
+        "InsertIntoHadoopFsRelationCommand": _insert_into_files,
+        "CreateDataSourceTableAsSelectCommand": _ctas,
+        "SaveAsV1TableCommand": _table_desc_command,
+        "CreateHiveTableAsSelectCommand": _table_desc_command,
+        "OptimizedCreateHiveTableAsSelectCommand": _table_desc_command,
+        "InsertIntoHiveTable": _insert_into_hive,
+        "CreateDataSourceTableCommand": _create_table,
+        "CreateTableCommand": _create_table,
+        "InsertIntoDataSourceCommand": _insert_into_data_source,
+        "SaveIntoDataSourceCommand": _save_into_data_source,
+        "AppendData": _v2_write,
+        "OverwriteByExpression": _v2_write,
+        "OverwritePartitionsDynamic": _v2_write,
+        "ReplaceData": _v2_write,
+        "InsertIntoStatement": _unresolved_insert,
+    }
+
+    # ---- the record
+
+    def extract(self, func_name: str, qe: Any, exc: Any, duration_ns: Any) -> ActionRecord | None:
+        """What one action read and wrote, or None when it touched no dataset."""
+        started = time.perf_counter()
+        end_time = time.time()
+        analysis_failed = exc is not None and func_name == "analyze"
+        plan = qe.logical() if analysis_failed else qe.analyzed()
+        root = parse_plan(plan.toJSON())
+
+        writer = self._WRITERS.get(root.name)
+        out_dataset, lifecycle, query_jvm = writer(self, root, plan) if writer else (None, None, plan)
+        query_json = command_query(root) if out_dataset is not None else root
+        rels = relations(query_json) if query_json is not None else []
+        formats: set[str] = set()
+        datasets = self._resolve_relations(rels, query_jvm, formats) if rels else {}
+        if out_dataset is None and func_name in SCHEMA_INFERENCE_CALLS and formats == {"Text"}:
+            # The CSV/JSON readers' own passes over the text of a file (header, inferSchema).
+            return None
+        inputs = _inputs(rels, datasets)
+        if not inputs and out_dataset is None:
+            return None
+
+        record = ActionRecord(
+            query_id="" if analysis_failed else str(qe.queryId()),
+            func_name=func_name,
+            command=root.name,
+            node_name=self._node_name(qe, root.name, out_dataset is not None, analysis_failed),
+            start_time=end_time,
+            end_time=end_time,
+            success=exc is None,
+            sql=self._sql(qe, query_jvm),
+            inputs=inputs,
+            suffix=self._suffix(out_dataset),
+        )
+        if out_dataset is not None:
+            record.output = DatasetInfo(out_dataset, self._output_fields(root, query_jvm), lifecycle)
+            if query_json is not None:
+                record.query_ids = tuple(a.expr_id for a in output(query_json))
+                record.column_lineage = self._lineage(root, query_json, datasets)
+        if exc is None:
+            record.start_time = end_time - (int(duration_ns) / 1e9 if duration_ns else 0.0)
+        else:
+            record.start_time = min(self._planning_start(qe) or end_time, end_time)
+            record.error_message = str(exc.toString())
+            record.error_stack = self._stack_trace(exc)
+        record.extraction_ms = (time.perf_counter() - started) * 1000
+        return record
+
+    def _stack_trace(self, exc: Any) -> str | None:
+        try:
+            return str(self._jvm.org.apache.spark.util.Utils.exceptionString(exc))
+        except Exception:
+            return None
+
+    def _lineage(
+        self, root: Node, query: Node, datasets: dict[int, list[DatasetId]]
+    ) -> dict[str, Any] | None:
+        def dataset_of(rel: Relation) -> list[tuple[str, str]] | None:
+            found = datasets.get(rel.key) if rel.key is not None else None
+            return [d.key for d in found] if found else None
+
+        graph = LineageGraph.build(query, dataset_of)
+        query_out = output(query)
+        names = parse_column_names(root.data.get("outputColumnNames"))
+        if names is None or len(names) != len(query_out):
+            names = [a.name for a in query_out]
+        return column_lineage(graph, [(names[i], a.expr_id) for i, a in enumerate(query_out)])
+
+    def _output_fields(self, root: Node, query_jvm: Any) -> list[dict[str, Any]] | None:
+        for key in ("catalogTable", "table", "tableDesc"):
+            value = root.data.get(key)
+            if isinstance(value, dict):
+                schema = value.get("schema")
+                if isinstance(schema, dict) and schema.get("fields"):
+                    return [schema_field(f.get("name", ""), f.get("type")) for f in schema["fields"]]
+        if query_jvm is None:
+            return None
+        schema = json.loads(query_jvm.schema().json())
+        names = parse_column_names(root.data.get("outputColumnNames"))
+        fields = schema.get("fields") or []
+        if names is not None and len(names) == len(fields):
+            return [schema_field(n, f.get("type")) for n, f in zip(names, fields, strict=True)]
+        return [schema_field(f.get("name", ""), f.get("type")) for f in fields]
+
+    @staticmethod
+    def _suffix(dataset: DatasetId | None) -> str | None:
+        if dataset is None:
+            return None
+        for link in dataset.symlinks:
+            if link.type == "TABLE":
+                return link.name.replace(".", "_")
+        return path_suffix(dataset.name)
+
+    @staticmethod
+    def _node_name(qe: Any, command: str, is_write: bool, analysis_failed: bool) -> str | None:
+        if is_write:
+            # What the official integration shows when AQE does not wrap the write; stable either way.
+            return (
+                f"Execute {command}"
+                if command.endswith("Command") or command.startswith("Insert")
+                else command
+            )
+        if analysis_failed:
+            return command
+        node = qe.executedPlan()
+        name = str(node.nodeName())
+        if name.startswith("WholeStageCodegen"):
+            name = str(node.child().nodeName())
+        return name
+
+    @staticmethod
+    def _sql(qe: Any, query_jvm: Any) -> str | None:
+        text = _option(qe.logical().origin().sqlText())
+        if not text and query_jvm is not None:
+            text = _option(query_jvm.origin().sqlText())
+        return str(text) if text else None
+
+    def _planning_start(self, qe: Any) -> float | None:
+        """When planning began (a failed execution reports no duration)."""
+        try:
+            phases = self._converters.asJava(qe.tracker().phases())
+            starts = [int(p.startTimeMs()) for p in phases.values()]
+        except Exception:
+            return None
+        return min(starts) / 1000 if starts else None
+
+
+def _overwrite(flag: bool) -> str | None:
+    return "OVERWRITE" if flag else None
+
+
+def _inputs(rels: list[Relation], datasets: dict[int, list[DatasetId]]) -> list[DatasetInfo]:
+    """Input datasets in plan order, each with the columns the relation reads."""
+    inputs: dict[tuple[str, str], DatasetInfo] = {}
+    for rel in rels:
+        for ds in datasets.get(rel.key, []) if rel.key is not None else []:
+            if ds.key not in inputs:
+                fields = [schema_field(a.name, a.data_type) for a in rel.attributes]
+                inputs[ds.key] = DatasetInfo(ds, fields)
+    return list(inputs.values())
+
+
+def _unresolved_name(table: Node | None) -> str | None:
+    if table is None or table.name != "UnresolvedRelation":
+        return None
+    raw = table.data.get("multipartIdentifier")
+    parts = parse_column_names(raw) if isinstance(raw, str) else raw
+    if not parts:
+        return None
+    return ".".join(str(p) for p in parts[-2:])

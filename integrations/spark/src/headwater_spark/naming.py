@@ -1,0 +1,123 @@
+"""Dataset and job names as the OpenLineage naming spec and the official Spark integration write them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+# Schemes whose dataset name is the object key (no leading slash), as in s3://bucket + key.
+_OBJECT_STORES = {"s3", "gs", "wasbs", "wasb", "abfss", "abfs", "oss", "cos", "r2"}
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+
+
+@dataclass(frozen=True)
+class Symlink:
+    namespace: str
+    name: str
+    type: str = "TABLE"
+
+
+@dataclass(frozen=True)
+class DatasetId:
+    """A dataset identity, with the other names it is known by (a table name for a storage path)."""
+
+    namespace: str
+    name: str
+    symlinks: tuple[Symlink, ...] = field(default=())
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+def dataset_from_location(location: str) -> DatasetId:
+    """Namespace and name of a storage location (``file:/a/b``, ``hdfs://nn:8020/a``, ``s3a://b/k``).
+
+    Local files: namespace ``file``, name the absolute path. Other file systems: namespace
+    ``scheme://authority``, name the path (object stores: the key without a leading slash).
+    """
+    loc = location.strip()
+    if loc.startswith("/"):
+        return DatasetId("file", _strip_trailing_slash(loc))
+    parts = urlsplit(loc)
+    scheme = (parts.scheme or "file").lower()
+    scheme = _SCHEME_ALIASES.get(scheme, scheme)
+    path = _strip_trailing_slash(parts.path or "/")
+    if not parts.netloc:
+        return DatasetId(scheme, path)
+    if scheme in _OBJECT_STORES:
+        return DatasetId(f"{scheme}://{parts.netloc}", path.lstrip("/") or "/")
+    return DatasetId(f"{scheme}://{parts.netloc}", path)
+
+
+def _strip_trailing_slash(path: str) -> str:
+    return path.rstrip("/") or "/"
+
+
+def table_name(database: str | None, table: str) -> str:
+    """``db.table`` (the official integration leaves the catalog name out)."""
+    return f"{database}.{table}" if database else table
+
+
+def table_symlink(location: str, database: str | None, table: str, metastore_uri: str | None) -> Symlink:
+    """The TABLE symlink of a catalog table stored at ``location``.
+
+    With a Hive metastore: ``hive://host:port`` + ``db.table``. Without one (Spark's built-in catalog),
+    the official integration uses the table location's parent (the warehouse) as namespace.
+    """
+    name = table_name(database, table)
+    if metastore_uri:
+        return Symlink(hive_namespace(metastore_uri), name)
+    parent = location.rstrip("/").rsplit("/", 1)[0]
+    return Symlink(parent, name)
+
+
+def hive_namespace(metastore_uri: str) -> str:
+    """``thrift://host:9083`` (first of a list) -> ``hive://host:9083``."""
+    first = metastore_uri.split(",")[0].strip()
+    parts = urlsplit(first if "://" in first else f"thrift://{first}")
+    host = parts.hostname or "localhost"
+    return f"hive://{host}:{parts.port}" if parts.port else f"hive://{host}"
+
+
+def table_dataset(
+    location: str, database: str | None, table: str, metastore_uri: str | None = None
+) -> DatasetId:
+    """A catalog table: named by its storage location, with a TABLE symlink to its table name."""
+    base = dataset_from_location(location)
+    return DatasetId(
+        base.namespace, base.name, (table_symlink(location, database, table, metastore_uri),)
+    )
+
+
+_CAMEL_1 = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_CAMEL_2 = re.compile(r"([a-z0-9])([A-Z])")
+_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
+
+
+def normalize_name(name: str) -> str:
+    """snake_case as the official integration writes job names: ``Execute InsertIntoX`` ->
+    ``execute_insert_into_x``, ``Some job (Like from James)`` -> ``some_job_like_from_james``."""
+    text = _CAMEL_1.sub(r"\1_\2", name)
+    text = _CAMEL_2.sub(r"\1_\2", text)
+    text = _NON_WORD.sub("_", text)
+    return text.strip("_").lower()
+
+
+def path_suffix(path: str) -> str:
+    """Job name suffix of a path output: its last two segments, ``/a/b/c`` -> ``b_c``."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2:
+        return f"{parts[-2]}_{parts[-1]}"
+    return parts[-1] if parts else path
+
+
+def job_name(app: str, node: str | None, suffix: str | None) -> str:
+    """``<app>.<node>.<suffix>``; dots inside the suffix become underscores."""
+    name = app
+    if node:
+        name += "." + normalize_name(node)
+    if suffix:
+        name += "." + suffix.replace(".", "_")
+    return name
