@@ -59,6 +59,9 @@ class DatasetDef:
     lifecycle_state: str | None = None
     previous_identity: tuple[str, str] | None = None
     column_edges: list[ColumnEdgeDef] = field(default_factory=list)
+    # Known only from the job's SQL, not reported by the producer.
+    derived: bool = False
+    derived_column_edges: list[ColumnEdgeDef] = field(default_factory=list)
 
 
 @dataclass

@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from headwater.errors import FieldError
 from headwater.ingest.normalize import (
     TERMINAL_STATES,
     AliasRule,
+    ColumnEdgeDef,
     DatasetDef,
     NormalizedEvent,
     identities_for,
     normalize_event,
 )
+from headwater.ingest.sql_facets import derive_from_sql
 from headwater.store import changes as change_store
 from headwater.store import datasets as dataset_store
 from headwater.store import edges as edge_store
@@ -33,8 +36,6 @@ from headwater.store.changes import Change
 
 if TYPE_CHECKING:
     import asyncpg
-
-    from headwater.errors import FieldError
     from headwater.ingest.validate import ValidEvent
     from headwater.store.datasets import DatasetRow
 
@@ -74,6 +75,8 @@ async def _ingest_one(conn: asyncpg.Connection, event: ValidEvent, rules: list[A
     if raw_id is None:
         return IngestResult("duplicate", event.kind, run_id)
     n = normalize_event(event, rules)
+    for error in derive_from_sql(n, rules):
+        n.warnings.append(FieldError("$.job.facets.sql.query", f"SQL lineage not derived: {error}"))
     writer = _EventWriter(conn, n)
     await writer.write()
     return IngestResult("created", event.kind, run_id, n.warnings)
@@ -109,7 +112,7 @@ class _EventWriter:
         refs = {
             (e.input_namespace, e.input_name)
             for d in n.outputs
-            for e in d.column_edges
+            for e in [*d.column_edges, *d.derived_column_edges]
         } - {(d.namespace, d.name) for d in defs}
         ref_identities = {ref: identities_for(ref[0], ref[1], [], []) for ref in refs}
         every_identity = [(i[0], i[1]) for d in defs for i in d.identities]
@@ -261,8 +264,10 @@ class _EventWriter:
             items += [(self.row_of(d).dataset_uuid, "OUTPUT", versions.get(self.row_of(d).dataset_uuid)) for d in n.outputs]
             await run_store.upsert_run_datasets(self.conn, n.run_id, n.event_time, _unique(items))
 
-        edges = [(self.row_of(d).node_id, job.node_id, self.row_of(d).dataset_uuid, "READ") for d in n.inputs]
-        edges += [(job.node_id, self.row_of(d).node_id, self.row_of(d).dataset_uuid, "WRITE") for d in n.outputs]
+        edges = [(self.row_of(d).node_id, job.node_id, self.row_of(d).dataset_uuid, "READ", d.derived)
+                 for d in n.inputs]
+        edges += [(job.node_id, self.row_of(d).node_id, self.row_of(d).dataset_uuid, "WRITE", d.derived)
+                  for d in n.outputs]
         added = await edge_store.upsert_lineage_edges(self.conn, job.job_uuid, _unique(edges), n.event_time, n.run_id)
         if added:
             self.changes.append(
@@ -274,24 +279,35 @@ class _EventWriter:
             await self._write_job_version(job.job_uuid, node, run_state, state_at)
 
     async def _write_column_lineage(self, job_uuid: uuid.UUID) -> None:
+        """Store reported and SQL-derived column edges; per output, mark the less trusted superseded."""
         n = self.n
-        rows: list[edge_store.ColumnEdgeRow] = []
         for d in n.outputs:
-            out_uuid = self.row_of(d).dataset_uuid
-            for e in d.column_edges:
-                rows.append(
-                    edge_store.ColumnEdgeRow(
-                        output_dataset_uuid=out_uuid,
-                        output_field=e.output_field,
-                        input_dataset_uuid=self.datasets[(e.input_namespace, e.input_name)].dataset_uuid,
-                        input_field=e.input_field,
-                        transformation_type=e.transformation_type,
-                        transformation_subtype=e.transformation_subtype,
-                        description=e.description,
-                        masking=e.masking,
-                    )
-                )
-        await edge_store.upsert_column_lineage(self.conn, rows, job_uuid, n.event_time, n.run_id)
+            reported = self._column_rows(d, d.column_edges)
+            derived = self._column_rows(d, d.derived_column_edges)
+            prefer_derived = bool(derived) and _names_unknown_fields(d)
+            await edge_store.upsert_column_lineage(
+                self.conn, reported, job_uuid, n.event_time, n.run_id, superseded=prefer_derived
+            )
+            await edge_store.upsert_column_lineage(
+                self.conn, derived, job_uuid, n.event_time, n.run_id, derived=True,
+                superseded=bool(reported) and not prefer_derived,
+            )
+
+    def _column_rows(self, d: DatasetDef, edges: list[ColumnEdgeDef]) -> list[edge_store.ColumnEdgeRow]:
+        out_uuid = self.row_of(d).dataset_uuid
+        return [
+            edge_store.ColumnEdgeRow(
+                output_dataset_uuid=out_uuid,
+                output_field=e.output_field,
+                input_dataset_uuid=self.datasets[(e.input_namespace, e.input_name)].dataset_uuid,
+                input_field=e.input_field,
+                transformation_type=e.transformation_type,
+                transformation_subtype=e.transformation_subtype,
+                description=e.description,
+                masking=e.masking,
+            )
+            for e in edges
+        ]
 
     async def _write_job_version(self, job_uuid: uuid.UUID, node: str, run_state: str, at: dt.datetime) -> None:
         """Version the job from everything its finished run reported; a COMPLETE makes it current."""
@@ -319,8 +335,12 @@ class _EventWriter:
         input_uuids = [i[2] for i in inputs]
         output_uuids = [o[2] for o in outputs]
         closed = await edge_store.close_stale_job_edges(self.conn, job_uuid, at, input_uuids, output_uuids)
-        with_columns = [self.row_of(d).dataset_uuid for d in n.outputs if d.column_edges]
-        await edge_store.close_stale_column_lineage(self.conn, job_uuid, with_columns, at, n.run_id, derived=False)
+        for derived in (False, True):
+            with_columns = [self.row_of(d).dataset_uuid for d in n.outputs
+                            if (d.derived_column_edges if derived else d.column_edges)]
+            await edge_store.close_stale_column_lineage(
+                self.conn, job_uuid, with_columns, at, n.run_id, derived=derived
+            )
         if move.previous_version_uuid == version_uuid and not closed:
             return
         added_inputs = [i for i in inputs if i[2] not in set(move.previous_input_uuids)]
@@ -369,6 +389,20 @@ def _schema_diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> dict[s
     if not (added or removed or retyped):
         return None
     return {"added": added, "removed": removed, "retyped": retyped}
+
+
+def _names_unknown_fields(d: DatasetDef) -> bool:
+    """Whether the producer's column lineage names output fields the output's schema does not have.
+
+    Some producers name SQL projections instead of target columns (``_0`` for ``SUM(x)``); their
+    lineage then loses to the lineage derived from the SQL itself.
+    """
+    if not d.column_edges:
+        return True
+    if d.fields is None:
+        return False
+    known = {f.name for f in d.fields}
+    return any(e.output_field not in known for e in d.column_edges)
 
 
 def _unique(items: list[Any]) -> list[Any]:

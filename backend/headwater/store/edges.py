@@ -40,11 +40,11 @@ def _changes(rows: list[asyncpg.Record]) -> list[EdgeChange]:
 async def upsert_lineage_edges(
     conn: asyncpg.Connection,
     job_uuid: uuid.UUID,
-    edges: list[tuple[int, int, uuid.UUID, str]],
+    edges: list[tuple[int, int, uuid.UUID, str, bool]],
     at: dt.datetime,
     run_uuid: uuid.UUID | None,
 ) -> list[EdgeChange]:
-    """Open or refresh (src node, dst node, dataset, READ|WRITE) edges; returns those newly opened."""
+    """Open or refresh (src node, dst node, dataset, READ|WRITE, derived) edges; returns those opened."""
     if not edges:
         return []
     rows = await conn.fetch(
@@ -56,6 +56,7 @@ async def upsert_lineage_edges(
         job_uuid,
         at,
         run_uuid,
+        [e[4] for e in edges],
     )
     return _changes(rows)
 
@@ -80,6 +81,7 @@ async def upsert_column_lineage(
     run_uuid: uuid.UUID | None,
     *,
     derived: bool = False,
+    superseded: bool = False,
 ) -> None:
     """Open or refresh column edges (output field <- input field) through a job."""
     if not edges:
@@ -98,6 +100,7 @@ async def upsert_column_lineage(
         at,
         run_uuid,
         derived,
+        superseded,
     )
 
 

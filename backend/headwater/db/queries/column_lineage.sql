@@ -1,5 +1,6 @@
 -- name: upsert_column_lineage
--- Opens or refreshes column edges (output field <- input field through a job). Returns nothing.
+-- Opens or refreshes column edges (output field <- input field through a job), producer-reported
+-- or derived ($12), marking them superseded ($13) when the other source is preferred.
 WITH input AS (
     SELECT DISTINCT ON (out_ds, out_field, in_ds, in_field, coalesce(ttype, ''), coalesce(tsub, '')) *
     FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[])
@@ -11,7 +12,8 @@ refreshed AS (
         last_seen_at = greatest(c.last_seen_at, $10),
         description = coalesce(i.descr, c.description),
         masking = coalesce(i.masking, c.masking),
-        last_run_uuid = CASE WHEN $10 >= c.last_seen_at THEN coalesce($11, c.last_run_uuid) ELSE c.last_run_uuid END
+        last_run_uuid = CASE WHEN $10 >= c.last_seen_at THEN coalesce($11, c.last_run_uuid) ELSE c.last_run_uuid END,
+        superseded = $13
     FROM input i
     WHERE c.valid_to IS NULL AND c.output_dataset_uuid = i.out_ds AND c.output_field = i.out_field
       AND c.input_dataset_uuid = i.in_ds AND c.input_field = i.in_field
@@ -25,8 +27,9 @@ refreshed AS (
 )
 INSERT INTO column_lineage (output_dataset_uuid, output_field, input_dataset_uuid, input_field, job_uuid,
                             transformation_type, transformation_subtype, description, masking, derived,
-                            first_seen_at, last_seen_at, valid_from, last_run_uuid)
-SELECT i.out_ds, i.out_field, i.in_ds, i.in_field, $9, i.ttype, i.tsub, i.descr, i.masking, $12, $10, $10, $10, $11
+                            first_seen_at, last_seen_at, valid_from, last_run_uuid, superseded)
+SELECT i.out_ds, i.out_field, i.in_ds, i.in_field, $9, i.ttype, i.tsub, i.descr, i.masking, $12, $10, $10, $10, $11,
+       $13
 FROM input i
 WHERE NOT EXISTS (
     SELECT 1 FROM refreshed r

@@ -1,10 +1,11 @@
 -- name: upsert_lineage_edges
 -- Opens or refreshes the edges one event reports (dataset -> job for reads, job -> dataset for
--- writes). A late, stale event never opens an edge: not one closed after its time, and not one
+-- writes); an edge stays `derived` only while no producer has reported it. A late, stale event never opens an edge: not one closed after its time, and not one
 -- missing from a job version defined by a later completed run. Returns the edges opened.
 WITH input AS (
     SELECT DISTINCT ON (src, dst) *
-    FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::text[]) AS t(src, dst, dataset_uuid, edge_type)
+    FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::text[], $8::boolean[])
+        AS t(src, dst, dataset_uuid, edge_type, derived)
 ),
 refreshed AS (
     UPDATE lineage_edges e SET
@@ -15,14 +16,15 @@ refreshed AS (
                               WHERE c.src_node_id = e.src_node_id AND c.dst_node_id = e.dst_node_id
                                 AND c.valid_to IS NOT NULL AND c.valid_to > $6)
                           THEN $6 ELSE e.valid_from END,
-        last_run_uuid = CASE WHEN $6 >= e.last_seen_at THEN coalesce($7, e.last_run_uuid) ELSE e.last_run_uuid END
+        last_run_uuid = CASE WHEN $6 >= e.last_seen_at THEN coalesce($7, e.last_run_uuid) ELSE e.last_run_uuid END,
+        derived = e.derived AND i.derived
     FROM input i
     WHERE e.src_node_id = i.src AND e.dst_node_id = i.dst AND e.valid_to IS NULL
     RETURNING e.src_node_id, e.dst_node_id
 )
 INSERT INTO lineage_edges (src_node_id, dst_node_id, job_uuid, dataset_uuid, edge_type, first_seen_at, last_seen_at,
-                           valid_from, last_run_uuid)
-SELECT i.src, i.dst, $5, i.dataset_uuid, i.edge_type, $6, $6, $6, $7
+                           valid_from, last_run_uuid, derived)
+SELECT i.src, i.dst, $5, i.dataset_uuid, i.edge_type, $6, $6, $6, $7, i.derived
 FROM input i
 WHERE NOT EXISTS (SELECT 1 FROM refreshed r WHERE r.src_node_id = i.src AND r.dst_node_id = i.dst)
   AND NOT EXISTS (SELECT 1 FROM lineage_edges c
