@@ -19,9 +19,22 @@ from tests.pg import test_server, with_database
 
 # Tables derived from events, emptied between tests (schema_migrations stays).
 MODEL_TABLES = [
-    "raw_events", "change_log", "column_lineage", "lineage_edges", "run_datasets", "run_states", "runs",
-    "job_versions", "jobs", "dataset_versions", "dataset_fields", "dataset_aliases", "datasets", "sources",
-    "namespaces", "tags",
+    "raw_events",
+    "change_log",
+    "column_lineage",
+    "lineage_edges",
+    "run_datasets",
+    "run_states",
+    "runs",
+    "job_versions",
+    "jobs",
+    "dataset_versions",
+    "dataset_fields",
+    "dataset_aliases",
+    "datasets",
+    "sources",
+    "namespaces",
+    "tags",
 ]
 
 
@@ -57,11 +70,11 @@ async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
 
 
 @pytest.fixture
-async def db(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Pool]:
+async def db(pool: asyncpg.Pool) -> asyncpg.Pool:
     """The session database, emptied before the test: tests commit for real (NOTIFY, replicas)."""
     async with pool.acquire() as conn:
         await conn.execute(f"TRUNCATE {', '.join(MODEL_TABLES)} RESTART IDENTITY CASCADE")
-    yield pool
+    return pool
 
 
 @pytest.fixture

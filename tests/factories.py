@@ -31,7 +31,8 @@ def dataset(
             "_producer": PRODUCER,
             "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json",
             "fields": [
-                {"name": f, "type": "string"} if isinstance(f, str) else {"name": f[0], "type": f[1]} for f in fields
+                {"name": f, "type": "string"} if isinstance(f, str) else {"name": f[0], "type": f[1]}
+                for f in fields
             ],
         }
     if column_lineage is not None:
@@ -39,9 +40,17 @@ def dataset(
             "_producer": PRODUCER,
             "_schemaURL": "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json",
             "fields": {
-                out: {"inputFields": [{"namespace": ns, "name": n, "field": f,
-                                       "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}]}
-                                      for ns, n, f in sources]}
+                out: {
+                    "inputFields": [
+                        {
+                            "namespace": ns,
+                            "name": n,
+                            "field": f,
+                            "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}],
+                        }
+                        for ns, n, f in sources
+                    ]
+                }
                 for out, sources in column_lineage.items()
             },
         }
@@ -80,18 +89,36 @@ def run_event(
 
 
 def sql_facet(query: str) -> dict[str, Any]:
-    return {"sql": {"_producer": PRODUCER, "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/SQLJobFacet.json",
-                    "query": query}}
+    return {
+        "sql": {
+            "_producer": PRODUCER,
+            "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/SQLJobFacet.json",
+            "query": query,
+        }
+    }
 
 
 def parent_facet(run_id: str | uuid.UUID, job: str, namespace: str = "pipelines") -> dict[str, Any]:
-    return {"parent": {"_producer": PRODUCER,
-                       "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/ParentRunFacet.json",
-                       "run": {"runId": str(run_id)}, "job": {"namespace": namespace, "name": job}}}
+    return {
+        "parent": {
+            "_producer": PRODUCER,
+            "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/ParentRunFacet.json",
+            "run": {"runId": str(run_id)},
+            "job": {"namespace": namespace, "name": job},
+        }
+    }
 
 
-def job_run(job: str, *, inputs: list[Any], outputs: list[Any], start: float = 0, end: float = 1,
-            run_id: uuid.UUID | None = None, **kwargs: Any) -> list[dict[str, Any]]:
+def job_run(
+    job: str,
+    *,
+    inputs: list[Any],
+    outputs: list[Any],
+    start: float = 0,
+    end: float = 1,
+    run_id: uuid.UUID | None = None,
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
     """START (with inputs) and COMPLETE (with outputs) of one run, as most integrations send them."""
     run_id = run_id or uuid.uuid4()
     return [

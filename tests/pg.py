@@ -54,17 +54,52 @@ def temporary_cluster() -> Iterator[str]:
         as_user = ["runuser", "-u", "postgres", "--"]
     port = _free_port()
     data = tmp / "data"
-    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
-                    "-E", "UTF8", "--no-locale", "-N"], check=True, capture_output=True)
-    options = (f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-               "-c full_page_writes=off -c max_connections=200")
-    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(tmp / "log"), "-w",
-                    "-o", options, "start"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            *as_user,
+            str(bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "-N",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    options = (
+        f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+        "-c full_page_writes=off -c max_connections=200"
+    )
+    subprocess.run(
+        [
+            *as_user,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(tmp / "log"),
+            "-w",
+            "-o",
+            options,
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       check=False, capture_output=True)
+        subprocess.run(
+            [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            check=False,
+            capture_output=True,
+        )
         shutil.rmtree(tmp, ignore_errors=True)
 
 

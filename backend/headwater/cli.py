@@ -24,7 +24,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     sql = sub.add_parser("sql-lineage", help="print table and column lineage of SQL")
     sql.add_argument("--dialect", default=None, help="SQL dialect, e.g. trino, sparksql, postgres")
-    sql.add_argument("--jsonl", action="store_true", help='read lines {"id","sql","dialect"}, write one result each')
+    sql.add_argument(
+        "--jsonl", action="store_true", help='read lines {"id","sql","dialect"}, write one result each'
+    )
     sql.add_argument("file", nargs="?", default="-", help="file with SQL, or - for stdin (default)")
 
     export = sub.add_parser("export-schemas", help="write schemas/graphql and schemas/openapi")

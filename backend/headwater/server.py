@@ -42,7 +42,10 @@ async def run_migrations() -> int:
     finally:
         if embedded is not None:
             embedded.stop()
-    print(f"headwater: {len(applied)} migration(s) applied" + (f": {', '.join(applied)}" if applied else ""))
+    print(
+        f"headwater: {len(applied)} migration(s) applied"
+        + (f": {', '.join(applied)}" if applied else "")
+    )
     return 0
 
 
@@ -57,8 +60,12 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
 
         embedded = start_embedded(settings.data_dir)
         url = embedded.url
-        print(f"headwater: HEADWATER_DATABASE_URL is not set; started an embedded PostgreSQL: {embedded.how}",
-              file=sys.stderr, flush=True)
+        print(
+            "headwater: HEADWATER_DATABASE_URL is not set; started an embedded PostgreSQL: "
+            + embedded.how,
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         applied = asyncio.run(apply_migrations(url))
         if applied:

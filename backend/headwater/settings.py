@@ -47,13 +47,17 @@ class Settings:
         rules = env.get("HEADWATER_ALIAS_RULES_FILE")
         return cls(
             database_url=env.get("HEADWATER_DATABASE_URL") or None,
-            data_dir=Path(env["HEADWATER_DATA_DIR"]) if env.get("HEADWATER_DATA_DIR") else defaults.data_dir,
+            data_dir=Path(env["HEADWATER_DATA_DIR"])
+            if env.get("HEADWATER_DATA_DIR")
+            else defaults.data_dir,
             host=env.get("HEADWATER_HOST", defaults.host),
             port=get_int("HEADWATER_PORT", defaults.port),
             api_key=env.get("HEADWATER_API_KEY") or None,
             pool_min_size=get_int("HEADWATER_POOL_MIN_SIZE", defaults.pool_min_size),
             pool_max_size=get_int("HEADWATER_POOL_MAX_SIZE", defaults.pool_max_size),
-            statement_timeout_ms=get_int("HEADWATER_STATEMENT_TIMEOUT_MS", defaults.statement_timeout_ms),
+            statement_timeout_ms=get_int(
+                "HEADWATER_STATEMENT_TIMEOUT_MS", defaults.statement_timeout_ms
+            ),
             max_body_bytes=get_int("HEADWATER_MAX_BODY_BYTES", defaults.max_body_bytes),
             max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),
             alias_rules_file=Path(rules) if rules else None,

@@ -43,13 +43,17 @@ async def test_complete_event_ingests(client, conn, path):
 
 @pytest.mark.parametrize("line", AIRFLOW_LINES)
 async def test_airflow_scheduler_event_ingests(client, line):
-    response = await client.post("/api/v1/lineage", content=line, headers={"content-type": "application/json"})
+    response = await client.post(
+        "/api/v1/lineage", content=line, headers={"content-type": "application/json"}
+    )
     assert response.status_code == 201, response.text
 
 
 async def test_whole_corpus_in_file_order_builds_parent_jobs(client, conn):
     for path in COMPLETE:
-        assert (await client.post("/api/v1/lineage", json=json.loads(path.read_text()))).status_code == 201
+        assert (
+            await client.post("/api/v1/lineage", json=json.loads(path.read_text()))
+        ).status_code == 201
     # Spark actions are children of their application job, Airflow tasks of their DAG.
     parents = await conn.fetch(
         "SELECT c.name AS child, p.name AS parent FROM jobs c JOIN jobs p ON p.job_uuid = c.parent_job_uuid"
@@ -59,8 +63,11 @@ async def test_whole_corpus_in_file_order_builds_parent_jobs(client, conn):
     # Every parent run that is in the corpus is linked; the others are parents the corpus lacks.
     events = [json.loads(p.read_text()) for p in COMPLETE]
     run_ids = {e["run"]["runId"] for e in events if "run" in e}
-    missing = {e["run"]["facets"]["parent"]["run"]["runId"] for e in events
-               if "run" in e and "parent" in e["run"].get("facets", {})} - run_ids
+    missing = {
+        e["run"]["facets"]["parent"]["run"]["runId"]
+        for e in events
+        if "run" in e and "parent" in e["run"].get("facets", {})
+    } - run_ids
     orphans = await conn.fetch(
         "SELECT DISTINCT r.parent_run_uuid::text AS parent FROM runs r WHERE r.parent_run_uuid IS NOT NULL"
         " AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.run_uuid = r.parent_run_uuid)"
@@ -90,9 +97,14 @@ async def test_invalid_core_is_rejected_with_its_path(client, conn, name, path):
         ("fluentd/event-invalid-run-facet.invalid.json", "$.run.facets.parent.run"),
         ("fluentd/event-invalid-job-facet.invalid.json", "$.job.facets.ownership.owners[0]"),
         ("fluentd/event-invalid-dataset-facet.invalid.json", "$.outputs[0].facets.ownership.owners[0]"),
-        ("fluentd/event-invalid-input-dataset-facet.invalid.json", "$.inputs[0].inputFacets.dataQualityMetrics"),
-        ("fluentd/event-invalid-output-dataset-facet.invalid.json",
-         "$.outputs[0].outputFacets.outputStatistics.rowCount"),
+        (
+            "fluentd/event-invalid-input-dataset-facet.invalid.json",
+            "$.inputs[0].inputFacets.dataQualityMetrics",
+        ),
+        (
+            "fluentd/event-invalid-output-dataset-facet.invalid.json",
+            "$.outputs[0].outputFacets.outputStatistics.rowCount",
+        ),
         ("fluentd/event-full.invalid.json", "$.inputs[0].inputFacets.dataQualityMetrics"),
     ],
 )

@@ -38,20 +38,45 @@ BAD_EVENTS = [
     ("missing job", without("job"), "$", "Object missing required field `job`"),
     ("missing eventTime", without("eventTime"), "$", "Object missing required field `eventTime`"),
     ("missing eventType", without("eventType"), "$", "Object missing required field `eventType`"),
-    ("unknown eventType", with_value(["eventType"], "FINISHED"), "$.eventType", "Invalid enum value 'FINISHED'"),
-    ("unparseable time", with_value(["eventTime"], "yesterday"), "$.eventTime", "Invalid RFC3339 encoded datetime"),
+    (
+        "unknown eventType",
+        with_value(["eventType"], "FINISHED"),
+        "$.eventType",
+        "Invalid enum value 'FINISHED'",
+    ),
+    (
+        "unparseable time",
+        with_value(["eventTime"], "yesterday"),
+        "$.eventTime",
+        "Invalid RFC3339 encoded datetime",
+    ),
     ("runId not a uuid", with_value(["run", "runId"], "run-1"), "$.run.runId", "Invalid UUID"),
     ("job name wrong type", with_value(["job", "name"], 7), "$.job.name", "Expected `str`, got `int`"),
-    ("inputs not a list", with_value(["inputs"], {"a": 1}), "$.inputs", "Expected `array | null`, got `object`"),
-    ("dataset without name", with_value(["inputs", 0], {"namespace": "x"}), "$.inputs[0]",
-     "Object missing required field `name`"),
+    (
+        "inputs not a list",
+        with_value(["inputs"], {"a": 1}),
+        "$.inputs",
+        "Expected `array | null`, got `object`",
+    ),
+    (
+        "dataset without name",
+        with_value(["inputs", 0], {"namespace": "x"}),
+        "$.inputs[0]",
+        "Object missing required field `name`",
+    ),
     ("empty job name", with_value(["job", "name"], " "), "$.job.name", "must not be empty"),
-    ("facets not an object", with_value(["run", "facets"], [1]), "$.run.facets",
-     "Expected `object | null`, got `array`"),
+    (
+        "facets not an object",
+        with_value(["run", "facets"], [1]),
+        "$.run.facets",
+        "Expected `object | null`, got `array`",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("body", "path", "message"), [b[1:] for b in BAD_EVENTS], ids=[b[0] for b in BAD_EVENTS])
+@pytest.mark.parametrize(
+    ("body", "path", "message"), [b[1:] for b in BAD_EVENTS], ids=[b[0] for b in BAD_EVENTS]
+)
 async def test_bad_event_is_400_with_path(client, conn, body, path, message):
     response = await client.post("/api/v1/lineage", json=body)
     assert response.status_code == 400, response.text
@@ -73,15 +98,19 @@ async def test_bad_event_is_400_with_path(client, conn, body, path, message):
     ids=["not json", "empty", "bad gzip", "unknown encoding"],
 )
 async def test_unreadable_body(client, content, headers, status, code):
-    response = await client.post("/api/v1/lineage", content=content,
-                                 headers={"content-type": "application/json", **headers})
+    response = await client.post(
+        "/api/v1/lineage", content=content, headers={"content-type": "application/json", **headers}
+    )
     assert (response.status_code, response.json()["code"]) == (status, code)
 
 
 async def test_gzip_body_is_accepted(client, conn):
     body = gzip.compress(json.dumps(run_event("job", outputs=["b"])).encode())
-    response = await client.post("/api/v1/lineage", content=body,
-                                 headers={"content-type": "application/json", "content-encoding": "gzip"})
+    response = await client.post(
+        "/api/v1/lineage",
+        content=body,
+        headers={"content-type": "application/json", "content-encoding": "gzip"},
+    )
     assert response.status_code == 201
     assert await conn.fetchval("SELECT name FROM datasets") == "b"
 
@@ -113,15 +142,22 @@ async def test_api_key_is_required_when_configured(db, database_url):
     settings = Settings(database_url=database_url, api_key="s3cret", pool_min_size=0, pool_max_size=2)
     async with AsyncTestClient(app=create_app(settings)) as client:
         assert (await client.post("/api/v1/lineage", json=run_event("a"))).status_code == 401
-        wrong = await client.post("/api/v1/lineage", json=run_event("a"), headers={"authorization": "Bearer x"})
+        wrong = await client.post(
+            "/api/v1/lineage", json=run_event("a"), headers={"authorization": "Bearer x"}
+        )
         assert wrong.status_code == 401
-        ok = await client.post("/api/v1/lineage", json=run_event("a"), headers={"authorization": "Bearer s3cret"})
+        ok = await client.post(
+            "/api/v1/lineage", json=run_event("a"), headers={"authorization": "Bearer s3cret"}
+        )
         assert ok.status_code == 201
 
 
 async def test_unavailable_database_is_503(unused_tcp_port):
-    settings = Settings(database_url=f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/none",
-                        pool_min_size=0, pool_max_size=1)
+    settings = Settings(
+        database_url=f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/none",
+        pool_min_size=0,
+        pool_max_size=1,
+    )
     async with AsyncTestClient(app=create_app(settings)) as client:
         response = await client.post("/api/v1/lineage", json=run_event("a"))
         assert response.status_code == 503

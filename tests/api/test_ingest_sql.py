@@ -9,8 +9,10 @@ from tests.factories import dataset, run_event, sql_facet
 pytestmark = pytest.mark.db
 
 PG = "postgres://db:5432"
-INSERT = ("INSERT INTO customer_totals (customer_id, name, total) SELECT c.id, c.name, SUM(o.amount) "
-          "FROM orders o JOIN customers c ON o.customer_id = c.id GROUP BY c.id, c.name")
+INSERT = (
+    "INSERT INTO customer_totals (customer_id, name, total) SELECT c.id, c.name, SUM(o.amount) "
+    "FROM orders o JOIN customers c ON o.customer_id = c.id GROUP BY c.id, c.name"
+)
 
 
 async def column_edges(conn):
@@ -19,14 +21,18 @@ async def column_edges(conn):
         " c.derived, c.superseded FROM column_lineage c"
         " JOIN datasets o ON o.dataset_uuid = c.output_dataset_uuid"
         " JOIN datasets i ON i.dataset_uuid = c.input_dataset_uuid"
-        " WHERE c.transformation_type IS DISTINCT FROM 'INDIRECT' ORDER BY 1, 2, 3")
+        " WHERE c.transformation_type IS DISTINCT FROM 'INDIRECT' ORDER BY 1, 2, 3"
+    )
     return [tuple(r) for r in rows]
 
 
 async def test_sql_gives_column_lineage_when_producer_has_none(client, conn):
-    event = run_event("airflow_dag.insert_totals", job_facets=sql_facet(INSERT),
-                      inputs=[dataset("shop.public.orders", PG), dataset("shop.public.customers", PG)],
-                      outputs=[dataset("shop.public.customer_totals", PG)])
+    event = run_event(
+        "airflow_dag.insert_totals",
+        job_facets=sql_facet(INSERT),
+        inputs=[dataset("shop.public.orders", PG), dataset("shop.public.customers", PG)],
+        outputs=[dataset("shop.public.customer_totals", PG)],
+    )
     assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
     assert await column_edges(conn) == [
         ("shop.public.customer_totals.customer_id", "shop.public.customers.id", True, False),
@@ -37,13 +43,22 @@ async def test_sql_gives_column_lineage_when_producer_has_none(client, conn):
 
 async def test_producer_lineage_naming_projections_loses_to_sql(client, conn):
     """Airflow's provider names outputs by SELECT projections (id, _0), not the target columns."""
-    output = dataset("shop.public.customer_totals", PG, fields=["customer_id", "name", "total"],
-                     column_lineage={"id": [(PG, "shop.public.customers", "id")],
-                                     "name": [(PG, "shop.public.customers", "name")],
-                                     "_0": [(PG, "shop.public.orders", "amount")]})
-    event = run_event("dag.task", job_facets=sql_facet(INSERT),
-                      inputs=[dataset("shop.public.orders", PG), dataset("shop.public.customers", PG)],
-                      outputs=[output])
+    output = dataset(
+        "shop.public.customer_totals",
+        PG,
+        fields=["customer_id", "name", "total"],
+        column_lineage={
+            "id": [(PG, "shop.public.customers", "id")],
+            "name": [(PG, "shop.public.customers", "name")],
+            "_0": [(PG, "shop.public.orders", "amount")],
+        },
+    )
+    event = run_event(
+        "dag.task",
+        job_facets=sql_facet(INSERT),
+        inputs=[dataset("shop.public.orders", PG), dataset("shop.public.customers", PG)],
+        outputs=[output],
+    )
     assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
     edges = await column_edges(conn)
     assert [e for e in edges if not e[3]] == [
@@ -55,13 +70,22 @@ async def test_producer_lineage_naming_projections_loses_to_sql(client, conn):
 
 
 async def test_correct_producer_lineage_is_kept_and_derived_kept_for_comparison(client, conn):
-    output = dataset("shop.public.customer_totals", PG, fields=["customer_id", "name", "total"],
-                     column_lineage={"customer_id": [(PG, "shop.public.customers", "id")],
-                                     "name": [(PG, "shop.public.customers", "name")],
-                                     "total": [(PG, "shop.public.orders", "amount")]})
-    event = run_event("dag.task", job_facets=sql_facet(INSERT),
-                      inputs=[dataset("shop.public.orders", PG), dataset("shop.public.customers", PG)],
-                      outputs=[output])
+    output = dataset(
+        "shop.public.customer_totals",
+        PG,
+        fields=["customer_id", "name", "total"],
+        column_lineage={
+            "customer_id": [(PG, "shop.public.customers", "id")],
+            "name": [(PG, "shop.public.customers", "name")],
+            "total": [(PG, "shop.public.orders", "amount")],
+        },
+    )
+    event = run_event(
+        "dag.task",
+        job_facets=sql_facet(INSERT),
+        inputs=[dataset("shop.public.orders", PG), dataset("shop.public.customers", PG)],
+        outputs=[output],
+    )
     assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
     edges = await column_edges(conn)
     assert [e for e in edges if not e[3]] == [
@@ -74,19 +98,30 @@ async def test_correct_producer_lineage_is_kept_and_derived_kept_for_comparison(
 
 async def test_sql_adds_tables_the_producer_did_not_report(client, conn):
     sql = "INSERT INTO mart.revenue SELECT o.day, SUM(o.amount) FROM stg.orders o JOIN stg.fx f ON o.ccy = f.ccy GROUP BY 1"
-    event = run_event("spark_app.build", job_facets=sql_facet(sql),
-                      inputs=[dataset("stg.orders", "hive://metastore")],
-                      outputs=[dataset("mart.revenue", "hive://metastore")])
+    event = run_event(
+        "spark_app.build",
+        job_facets=sql_facet(sql),
+        inputs=[dataset("stg.orders", "hive://metastore")],
+        outputs=[dataset("mart.revenue", "hive://metastore")],
+    )
     assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
     edges = await conn.fetch(
-        "SELECT d.name, e.edge_type, e.derived FROM lineage_edges e JOIN datasets d USING (dataset_uuid) ORDER BY 1")
-    assert [tuple(e) for e in edges] == [("mart.revenue", "WRITE", False), ("stg.fx", "READ", True),
-                                         ("stg.orders", "READ", False)]
+        "SELECT d.name, e.edge_type, e.derived FROM lineage_edges e JOIN datasets d USING (dataset_uuid) ORDER BY 1"
+    )
+    assert [tuple(e) for e in edges] == [
+        ("mart.revenue", "WRITE", False),
+        ("stg.fx", "READ", True),
+        ("stg.orders", "READ", False),
+    ]
 
 
 async def test_unparseable_sql_is_a_warning_not_a_failure(client, conn):
-    event = run_event("dag.task", job_facets=sql_facet("INSERT INTO SELECT FROM WHERE ((("),
-                      inputs=[dataset("a", PG)], outputs=[dataset("b", PG)])
+    event = run_event(
+        "dag.task",
+        job_facets=sql_facet("INSERT INTO SELECT FROM WHERE ((("),
+        inputs=[dataset("a", PG)],
+        outputs=[dataset("b", PG)],
+    )
     response = await client.post("/api/v1/lineage", json=event)
     assert response.status_code == 201
     warning = response.json()["warnings"][0]

@@ -26,7 +26,9 @@ _UNAVAILABLE_CLASSES = ("08", "53", "57")
 
 def is_database_unavailable(exc: BaseException) -> bool:
     """Whether an exception means the database cannot be reached now (a client should retry)."""
-    if isinstance(exc, OSError | asyncpg.exceptions.ConnectionDoesNotExistError | asyncpg.InterfaceError):
+    if isinstance(
+        exc, OSError | asyncpg.exceptions.ConnectionDoesNotExistError | asyncpg.InterfaceError
+    ):
         return True
     if isinstance(exc, asyncpg.PostgresError):
         state = getattr(exc, "sqlstate", "") or ""
@@ -35,8 +37,14 @@ def is_database_unavailable(exc: BaseException) -> bool:
 
 
 def problem(status: int, code: str, title: str, detail: str, **extra: Any) -> Response[dict[str, Any]]:
-    body = {"type": f"urn:headwater:problem:{code}", "title": title, "status": status, "detail": detail,
-            "code": code, **extra}
+    body = {
+        "type": f"urn:headwater:problem:{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        **extra,
+    }
     return Response(body, status_code=status, media_type=PROBLEM_JSON)
 
 
@@ -53,22 +61,38 @@ def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Respons
     extra: dict[str, Any] = {}
     if isinstance(exc, ValidationException) and isinstance(exc.extra, list):
         extra["errors"] = [
-            {"path": f"{e.get('source', 'query')}.{e.get('key', '')}".rstrip("."), "message": e.get("message", "")}
+            {
+                "path": f"{e.get('source', 'query')}.{e.get('key', '')}".rstrip("."),
+                "message": e.get("message", ""),
+            }
             for e in exc.extra
             if isinstance(e, dict)
         ]
-    code = {400: "invalid_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
-            413: "payload_too_large"}.get(exc.status_code, "http_error")
+    code = {
+        400: "invalid_request",
+        401: "unauthorized",
+        404: "not_found",
+        405: "method_not_allowed",
+        413: "payload_too_large",
+    }.get(exc.status_code, "http_error")
     return problem(exc.status_code, code, str(exc.detail or "Error"), str(exc.detail), **extra)
 
 
-def unexpected_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+def unexpected_error_handler(
+    request: Request[Any, Any, Any], exc: Exception
+) -> Response[dict[str, Any]]:
     """Database outages are 503 (clients retry); anything else is a 500 with a request id to grep."""
     if is_database_unavailable(exc):
-        error = DatabaseUnavailableError(f"The database is unavailable: {type(exc).__name__}. Retry later.")
+        error = DatabaseUnavailableError(
+            f"The database is unavailable: {type(exc).__name__}. Retry later."
+        )
         return app_error_handler(request, error)
     request_id = uuid.uuid4().hex[:16]
     log.exception("unexpected error %s on %s %s", request_id, request.method, request.url.path)
-    return problem(500, "internal_error", "Internal error",
-                   f"An unexpected error occurred; its id in the server log is {request_id}.",
-                   requestId=request_id)
+    return problem(
+        500,
+        "internal_error",
+        "Internal error",
+        f"An unexpected error occurred; its id in the server log is {request_id}.",
+        requestId=request_id,
+    )

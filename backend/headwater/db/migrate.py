@@ -47,7 +47,10 @@ async def migrate(conn: asyncpg.Connection) -> MigrationResult:
             )
             """
         )
-        applied = {r["name"]: r["checksum"] for r in await conn.fetch("SELECT name, checksum FROM schema_migrations")}
+        applied = {
+            r["name"]: r["checksum"]
+            for r in await conn.fetch("SELECT name, checksum FROM schema_migrations")
+        }
         done: list[str] = []
         for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
             text = path.read_text()

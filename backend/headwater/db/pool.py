@@ -22,7 +22,7 @@ def _encode_json(value: Any) -> str:
 
 
 def json_text(value: Any) -> str | None:
-    """Pre-encode a value for a jsonb[] parameter: asyncpg would read a list element as an array dimension."""
+    """Pre-encode a value for a jsonb[] parameter (asyncpg takes a list element for a dimension)."""
     return None if value is None else _encoder.encode(value).decode()
 
 

@@ -56,5 +56,7 @@ def load_alias_rules(path: Path | None) -> list[AliasRule]:
                 )
             )
         except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"Alias rule {i} in {path} needs 'namespace' and 'targetNamespace': {exc}") from exc
+            raise ValueError(
+                f"Alias rule {i} in {path} needs 'namespace' and 'targetNamespace': {exc}"
+            ) from exc
     return rules

@@ -196,7 +196,9 @@ CHECKED_ONLY: dict[str, dict[str, type]] = {
 }
 
 
-def check_facets(facets: dict[str, Any] | None, location: str, path: str, warnings: list[FieldError]) -> None:
+def check_facets(
+    facets: dict[str, Any] | None, location: str, path: str, warnings: list[FieldError]
+) -> None:
     """Warn about malformed standard facets at ``location`` (job, dataset, inputFacets, outputFacets)."""
     for key, model in CHECKED_ONLY[location].items():
         read_facet(facets, key, model, path, warnings)

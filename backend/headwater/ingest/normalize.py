@@ -16,7 +16,13 @@ from typing import Any, Literal
 
 from headwater.errors import FieldError
 from headwater.ingest import facets as f
-from headwater.ingest.validate import DatasetEventModel, DatasetModel, JobEventModel, RunEventModel, ValidEvent
+from headwater.ingest.validate import (
+    DatasetEventModel,
+    DatasetModel,
+    JobEventModel,
+    RunEventModel,
+    ValidEvent,
+)
 
 # Maps a reported (namespace, name) to the identity other engines use for it, or None to keep it.
 AliasRule = Callable[[str, str], tuple[str, str] | None]
@@ -113,10 +119,12 @@ def normalize_event(event: ValidEvent, alias_rules: list[AliasRule] | None = Non
     if isinstance(model, RunEventModel):
         _run(out, model, warnings)
     out.inputs = [
-        _dataset(d, f"$.inputs[{i}]", rules, warnings, with_lineage=False) for i, d in enumerate(model.inputs or [])
+        _dataset(d, f"$.inputs[{i}]", rules, warnings, with_lineage=False)
+        for i, d in enumerate(model.inputs or [])
     ]
     out.outputs = [
-        _dataset(d, f"$.outputs[{i}]", rules, warnings, with_lineage=True) for i, d in enumerate(model.outputs or [])
+        _dataset(d, f"$.outputs[{i}]", rules, warnings, with_lineage=True)
+        for i, d in enumerate(model.outputs or [])
     ]
     return out
 
@@ -169,7 +177,12 @@ def _run(out: NormalizedEvent, model: RunEventModel, warnings: list[FieldError])
 
 
 def _dataset(
-    model: DatasetModel, path: str, rules: list[AliasRule], warnings: list[FieldError], *, with_lineage: bool
+    model: DatasetModel,
+    path: str,
+    rules: list[AliasRule],
+    warnings: list[FieldError],
+    *,
+    with_lineage: bool,
 ) -> DatasetDef:
     facets, deleted = f.split_deleted(model.facets)
     fpath = f"{path}.facets"
@@ -197,7 +210,9 @@ def _dataset(
     version = f.read_facet(model.facets, "version", f.DatasetVersionFacet, fpath, warnings)
     if version is not None:
         dataset.storage_version = version.dataset_version
-    lifecycle = f.read_facet(model.facets, "lifecycleStateChange", f.LifecycleStateChangeFacet, fpath, warnings)
+    lifecycle = f.read_facet(
+        model.facets, "lifecycleStateChange", f.LifecycleStateChangeFacet, fpath, warnings
+    )
     if lifecycle is not None:
         dataset.lifecycle_state = lifecycle.lifecycle_state_change
         if lifecycle.previous_identifier is not None:
@@ -214,7 +229,10 @@ def _identities(
     model: DatasetModel, path: str, rules: list[AliasRule], warnings: list[FieldError]
 ) -> list[tuple[str, str, str]]:
     symlinks = f.read_facet(model.facets, "symlinks", f.SymlinksFacet, path, warnings)
-    links = [(s.namespace, s.name, (s.type or "TABLE").upper()) for s in (symlinks.identifiers if symlinks else [])]
+    links = [
+        (s.namespace, s.name, (s.type or "TABLE").upper())
+        for s in (symlinks.identifiers if symlinks else [])
+    ]
     return identities_for(model.namespace, model.name, links, rules)
 
 
@@ -251,8 +269,12 @@ def column_edges(facet: f.ColumnLineageFacet, fields: list[FieldDef] | None) -> 
     """
     edges: dict[tuple[Any, ...], ColumnEdgeDef] = {}
 
-    def add(output_field: str, source: f.InputField, default_type: str | None, default_desc: str | None) -> None:
-        transformations = source.transformations or [f.Transformation(type=default_type, description=default_desc)]
+    def add(
+        output_field: str, source: f.InputField, default_type: str | None, default_desc: str | None
+    ) -> None:
+        transformations = source.transformations or [
+            f.Transformation(type=default_type, description=default_desc)
+        ]
         for t in transformations:
             edge = ColumnEdgeDef(
                 output_field=output_field,
@@ -264,8 +286,14 @@ def column_edges(facet: f.ColumnLineageFacet, fields: list[FieldDef] | None) -> 
                 description=t.description or default_desc or None,
                 masking=t.masking,
             )
-            key = (edge.output_field, edge.input_namespace, edge.input_name, edge.input_field,
-                   edge.transformation_type, edge.transformation_subtype)
+            key = (
+                edge.output_field,
+                edge.input_namespace,
+                edge.input_name,
+                edge.input_field,
+                edge.transformation_type,
+                edge.transformation_subtype,
+            )
             edges.setdefault(key, edge)
 
     for output_field, entry in facet.fields.items():

@@ -36,6 +36,7 @@ from headwater.store.changes import Change
 
 if TYPE_CHECKING:
     import asyncpg
+
     from headwater.ingest.validate import ValidEvent
     from headwater.store.datasets import DatasetRow
 
@@ -68,7 +69,9 @@ async def ingest_events(
         return [await _ingest_one(conn, event, alias_rules or []) for event in events]
 
 
-async def _ingest_one(conn: asyncpg.Connection, event: ValidEvent, rules: list[AliasRule]) -> IngestResult:
+async def _ingest_one(
+    conn: asyncpg.Connection, event: ValidEvent, rules: list[AliasRule]
+) -> IngestResult:
     run = getattr(event.model, "run", None)
     run_id = str(run.run_id) if run else None
     raw_id = await event_store.insert_raw_event(conn, event, _encoder.encode(event.raw).decode())
@@ -77,7 +80,7 @@ async def _ingest_one(conn: asyncpg.Connection, event: ValidEvent, rules: list[A
     n = normalize_event(event, rules)
     for error in derive_from_sql(n, rules):
         n.warnings.append(FieldError("$.job.facets.sql.query", f"SQL lineage not derived: {error}"))
-    writer = _EventWriter(conn, n)
+    writer = _EventWriter(conn, n, rules)
     await writer.write()
     return IngestResult("created", event.kind, run_id, n.warnings)
 
@@ -85,9 +88,10 @@ async def _ingest_one(conn: asyncpg.Connection, event: ValidEvent, rules: list[A
 class _EventWriter:
     """Writes one normalized event; collects the changes it makes for the change log."""
 
-    def __init__(self, conn: asyncpg.Connection, event: NormalizedEvent) -> None:
+    def __init__(self, conn: asyncpg.Connection, event: NormalizedEvent, rules: list[AliasRule]) -> None:
         self.conn = conn
         self.n = event
+        self.rules = rules
         self.changes: list[Change] = []
         # reported or aliased identity -> stored dataset
         self.datasets: dict[tuple[str, str], DatasetRow] = {}
@@ -114,59 +118,37 @@ class _EventWriter:
             for d in n.outputs
             for e in [*d.column_edges, *d.derived_column_edges]
         } - {(d.namespace, d.name) for d in defs}
-        ref_identities = {ref: identities_for(ref[0], ref[1], [], []) for ref in refs}
-        every_identity = [(i[0], i[1]) for d in defs for i in d.identities]
-        every_identity += [(i[0], i[1]) for ids in ref_identities.values() for i in ids]
-        known = await dataset_store.find_dataset_aliases(self.conn, every_identity)
-
-        def target(identities: list[tuple[str, str, str]]) -> tuple[str, str]:
-            for namespace, name, _ in identities:
-                if (namespace, name) in known:
-                    return known[(namespace, name)]
-            return identities[0][0], identities[0][1]
-
-        upserts: dict[tuple[str, str], dataset_store.DatasetUpsert] = {}
-        identity_of: list[tuple[tuple[str, str], list[tuple[str, str, str]]]] = []
-        for d in defs:
-            key = target(d.identities)
-            identity_of.append((key, d.identities))
-            previous = upserts.get(key)
-            facets = {**previous.facets, **d.facets} if previous else d.facets
-            upserts[key] = dataset_store.DatasetUpsert(
-                namespace=key[0],
-                name=key[1],
-                source_name=d.source_name or (previous.source_name if previous else None),
-                description=d.description or (previous.description if previous else None),
-                facets=facets,
-                deleted_facets=sorted({*d.deleted_facets, *(previous.deleted_facets if previous else [])}),
+        identity_lists = [d.identities for d in defs]
+        identity_lists += [identities_for(ref[0], ref[1], [], self.rules) for ref in sorted(refs)]
+        known = await dataset_store.find_dataset_aliases(
+            self.conn, [(i[0], i[1]) for ids in identity_lists for i in ids]
+        )
+        upserts, targets = plan_dataset_upserts(defs, identity_lists, known)
+        if n.job_namespace:
+            await dataset_store.upsert_namespaces(
+                self.conn, sorted({k[0] for k in upserts} | {n.job_namespace})
             )
-        for ids in ref_identities.values():
-            key = target(ids)
-            identity_of.append((key, ids))
-            upserts.setdefault(key, dataset_store.DatasetUpsert(key[0], key[1], None, None, {}, []))
         if not upserts:
-            if n.job_namespace:
-                await dataset_store.upsert_namespaces(self.conn, [n.job_namespace])
             return
-        namespaces = {k[0] for k in upserts} | ({n.job_namespace} if n.job_namespace else set())
-        await dataset_store.upsert_namespaces(self.conn, sorted(namespaces))
+        if n.job_namespace is None:
+            await dataset_store.upsert_namespaces(self.conn, sorted({k[0] for k in upserts}))
         sources = {(d.source_name, d.source_uri) for d in defs if d.source_name}
         await dataset_store.upsert_sources(self.conn, sorted(sources, key=lambda s: (s[0], s[1] or "")))
         rows = await dataset_store.upsert_datasets(self.conn, list(upserts.values()), n.event_time)
         by_key = {(r.namespace, r.name): r for r in rows}
         aliases: dict[tuple[str, str], tuple[str, str, uuid.UUID, str]] = {}
-        for key, identities in identity_of:
+        for key, identities in zip(targets, identity_lists, strict=True):
             row = by_key[key]
+            self.datasets[key] = row
             for namespace, name, kind in identities:
                 self.datasets[(namespace, name)] = row
                 aliases.setdefault((namespace, name), (namespace, name, row.dataset_uuid, kind))
-            self.datasets[key] = row
         await dataset_store.insert_dataset_aliases(self.conn, list(aliases.values()))
-        for row in rows:
-            if row.created:
-                self.changes.append(
-                    Change("DATASET_CREATED", dataset_node_id(row.namespace, row.name), row.namespace, n.event_time)
-                )
+        self.changes += [
+            Change("DATASET_CREATED", dataset_node_id(r.namespace, r.name), r.namespace, n.event_time)
+            for r in rows
+            if r.created
+        ]
 
     def row_of(self, d: DatasetDef) -> DatasetRow:
         return self.datasets[(d.namespace, d.name)]
@@ -184,7 +166,9 @@ class _EventWriter:
                 schemas[self.row_of(d).dataset_uuid] = [
                     {"name": x.name, "type": x.type, "description": x.description} for x in d.fields
                 ]
-        states = await dataset_store.fetch_dataset_states(self.conn, [self.row_of(d).dataset_uuid for d in defs])
+        states = await dataset_store.fetch_dataset_states(
+            self.conn, [self.row_of(d).dataset_uuid for d in defs]
+        )
         replace: dict[uuid.UUID, list[dict[str, Any]]] = {}
         for dataset_uuid, fields in schemas.items():
             state = states[dataset_uuid]
@@ -195,8 +179,13 @@ class _EventWriter:
             if diff is not None and (state.fields or state.fields_at is not None):
                 row = next(r for r in self.datasets.values() if r.dataset_uuid == dataset_uuid)
                 self.changes.append(
-                    Change("SCHEMA_CHANGED", dataset_node_id(row.namespace, row.name), row.namespace,
-                           n.event_time, diff)
+                    Change(
+                        "SCHEMA_CHANGED",
+                        dataset_node_id(row.namespace, row.name),
+                        row.namespace,
+                        n.event_time,
+                        diff,
+                    )
                 )
         await dataset_store.replace_dataset_fields(self.conn, replace, n.event_time)
 
@@ -222,10 +211,13 @@ class _EventWriter:
 
     async def _write_job_and_run(self, versions: dict[uuid.UUID, uuid.UUID | None]) -> None:
         n = self.n
-        assert n.job_namespace is not None and n.job_name is not None
+        assert n.job_namespace is not None
+        assert n.job_name is not None
         parent_job_uuid = None
         if n.parent_job is not None and n.parent_job != (n.job_namespace, n.job_name):
-            parent = await job_store.upsert_job(self.conn, n.parent_job[0], n.parent_job[1], at=n.event_time)
+            parent = await job_store.upsert_job(
+                self.conn, n.parent_job[0], n.parent_job[1], at=n.event_time
+            )
             parent_job_uuid = parent.job_uuid
             if parent.created:
                 self.changes.append(
@@ -256,23 +248,48 @@ class _EventWriter:
             run_state, state_at = state.current_state or "", state.current_state_at or n.event_time
             if state.previous_state != state.current_state:
                 self.changes.append(
-                    Change("RUN_STATE_CHANGED", node, n.job_namespace, n.event_time,
-                           {"runId": str(n.run_id), "previousState": state.previous_state,
-                            "state": state.current_state})
+                    Change(
+                        "RUN_STATE_CHANGED",
+                        node,
+                        n.job_namespace,
+                        n.event_time,
+                        {
+                            "runId": str(n.run_id),
+                            "previousState": state.previous_state,
+                            "state": state.current_state,
+                        },
+                    )
                 )
-            items = [(self.row_of(d).dataset_uuid, "INPUT", versions.get(self.row_of(d).dataset_uuid)) for d in n.inputs]
-            items += [(self.row_of(d).dataset_uuid, "OUTPUT", versions.get(self.row_of(d).dataset_uuid)) for d in n.outputs]
+            items = [
+                (self.row_of(d).dataset_uuid, "INPUT", versions.get(self.row_of(d).dataset_uuid))
+                for d in n.inputs
+            ]
+            items += [
+                (self.row_of(d).dataset_uuid, "OUTPUT", versions.get(self.row_of(d).dataset_uuid))
+                for d in n.outputs
+            ]
             await run_store.upsert_run_datasets(self.conn, n.run_id, n.event_time, _unique(items))
 
-        edges = [(self.row_of(d).node_id, job.node_id, self.row_of(d).dataset_uuid, "READ", d.derived)
-                 for d in n.inputs]
-        edges += [(job.node_id, self.row_of(d).node_id, self.row_of(d).dataset_uuid, "WRITE", d.derived)
-                  for d in n.outputs]
-        added = await edge_store.upsert_lineage_edges(self.conn, job.job_uuid, _unique(edges), n.event_time, n.run_id)
+        edges = [
+            (self.row_of(d).node_id, job.node_id, self.row_of(d).dataset_uuid, "READ", d.derived)
+            for d in n.inputs
+        ]
+        edges += [
+            (job.node_id, self.row_of(d).node_id, self.row_of(d).dataset_uuid, "WRITE", d.derived)
+            for d in n.outputs
+        ]
+        added = await edge_store.upsert_lineage_edges(
+            self.conn, job.job_uuid, _unique(edges), n.event_time, n.run_id
+        )
         if added:
             self.changes.append(
-                Change("EDGES_ADDED", node, n.job_namespace, n.event_time,
-                       {"edges": await self._describe_edges(added, node)})
+                Change(
+                    "EDGES_ADDED",
+                    node,
+                    n.job_namespace,
+                    n.event_time,
+                    {"edges": await self._describe_edges(added, node)},
+                )
             )
         await self._write_column_lineage(job.job_uuid)
         if run_state in TERMINAL_STATES:
@@ -289,7 +306,12 @@ class _EventWriter:
                 self.conn, reported, job_uuid, n.event_time, n.run_id, superseded=prefer_derived
             )
             await edge_store.upsert_column_lineage(
-                self.conn, derived, job_uuid, n.event_time, n.run_id, derived=True,
+                self.conn,
+                derived,
+                job_uuid,
+                n.event_time,
+                n.run_id,
+                derived=True,
                 superseded=bool(reported) and not prefer_derived,
             )
 
@@ -309,21 +331,35 @@ class _EventWriter:
             for e in edges
         ]
 
-    async def _write_job_version(self, job_uuid: uuid.UUID, node: str, run_state: str, at: dt.datetime) -> None:
+    async def _write_job_version(
+        self, job_uuid: uuid.UUID, node: str, run_state: str, at: dt.datetime
+    ) -> None:
         """Version the job from everything its finished run reported; a COMPLETE makes it current."""
         n = self.n
         if n.kind == "RUN":
             assert n.run_id is not None
             touched = await run_store.fetch_run_datasets(self.conn, n.run_id)
-            inputs = sorted({(t.namespace, t.name, t.dataset_uuid) for t in touched if t.direction == "INPUT"})
-            outputs = sorted({(t.namespace, t.name, t.dataset_uuid) for t in touched if t.direction == "OUTPUT"})
+            inputs = sorted(
+                {(t.namespace, t.name, t.dataset_uuid) for t in touched if t.direction == "INPUT"}
+            )
+            outputs = sorted(
+                {(t.namespace, t.name, t.dataset_uuid) for t in touched if t.direction == "OUTPUT"}
+            )
         else:
             inputs = sorted({(r.namespace, r.name, r.dataset_uuid) for r in map(self.row_of, n.inputs)})
-            outputs = sorted({(r.namespace, r.name, r.dataset_uuid) for r in map(self.row_of, n.outputs)})
+            outputs = sorted(
+                {(r.namespace, r.name, r.dataset_uuid) for r in map(self.row_of, n.outputs)}
+            )
         version = job_version_hash([i[:2] for i in inputs], [o[:2] for o in outputs], n.code_hash)
         version_uuid, _ = await job_store.upsert_job_version(
-            self.conn, job_uuid, version, [i[2] for i in inputs], [o[2] for o in outputs], n.code_hash,
-            n.run_id, at,
+            self.conn,
+            job_uuid,
+            version,
+            [i[2] for i in inputs],
+            [o[2] for o in outputs],
+            n.code_hash,
+            n.run_id,
+            at,
         )
         if n.run_id is not None:
             await run_store.set_run_job_version(self.conn, n.run_id, version_uuid)
@@ -334,10 +370,15 @@ class _EventWriter:
             return  # a later run already defined the current lineage
         input_uuids = [i[2] for i in inputs]
         output_uuids = [o[2] for o in outputs]
-        closed = await edge_store.close_stale_job_edges(self.conn, job_uuid, at, input_uuids, output_uuids)
+        closed = await edge_store.close_stale_job_edges(
+            self.conn, job_uuid, at, input_uuids, output_uuids
+        )
         for derived in (False, True):
-            with_columns = [self.row_of(d).dataset_uuid for d in n.outputs
-                            if (d.derived_column_edges if derived else d.column_edges)]
+            with_columns = [
+                self.row_of(d).dataset_uuid
+                for d in n.outputs
+                if (d.derived_column_edges if derived else d.column_edges)
+            ]
             await edge_store.close_stale_column_lineage(
                 self.conn, job_uuid, with_columns, at, n.run_id, derived=derived
             )
@@ -350,14 +391,20 @@ class _EventWriter:
         details = {
             "version": version,
             "previousVersion": None,
-            "addedEdges": [{"origin": dataset_node_id(i[0], i[1]), "destination": node} for i in added_inputs]
+            "addedEdges": [
+                {"origin": dataset_node_id(i[0], i[1]), "destination": node} for i in added_inputs
+            ]
             + [{"origin": node, "destination": dataset_node_id(o[0], o[1])} for o in added_outputs],
             "removedEdges": await self._describe_edges(closed, node),
         }
         self.changes.append(Change("JOB_VERSION_CHANGED", node, n.job_namespace, at, details))
 
-    async def _describe_edges(self, edges: list[edge_store.EdgeChange], job_node: str) -> list[dict[str, str]]:
-        rows = await dataset_store.fetch_dataset_identities(self.conn, sorted({e.dataset_uuid for e in edges}))
+    async def _describe_edges(
+        self, edges: list[edge_store.EdgeChange], job_node: str
+    ) -> list[dict[str, str]]:
+        rows = await dataset_store.fetch_dataset_identities(
+            self.conn, sorted({e.dataset_uuid for e in edges})
+        )
         described = []
         for e in edges:
             ds = rows[e.dataset_uuid]
@@ -369,9 +416,44 @@ class _EventWriter:
         return described
 
 
-def job_version_hash(inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], code_hash: str | None) -> str:
+def plan_dataset_upserts(
+    defs: list[DatasetDef],
+    identity_lists: list[list[tuple[str, str, str]]],
+    known: dict[tuple[str, str], tuple[str, str]],
+) -> tuple[dict[tuple[str, str], dataset_store.DatasetUpsert], list[tuple[str, str]]]:
+    """One upsert per stored dataset, and the stored identity each identity list resolves to.
+
+    ``identity_lists`` starts with the identities of ``defs`` (same order), then those of datasets
+    only referenced by column lineage. A list resolves to the dataset that already owns any of its
+    identities, else to its first (canonical) identity. Defs resolving to one dataset are merged.
+    """
+    targets = []
+    for identities in identity_lists:
+        owner = next((known[(ns, nm)] for ns, nm, _ in identities if (ns, nm) in known), None)
+        targets.append(owner or (identities[0][0], identities[0][1]))
+    upserts: dict[tuple[str, str], dataset_store.DatasetUpsert] = {}
+    for key, d in zip(targets, defs, strict=False):
+        previous = upserts.get(key)
+        upserts[key] = dataset_store.DatasetUpsert(
+            namespace=key[0],
+            name=key[1],
+            source_name=d.source_name or (previous.source_name if previous else None),
+            description=d.description or (previous.description if previous else None),
+            facets={**previous.facets, **d.facets} if previous else d.facets,
+            deleted_facets=sorted({*d.deleted_facets, *(previous.deleted_facets if previous else [])}),
+        )
+    for key in targets[len(defs) :]:
+        upserts.setdefault(key, dataset_store.DatasetUpsert(key[0], key[1], None, None, {}, []))
+    return upserts, targets
+
+
+def job_version_hash(
+    inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], code_hash: str | None
+) -> str:
     """A job version: SHA-256 over its sorted input and output identities and its code (SQL/source)."""
-    body = json.dumps({"inputs": sorted(inputs), "outputs": sorted(outputs), "code": code_hash}, sort_keys=True)
+    body = json.dumps(
+        {"inputs": sorted(inputs), "outputs": sorted(outputs), "code": code_hash}, sort_keys=True
+    )
     return hashlib.sha256(body.encode()).hexdigest()
 
 

@@ -12,17 +12,44 @@ from __future__ import annotations
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from headwater.ingest.normalize import AliasRule, ColumnEdgeDef, DatasetDef, NormalizedEvent, identities_for
+from headwater.ingest.normalize import (
+    AliasRule,
+    ColumnEdgeDef,
+    DatasetDef,
+    NormalizedEvent,
+    identities_for,
+)
 from headwater.sql_lineage import SqlLineage, extract_lineage
 
 _SCHEME_DIALECTS = {
-    "postgres": "postgres", "postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql",
-    "snowflake": "snowflake", "bigquery": "bigquery", "redshift": "redshift", "trino": "trino",
-    "presto": "presto", "awsathena": "athena", "athena": "athena", "mssql": "tsql", "sqlserver": "tsql",
-    "oracle": "oracle", "duckdb": "duckdb", "teradata": "teradata", "hive": "hive", "spark": "spark",
-    "databricks": "databricks", "sqlite": "sqlite", "clickhouse": "clickhouse",
+    "postgres": "postgres",
+    "postgresql": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "snowflake": "snowflake",
+    "bigquery": "bigquery",
+    "redshift": "redshift",
+    "trino": "trino",
+    "presto": "presto",
+    "awsathena": "athena",
+    "athena": "athena",
+    "mssql": "tsql",
+    "sqlserver": "tsql",
+    "oracle": "oracle",
+    "duckdb": "duckdb",
+    "teradata": "teradata",
+    "hive": "hive",
+    "spark": "spark",
+    "databricks": "databricks",
+    "sqlite": "sqlite",
+    "clickhouse": "clickhouse",
 }
-_PRODUCER_DIALECTS = (("trino", "trino"), ("spark", "spark"), ("databricks", "databricks"), ("hive", "hive"))
+_PRODUCER_DIALECTS = (
+    ("trino", "trino"),
+    ("spark", "spark"),
+    ("databricks", "databricks"),
+    ("hive", "hive"),
+)
 
 
 def sql_dialect(event: NormalizedEvent) -> str | None:
@@ -67,8 +94,16 @@ def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]
             if source_def is None or not in_field or in_field == "*":
                 continue
             output.derived_column_edges.append(
-                ColumnEdgeDef(out_field, source_def.namespace, source_def.name, in_field,
-                              _transformation(column.transformation), None, None, None)
+                ColumnEdgeDef(
+                    out_field,
+                    source_def.namespace,
+                    source_def.name,
+                    in_field,
+                    _transformation(column.transformation),
+                    None,
+                    None,
+                    None,
+                )
             )
     return errors
 
@@ -87,21 +122,25 @@ class _Resolver:
 
     def _match(self, table: str) -> DatasetDef | None:
         wanted = table.lower()
-        found = [d for d in [*self.event.outputs, *self.event.inputs]
-                 if d.name.lower() == wanted or d.name.lower().endswith("." + wanted)]
+        found = [
+            d
+            for d in [*self.event.outputs, *self.event.inputs]
+            if d.name.lower() == wanted or d.name.lower().endswith("." + wanted)
+        ]
         unique = {(d.namespace, d.name): d for d in found}
         return next(iter(unique.values())) if len(unique) == 1 else None
 
     def dataset(self, table: str, *, output: bool) -> DatasetDef | None:
         if table.startswith("path:"):
-            parts = urlsplit(table[len("path:"):])
+            parts = urlsplit(table[len("path:") :])
             namespace = f"{parts.scheme}://{parts.netloc}" if parts.netloc else (parts.scheme or "file")
             return self._add(namespace, parts.path or table, output=output)
         found = self._match(table)
         listing = self.event.outputs if output else self.event.inputs
         if found is not None:
             if not any(d is found for d in listing) and not any(
-                    (d.namespace, d.name) == (found.namespace, found.name) for d in listing):
+                (d.namespace, d.name) == (found.namespace, found.name) for d in listing
+            ):
                 return self._add(found.namespace, found.name, output=output)
             return next(d for d in listing if (d.namespace, d.name) == (found.namespace, found.name))
         if len(self.namespaces) != 1:
@@ -124,7 +163,13 @@ class _Resolver:
         for d in listing:
             if (d.namespace, d.name) == (namespace, name):
                 return d
-        d = DatasetDef(namespace=namespace, name=name, identities=identities_for(namespace, name, [], self.rules),
-                       facets={}, deleted_facets=[], derived=True)
+        d = DatasetDef(
+            namespace=namespace,
+            name=name,
+            identities=identities_for(namespace, name, [], self.rules),
+            facets={},
+            deleted_facets=[],
+            derived=True,
+        )
         listing.append(d)
         return d

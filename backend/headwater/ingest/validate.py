@@ -130,7 +130,9 @@ def validate_event(raw: Any, prefix: str = "$") -> ValidEvent:
         model = msgspec.convert(raw, _MODELS[kind])
     except msgspec.ValidationError as exc:
         error = _field_error(exc, prefix)
-        raise InvalidEventError(f"Invalid {kind.title()}Event: {error.message} at {error.path}", [error]) from None
+        raise InvalidEventError(
+            f"Invalid {kind.title()}Event: {error.message} at {error.path}", [error]
+        ) from None
     if model.event_time.tzinfo is None:
         # Some clients (the Python client's own serde fixtures) omit the offset: read it as UTC.
         model.event_time = model.event_time.replace(tzinfo=dt.UTC)
@@ -139,7 +141,7 @@ def validate_event(raw: Any, prefix: str = "$") -> ValidEvent:
 
 
 def _check_names(model: AnyEvent, prefix: str) -> None:
-    """Reject empty identities: a job or dataset with an empty namespace or name cannot be found again."""
+    """Reject empty identities: a job or dataset with an empty name cannot be found again."""
     problems: list[FieldError] = []
     job = getattr(model, "job", None)
     if job is not None:

@@ -56,18 +56,27 @@ async def upsert_sources(conn: asyncpg.Connection, sources: list[tuple[str, str 
 async def find_dataset_aliases(
     conn: asyncpg.Connection, identities: list[tuple[str, str]]
 ) -> dict[tuple[str, str], tuple[str, str]]:
-    """Which of these (namespace, name) identities already belong to a dataset: -> its canonical identity."""
-    rows = await conn.fetch(QUERIES["find_dataset_aliases"], [i[0] for i in identities], [i[1] for i in identities])
+    """Map those of these (namespace, name) identities that belong to a dataset to its canonical one."""
+    rows = await conn.fetch(
+        QUERIES["find_dataset_aliases"], [i[0] for i in identities], [i[1] for i in identities]
+    )
     return {(r["namespace"], r["name"]): (r["dataset_namespace"], r["dataset_name"]) for r in rows}
 
 
-async def fetch_dataset_identities(conn: asyncpg.Connection, dataset_uuids: list[uuid.UUID]) -> dict[uuid.UUID, DatasetRow]:
+async def fetch_dataset_identities(
+    conn: asyncpg.Connection, dataset_uuids: list[uuid.UUID]
+) -> dict[uuid.UUID, DatasetRow]:
     """Canonical identity and node id of datasets by uuid."""
     rows = await conn.fetch(QUERIES["fetch_dataset_identities"], dataset_uuids)
-    return {r["dataset_uuid"]: DatasetRow(r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], False) for r in rows}
+    return {
+        r["dataset_uuid"]: DatasetRow(r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], False)
+        for r in rows
+    }
 
 
-async def upsert_datasets(conn: asyncpg.Connection, items: list[DatasetUpsert], at: dt.datetime) -> list[DatasetRow]:
+async def upsert_datasets(
+    conn: asyncpg.Connection, items: list[DatasetUpsert], at: dt.datetime
+) -> list[DatasetRow]:
     """Create or touch datasets by canonical identity; returns one row per item (same order not kept)."""
     rows = await conn.fetch(
         QUERIES["upsert_datasets"],
@@ -79,10 +88,15 @@ async def upsert_datasets(conn: asyncpg.Connection, items: list[DatasetUpsert], 
         [json_text(i.deleted_facets) for i in items],
         at,
     )
-    return [DatasetRow(r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], r["created"]) for r in rows]
+    return [
+        DatasetRow(r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], r["created"])
+        for r in rows
+    ]
 
 
-async def insert_dataset_aliases(conn: asyncpg.Connection, aliases: list[tuple[str, str, uuid.UUID, str]]) -> None:
+async def insert_dataset_aliases(
+    conn: asyncpg.Connection, aliases: list[tuple[str, str, uuid.UUID, str]]
+) -> None:
     """Record identities of datasets; an identity already taken keeps its dataset."""
     if aliases:
         await conn.execute(
@@ -94,12 +108,18 @@ async def insert_dataset_aliases(conn: asyncpg.Connection, aliases: list[tuple[s
         )
 
 
-async def fetch_dataset_states(conn: asyncpg.Connection, dataset_uuids: list[uuid.UUID]) -> dict[uuid.UUID, DatasetState]:
+async def fetch_dataset_states(
+    conn: asyncpg.Connection, dataset_uuids: list[uuid.UUID]
+) -> dict[uuid.UUID, DatasetState]:
     """Current fields and version times of datasets, to decide what an event changes."""
     rows = await conn.fetch(QUERIES["fetch_dataset_states"], dataset_uuids)
     return {
         r["dataset_uuid"]: DatasetState(
-            r["dataset_uuid"], r["fields_at"], r["current_version_at"], r["current_version_uuid"], r["fields"]
+            r["dataset_uuid"],
+            r["fields_at"],
+            r["current_version_at"],
+            r["current_version_uuid"],
+            r["fields"],
         )
         for r in rows
     }
@@ -110,7 +130,9 @@ async def replace_dataset_fields(
 ) -> None:
     """Set the current schema of datasets to the given fields."""
     if fields:
-        await conn.execute(QUERIES["replace_dataset_fields"], list(fields), [json_text(f) for f in fields.values()], at)
+        await conn.execute(
+            QUERIES["replace_dataset_fields"], list(fields), [json_text(f) for f in fields.values()], at
+        )
 
 
 async def upsert_dataset_versions(
@@ -138,4 +160,6 @@ async def set_current_dataset_versions(
 ) -> None:
     """Point datasets at the version of their latest write by eventTime."""
     if versions:
-        await conn.execute(QUERIES["set_current_dataset_versions"], list(versions), list(versions.values()), at)
+        await conn.execute(
+            QUERIES["set_current_dataset_versions"], list(versions), list(versions.values()), at
+        )

@@ -34,7 +34,9 @@ class ColumnEdgeRow:
 
 
 def _changes(rows: list[asyncpg.Record]) -> list[EdgeChange]:
-    return [EdgeChange(r["src_node_id"], r["dst_node_id"], r["edge_type"], r["dataset_uuid"]) for r in rows]
+    return [
+        EdgeChange(r["src_node_id"], r["dst_node_id"], r["edge_type"], r["dataset_uuid"]) for r in rows
+    ]
 
 
 async def upsert_lineage_edges(
@@ -115,4 +117,6 @@ async def close_stale_column_lineage(
 ) -> None:
     """Close the job's column edges into these outputs that the completed run no longer reports."""
     if output_uuids:
-        await conn.execute(QUERIES["close_stale_column_lineage"], job_uuid, output_uuids, at, derived, run_uuid)
+        await conn.execute(
+            QUERIES["close_stale_column_lineage"], job_uuid, output_uuids, at, derived, run_uuid
+        )

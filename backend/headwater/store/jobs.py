@@ -60,7 +60,14 @@ async def upsert_job_version(
 ) -> tuple[uuid.UUID, bool]:
     """The job version with this hash: (uuid, created)."""
     row = await conn.fetchrow(
-        QUERIES["upsert_job_version"], job_uuid, version, input_uuids, output_uuids, code_hash, run_uuid, at
+        QUERIES["upsert_job_version"],
+        job_uuid,
+        version,
+        input_uuids,
+        output_uuids,
+        code_hash,
+        run_uuid,
+        at,
     )
     assert row is not None
     return row["job_version_uuid"], row["created"]
@@ -74,12 +81,18 @@ class CurrentVersionMove:
 
 
 async def set_current_job_version(
-    conn: asyncpg.Connection, job_uuid: uuid.UUID, version_uuid: uuid.UUID, at: dt.datetime, run_uuid: uuid.UUID | None
+    conn: asyncpg.Connection,
+    job_uuid: uuid.UUID,
+    version_uuid: uuid.UUID,
+    at: dt.datetime,
+    run_uuid: uuid.UUID | None,
 ) -> CurrentVersionMove | None:
     """Make the version current if it is the latest by eventTime; None when a later one is current."""
     row = await conn.fetchrow(QUERIES["set_current_job_version"], job_uuid, version_uuid, at, run_uuid)
     if row is None:
         return None
     return CurrentVersionMove(
-        row["previous_version_uuid"], list(row["previous_input_uuids"] or []), list(row["previous_output_uuids"] or [])
+        row["previous_version_uuid"],
+        list(row["previous_input_uuids"] or []),
+        list(row["previous_output_uuids"] or []),
     )

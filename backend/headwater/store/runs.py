@@ -77,9 +77,14 @@ async def upsert_run_datasets(
 async def fetch_run_datasets(conn: asyncpg.Connection, run_uuid: uuid.UUID) -> list[RunDataset]:
     """Every dataset the run touched so far, over all its events."""
     rows = await conn.fetch(QUERIES["fetch_run_datasets"], run_uuid)
-    return [RunDataset(r["dataset_uuid"], r["direction"], r["node_id"], r["namespace"], r["name"]) for r in rows]
+    return [
+        RunDataset(r["dataset_uuid"], r["direction"], r["node_id"], r["namespace"], r["name"])
+        for r in rows
+    ]
 
 
-async def set_run_job_version(conn: asyncpg.Connection, run_uuid: uuid.UUID, version_uuid: uuid.UUID) -> None:
+async def set_run_job_version(
+    conn: asyncpg.Connection, run_uuid: uuid.UUID, version_uuid: uuid.UUID
+) -> None:
     """Attach the job version computed from the run's datasets."""
     await conn.execute(QUERIES["set_run_job_version"], run_uuid, version_uuid)

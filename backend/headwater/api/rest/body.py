@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from headwater.errors import FieldError, InvalidRequestError, PayloadTooLargeError, UnsupportedMediaTypeError
+from headwater.errors import (
+    FieldError,
+    InvalidRequestError,
+    PayloadTooLargeError,
+    UnsupportedMediaTypeError,
+)
 
 if TYPE_CHECKING:
     from litestar import Request
@@ -20,17 +25,22 @@ async def read_json_body(request: Request[Any, Any, Any], max_bytes: int) -> Any
     if encoding in ("gzip", "x-gzip"):
         body = _gunzip(body, max_bytes)
     elif encoding not in ("identity", ""):
-        raise UnsupportedMediaTypeError(f"Content-Encoding '{encoding}' is not supported; send gzip or identity.")
+        raise UnsupportedMediaTypeError(
+            f"Content-Encoding '{encoding}' is not supported; send gzip or identity."
+        )
     if len(body) > max_bytes:
         raise PayloadTooLargeError(f"The request body is larger than {max_bytes} bytes.")
     if not body.strip():
-        raise InvalidRequestError("The request body is empty; expected an OpenLineage event as JSON.",
-                                  [FieldError("$", "empty body")])
+        raise InvalidRequestError(
+            "The request body is empty; expected an OpenLineage event as JSON.",
+            [FieldError("$", "empty body")],
+        )
     try:
         return msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
-        raise InvalidRequestError(f"The request body is not valid JSON: {exc}",
-                                  [FieldError("$", f"not valid JSON: {exc}")]) from None
+        raise InvalidRequestError(
+            f"The request body is not valid JSON: {exc}", [FieldError("$", f"not valid JSON: {exc}")]
+        ) from None
 
 
 def _gunzip(body: bytes, max_bytes: int) -> bytes:
@@ -38,10 +48,14 @@ def _gunzip(body: bytes, max_bytes: int) -> bytes:
     try:
         out = decompressor.decompress(body, max_bytes + 1)
     except zlib.error as exc:
-        raise InvalidRequestError(f"The body says Content-Encoding: gzip but is not valid gzip: {exc}",
-                                  [FieldError("$", "invalid gzip data")]) from None
+        raise InvalidRequestError(
+            f"The body says Content-Encoding: gzip but is not valid gzip: {exc}",
+            [FieldError("$", "invalid gzip data")],
+        ) from None
     if len(out) > max_bytes or decompressor.unconsumed_tail:
         raise PayloadTooLargeError(f"The decompressed request body is larger than {max_bytes} bytes.")
     if not decompressor.eof:
-        raise InvalidRequestError("The gzip body is truncated.", [FieldError("$", "truncated gzip data")])
+        raise InvalidRequestError(
+            "The gzip body is truncated.", [FieldError("$", "truncated gzip data")]
+        )
     return out

@@ -10,10 +10,10 @@ import asyncpg
 from litestar import Request, Response, post
 from litestar.datastructures import State
 
+from headwater.api.rest.body import read_json_body
 from headwater.errors import AppError, InvalidEventError, UnauthorizedError
 from headwater.ingest.service import IngestResult, ingest_events
 from headwater.ingest.validate import ValidEvent, validate_event
-from headwater.api.rest.body import read_json_body
 
 if TYPE_CHECKING:
     from headwater.settings import Settings
@@ -78,8 +78,9 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
             except InvalidEventError as exc:
                 errors.extend(exc.errors)
         if errors:
+            invalid = len({e.path.split("]")[0] for e in errors})
             raise InvalidEventError(
-                f"{len({e.path.split(']')[0] for e in errors})} of {len(raw)} events are invalid; none was stored.",
+                f"{invalid} of {len(raw)} events are invalid; none was stored.",
                 errors,
             )
         if not events:
@@ -108,7 +109,12 @@ async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> R
             failed.append({"index": i, "reason": reason, "retriable": False})
     if valid:
         await store_events(state, [v for _, v in valid])
-    summary = {"received": len(raw), "successful": len(valid), "failed": len(failed),
-               "retriable": 0, "non_retriable": len(failed)}
+    summary = {
+        "received": len(raw),
+        "successful": len(valid),
+        "failed": len(failed),
+        "retriable": 0,
+        "non_retriable": len(failed),
+    }
     status = "success" if not failed else "partial_success"
     return Response({"status": status, "summary": summary, "failed_events": failed}, status_code=200)
