@@ -1,0 +1,245 @@
+"""ChangeFeed: reads committed changes once per wake-up and fans them out to subscriptions.
+
+Ordering. change_id comes from a sequence, so ids are handed out in one order and committed in
+another: id 11 can be visible before id 10. The feed emits strictly in id order and only ids below
+which everything is settled (``position``). An id missing below a visible one is a gap: it is
+waited for until it shows up, or until a later read proves that every transaction that could own
+it has ended (so it was rolled back): the read's snapshot has no older transaction running in the
+cluster, or none is writing in this database any more. At worst it is waited for ``gap_timeout``
+seconds. A cursor (the
+last id a subscriber got) therefore means "everything up to here", and resuming after it loses
+nothing and repeats nothing.
+
+Back-pressure. Emitting only appends to each subscription's bounded queue; the reader never waits
+for a subscriber. A subscription whose queue overflows drops its queue and re-reads what it missed
+from the change log at its own pace, then rejoins the live stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from headwater.feed import log as change_log
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    import asyncpg
+
+    from headwater.feed.log import ChangeRecord, Snapshot
+
+logger = logging.getLogger("headwater.feed")
+
+
+@dataclass(frozen=True)
+class _Gap:
+    missed_at: float  # clock time of the read that first missed it
+    xmax: int  # that read's snapshot xmax: the owner's xid is below it
+    pump: int  # the pump that first missed it
+
+
+class ChangeFeed:
+    """The process-wide reader of change_log; subscriptions come from ``subscribe``."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        *,
+        page_size: int = 500,
+        queue_size: int = 1000,
+        gap_timeout: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.pool = pool
+        self.page_size = page_size
+        self.queue_size = queue_size
+        self.gap_timeout = gap_timeout
+        self._clock = clock
+        self.position = 0  # every id up to here is emitted or known never to come
+        self._held: dict[int, ChangeRecord] = {}  # read, waiting behind a gap
+        self._gaps: dict[int, _Gap] = {}
+        self._pumps = 0
+        self._subscriptions: set[Subscription] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.closed = False
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscriptions)
+
+    async def start(self) -> None:
+        """Start after the latest committed change; earlier ones are read by subscribers that ask."""
+        async with self.pool.acquire() as conn:
+            self.position = await change_log.fetch_latest_change_id(conn)
+        self._task = asyncio.create_task(self._run(), name="headwater-change-feed")
+
+    async def close(self) -> None:
+        """Stop reading and end every subscription."""
+        self.closed = True
+        for sub in list(self._subscriptions):
+            sub.wake()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def notify(self, change_id: int | None = None) -> None:
+        """A commit happened (``change_id`` is the highest id it wrote, when known): read soon."""
+        if change_id is not None and change_id <= self.position and not self._gaps:
+            return
+        self._wake.set()
+
+    def subscribe(self, after: int | None = None) -> Subscription:
+        """A subscription to changes after ``after`` (default: from now on), registered at once."""
+        sub = Subscription(self, self.position if after is None else after)
+        self._subscriptions.add(sub)
+        return sub
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        self._subscriptions.discard(sub)
+
+    async def read_between(self, after: int, upto: int) -> list[ChangeRecord]:
+        """A page of committed changes in (after, upto], for a subscription catching up."""
+        async with self.pool.acquire() as conn:
+            return await change_log.fetch_changes_between(conn, after, upto, self.page_size)
+
+    # -- the reader -----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        failures = 0
+        while not self.closed:
+            # With a gap open, look again soon even without a notification: it may be a rollback.
+            timeout = 0.05 if self._gaps else None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            self._wake.clear()
+            try:
+                await self.pump()
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                failures += 1
+                logger.exception("reading the change log failed; retrying")
+                await asyncio.sleep(min(0.1 * 2**failures, 5.0))
+                self._wake.set()
+
+    async def pump(self) -> None:
+        """Read every change committed since the last read and emit what is settled."""
+        self._pumps += 1
+        async with self.pool.acquire() as conn:
+            # Read before the log, so a writer it does not list had ended before the log was read.
+            oldest = await change_log.fetch_oldest_running_xid(conn) if self._gaps else None
+            while True:
+                seen = max(self.position, max(self._held, default=0))
+                snapshot, rows = await change_log.fetch_changes_after(
+                    conn, seen, self.page_size, sorted(self._gaps)
+                )
+                for row in rows:
+                    self._held[row.change_id] = row
+                    self._gaps.pop(row.change_id, None)
+                self._emit_settled(snapshot, oldest)
+                if sum(1 for r in rows if r.change_id > seen) < self.page_size:
+                    return
+
+    def _emit_settled(self, snapshot: Snapshot, oldest_writer: int | None) -> None:
+        top = max(self._held, default=0)
+        now = self._clock()
+        for missing in range(self.position + 1, top):
+            if missing not in self._held:
+                self._gaps.setdefault(missing, _Gap(now, snapshot.xmax, self._pumps))
+        while self.position < top:
+            nxt = self.position + 1
+            change = self._held.pop(nxt, None)
+            if change is not None:
+                self.position = nxt
+                for sub in list(self._subscriptions):
+                    sub.offer(change)
+                continue
+            if not self._rolled_back(nxt, snapshot, oldest_writer, now):
+                return
+            del self._gaps[nxt]
+            self.position = nxt
+
+    def _rolled_back(self, change_id: int, snapshot: Snapshot, oldest_writer: int | None, now: float) -> bool:
+        gap = self._gaps[change_id]
+        if snapshot.xmin >= gap.xmax:
+            return True  # no transaction that was running when it was missed is running now
+        if gap.pump < self._pumps and (oldest_writer is None or oldest_writer >= gap.xmax):
+            return True  # nothing that could own it still writes in this database
+        if now - gap.missed_at >= self.gap_timeout:
+            logger.warning("change %d was not committed within %.0fs; going on without it",
+                           change_id, self.gap_timeout)
+            return True
+        return False
+
+
+class Subscription:
+    """One subscriber's ordered stream of changes: replay from the log, then live, no gap, no repeat."""
+
+    def __init__(self, feed: ChangeFeed, after: int) -> None:
+        self.feed = feed
+        self.last = after
+        self.queue: deque[ChangeRecord] = deque()
+        self.catching_up = after < feed.position
+        self.overflows = 0
+        self._event = asyncio.Event()
+
+    def wake(self) -> None:
+        self._event.set()
+
+    def offer(self, change: ChangeRecord) -> None:
+        """Called by the feed for each emitted change; never blocks."""
+        if self.catching_up:
+            return  # it will read this one from the log
+        if len(self.queue) >= self.feed.queue_size:
+            self.queue.clear()
+            self.catching_up = True
+            self.overflows += 1
+        else:
+            self.queue.append(change)
+        self._event.set()
+
+    def close(self) -> None:
+        """Unregister; the stream ends."""
+        self.feed._unsubscribe(self)
+
+    async def changes(self) -> AsyncIterator[ChangeRecord]:
+        """Every change after the starting point, in id order, until the feed closes."""
+        try:
+            while not self.feed.closed:
+                if self.catching_up:
+                    target = self._start_catch_up()
+                    while self.last < target and not self.feed.closed:
+                        rows = await self.feed.read_between(self.last, target)
+                        for change in rows:
+                            self.last = change.change_id
+                            yield change
+                        if len(rows) < self.feed.page_size:
+                            break
+                    self.last = max(self.last, target)
+                    continue
+                if not self.queue:
+                    self._event.clear()
+                    await self._event.wait()
+                    continue
+                change = self.queue.popleft()
+                if change.change_id > self.last:
+                    self.last = change.change_id
+                    yield change
+        finally:
+            self.close()
+
+    def _start_catch_up(self) -> int:
+        # No await between clearing the queue and reading the position: whatever the feed emits
+        # from now on is queued, everything up to the position is read from the log.
+        self.catching_up = False
+        self.queue.clear()
+        return self.feed.position

@@ -1,0 +1,73 @@
+"""Typed reads of the change log for the feed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from headwater.db.queries import QUERIES
+
+if TYPE_CHECKING:
+    import asyncpg
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    """One committed change_log row."""
+
+    change_id: int
+    kind: str
+    node_id: str
+    namespace: str | None
+    at: dt.datetime
+    details: dict[str, Any] = field(default_factory=dict)
+    recorded_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Bounds of a read's snapshot: transactions below xmin had ended, from xmax on had not begun."""
+
+    xmin: int
+    xmax: int
+
+
+def _change(r: Any) -> ChangeRecord:
+    return ChangeRecord(r["change_id"], r["kind"], r["node_id"], r["namespace"], r["at"], r["details"] or {},
+                        r["created_at"])
+
+
+async def fetch_latest_change_id(conn: asyncpg.Connection) -> int:
+    """The highest committed change id, 0 for an empty log."""
+    return int(await conn.fetchval(QUERIES["fetch_latest_change_id"]))
+
+
+async def fetch_changes_after(
+    conn: asyncpg.Connection, after: int, limit: int, missing: list[int] | None = None
+) -> tuple[Snapshot, list[ChangeRecord]]:
+    """Up to ``limit`` changes above ``after``, plus any of the ``missing`` ids now committed, in id
+    order, and the snapshot they were read in."""
+    rows = await conn.fetch(QUERIES["fetch_changes_after"], after, limit, missing or [])
+    snapshot = Snapshot(rows[0]["xmin"], rows[0]["xmax"])
+    return snapshot, [_change(r) for r in rows if r["change_id"] is not None]
+
+
+async def fetch_oldest_running_xid(conn: asyncpg.Connection) -> int | None:
+    """The oldest transaction writing in this database now (a 64-bit xid), None when there is none."""
+    row = await conn.fetchrow(QUERIES["fetch_running_xids"])
+    assert row is not None
+    xmax = int(row["xmax"])
+    oldest = None
+    for xid in row["xids"]:
+        # Widen a 32-bit xid with the epoch of xmax; a running xid is never ahead of xmax.
+        full = (xmax & ~0xFFFFFFFF) | int(xid)
+        if full > xmax:
+            full -= 1 << 32
+        oldest = full if oldest is None else min(oldest, full)
+    return oldest
+
+
+async def fetch_changes_between(conn: asyncpg.Connection, after: int, upto: int, limit: int) -> list[ChangeRecord]:
+    """Up to ``limit`` changes with ``after < id <= upto``, in id order."""
+    return [_change(r) for r in await conn.fetch(QUERIES["fetch_changes_between"], after, upto, limit)]
