@@ -1,8 +1,8 @@
 """Table and column lineage of SQL, on sqlglot, for every dialect producers send.
 
-    >>> lineage = extract_lineage("INSERT INTO t (id) SELECT o.id FROM shop.orders o")
-    >>> lineage.to_dict()
-    {'inputs': ['shop.orders'], 'outputs': ['t'], 'columns': [{'output': 't.id', 'inputs': ['shop.orders.id']}]}
+Example:
+    >>> extract_lineage("INSERT INTO t (id) SELECT o.id FROM orders o").to_dict()
+    {'inputs': ['orders'], 'outputs': ['t'], 'columns': [{'output': 't.id', 'inputs': ['orders.id']}]}
 """
 
 from __future__ import annotations

@@ -50,7 +50,9 @@ def lineage_line(line: str, dialect: str | None) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         return _failed(None, f"Invalid JSON line: {error.msg} at column {error.colno}")
     if not isinstance(request, dict) or not isinstance(request.get("sql"), str):
-        return _failed(request.get("id") if isinstance(request, dict) else None, 'Expected {"id", "sql"}')
+        return _failed(
+            request.get("id") if isinstance(request, dict) else None, 'Expected {"id", "sql"}'
+        )
     result = extract_lineage(request["sql"], request.get("dialect") or dialect)
     error = "; ".join(str(e) for e in result.errors) or None
     return {"id": request.get("id"), **result.to_dict(), "error": error}

@@ -10,7 +10,18 @@ from __future__ import annotations
 from sqlglot import exp
 
 # Spark's `parquet.`s3://bucket/path`` reads files directly; the prefix names the format.
-_FILE_FORMATS = {"parquet", "csv", "json", "orc", "avro", "delta", "text", "binaryfile", "iceberg", "hudi"}
+_FILE_FORMATS = {
+    "parquet",
+    "csv",
+    "json",
+    "orc",
+    "avro",
+    "delta",
+    "text",
+    "binaryfile",
+    "iceberg",
+    "hudi",
+}
 
 
 def key(name: str) -> str:
@@ -32,14 +43,15 @@ def table_name(table: exp.Table) -> str | None:
     this = table.this
     if isinstance(this, exp.Identifier):
         db = table.args.get("db")
-        if this.quoted and _looks_like_path(this.name):
-            if not db or db.name.lower() in _FILE_FORMATS:
-                return path_name(this.name)
+        if this.quoted and _looks_like_path(this.name) and (not db or db.name.lower() in _FILE_FORMATS):
+            return path_name(this.name)
         return ".".join(part.name for part in table.parts)
     if isinstance(this, exp.Literal) and this.is_string:
         return path_name(this.name)
     if isinstance(this, exp.Var):
-        return path_name(this.name) if this.name.startswith("@") else ".".join(p.name for p in table.parts)
+        return (
+            path_name(this.name) if this.name.startswith("@") else ".".join(p.name for p in table.parts)
+        )
     if isinstance(this, exp.Func):
         uri = _file_argument(this)
         return path_name(uri) if uri else None
@@ -51,10 +63,17 @@ def table_name(table: exp.Table) -> str | None:
 def _file_argument(func: exp.Func) -> str | None:
     """The location read by a file-reading table function such as DuckDB's read_parquet('s3://…')."""
     name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
-    if not name.startswith("read") and name not in {"parquet_scan", "csv_scan", "s3", "hdfs", "file", "url"}:
+    if not name.startswith("read") and name not in {
+        "parquet_scan",
+        "csv_scan",
+        "s3",
+        "hdfs",
+        "file",
+        "url",
+    }:
         return None
     for arg in func.iter_expressions():
-        for literal in ([arg] if isinstance(arg, exp.Literal) else arg.find_all(exp.Literal)):
+        for literal in [arg] if isinstance(arg, exp.Literal) else arg.find_all(exp.Literal):
             if literal.is_string:
                 return literal.name
     return None

@@ -1,4 +1,4 @@
-"""Split a SQL script into statements and parse each on its own, so one bad statement costs only itself."""
+"""Split a SQL script into statements and parse each alone, so a bad statement costs only itself."""
 
 from __future__ import annotations
 
@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 _WRITING_COMMANDS = {"INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "REPLACE", "COPY", "UNLOAD"}
 
 _MISSING_DELIMITER = re.compile(r"from (\d+):(\d+)$")
+# sqlglot puts a token's repr in some messages; users need only its text.
+_TOKEN_REPR = re.compile(
+    r"<Token token_type: [^,]+, text: (.*?), line: \d+, col: \d+, start: \d+, end: \d+, "
+    r"comments: \[.*?\]>"
+)
 
 
 @dataclass(slots=True)
@@ -100,11 +105,7 @@ def _parse_chunk(
             return
 
     if error is not None:
-        fallback = _parse_generic(chunk, sql, dialect)
-        if fallback is not None:
-            result.statements.append(fallback)
-        else:
-            result.errors.append(_parse_error(error))
+        result.errors.append(_parse_error(error))
         return
 
     if isinstance(statement, exp.Command):
@@ -123,27 +124,12 @@ def _parse_chunk(
         result.statements.append(statement)
 
 
-def _parse_generic(chunk: list[Token], sql: str, dialect: Dialect) -> exp.Expr | None:
-    """Retry a statement that failed in its dialect as generic SQL; producers mislabel dialects."""
-    generic = get_dialect(None)
-    if type(dialect) is type(generic):
-        return None
-    text = sql[chunk[0].start : chunk[-1].end + 1]
-    try:
-        parsed = generic.parse(text, error_level=ErrorLevel.IMMEDIATE)
-    except (ParseError, TokenError):
-        return None
-    if len(parsed) != 1 or parsed[0] is None or isinstance(parsed[0], exp.Command):
-        return None
-    return parsed[0]
-
-
 def _parse_error(error: ParseError) -> SqlError:
     if not error.errors:
         return SqlError(message=str(error))
     first = error.errors[0]
     return SqlError(
-        message=str(first.get("description") or error),
+        message=_TOKEN_REPR.sub(r"\1", str(first.get("description") or error)),
         line=first.get("line"),
         col=first.get("col"),
         highlight=first.get("highlight"),

@@ -24,7 +24,6 @@ from headwater.sql_lineage.scope import (
     Ref,
     Scope,
     Source,
-    star_field,
 )
 
 if TYPE_CHECKING:
@@ -227,50 +226,23 @@ class QueryEvaluator:
         if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             return self.column(inner, scope)
 
-        refs: set[Ref] = set()
-        kind = IDENTITY
-        direct = False
-        aggregate = False
+        value = _Value()
         stack: list[tuple[exp.Expr, bool]] = [(inner, False)]
         while stack:
             current, indirect = stack.pop()
             if isinstance(current, exp.Column):
-                if isinstance(current.this, exp.Star):
-                    continue
-                column_refs, column_kind = self.column(current, scope)
-                refs.update(column_refs)
-                if not indirect and column_refs:
-                    direct = True
-                    kind = max(kind, column_kind)
-                continue
-            if isinstance(current, (exp.Query, exp.Subquery)):
+                if not isinstance(current.this, exp.Star):
+                    value.add(*self.column(current, scope), indirect=indirect)
+            elif isinstance(current, (exp.Query, exp.Subquery)):
                 fields = self.query(current, ctes, scope)
+                # x IN (SELECT y …) tests membership: y does not flow into the value.
                 if not isinstance(current.parent, _MEMBERSHIP):
                     for f in fields:
-                        refs.update(f.refs)
-                        if not indirect and f.refs:
-                            direct = True
-                            kind = max(kind, f.kind)
-                continue
-            if isinstance(current, exp.AggFunc):
-                aggregate = True
-            elif isinstance(current, exp.Window) and current.args.get("alias"):
-                # OVER w: the keys of WINDOW w AS (…) steer this value too.
-                named = scope.windows.get(key(current.args["alias"].name))
-                if named is not None:
-                    stack.append((named, True))
-            for arg, value in current.args.items():
-                if value is None or isinstance(value, (str, bool)):
-                    continue
-                steer = indirect or (type(current), arg) in _INDIRECT_ARGS
-                if isinstance(value, list):
-                    stack.extend((v, steer) for v in value if isinstance(v, exp.Expr))
-                elif isinstance(value, exp.Expr):
-                    stack.append((value, steer))
-
-        if not direct:
-            return frozenset(refs), INDIRECT
-        return frozenset(refs), max(kind, AGGREGATION if aggregate else TRANSFORMATION)
+                        value.add(f.refs, f.kind, indirect=indirect)
+            else:
+                value.aggregate = value.aggregate or isinstance(current, exp.AggFunc)
+                stack.extend(_children(current, indirect, scope))
+        return value.result()
 
     def column(self, column: exp.Column, scope: Scope) -> tuple[frozenset[Ref], int]:
         """Resolve one column reference in `scope`."""
@@ -313,6 +285,48 @@ class QueryEvaluator:
         return [replaced.get(key(f.name), f) for f in fields if key(f.name) not in excluded]
 
 
+class _Value:
+    """The refs collected from one expression, and whether any reach its value directly."""
+
+    __slots__ = ("aggregate", "direct", "kind", "refs")
+
+    def __init__(self) -> None:
+        self.refs: set[Ref] = set()
+        self.kind = IDENTITY
+        self.direct = False
+        self.aggregate = False
+
+    def add(self, refs: frozenset[Ref], kind: int, *, indirect: bool) -> None:
+        self.refs.update(refs)
+        if refs and not indirect:
+            self.direct = True
+            self.kind = max(self.kind, kind)
+
+    def result(self) -> tuple[frozenset[Ref], int]:
+        if not self.direct:
+            return frozenset(self.refs), INDIRECT
+        return frozenset(self.refs), max(self.kind, AGGREGATION if self.aggregate else TRANSFORMATION)
+
+
+def _children(node: exp.Expr, indirect: bool, scope: Scope) -> list[tuple[exp.Expr, bool]]:
+    """The sub-expressions of `node`, each marked when it only steers the value."""
+    children: list[tuple[exp.Expr, bool]] = []
+    if isinstance(node, exp.Window) and node.args.get("alias"):
+        # OVER w: the keys of WINDOW w AS (…) steer this value too.
+        named = scope.windows.get(key(node.args["alias"].name))
+        if named is not None:
+            children.append((named, True))
+    for arg, value in node.args.items():
+        if value is None or isinstance(value, (str, bool)):
+            continue
+        steer = indirect or (type(node), arg) in _INDIRECT_ARGS
+        if isinstance(value, list):
+            children.extend((v, steer) for v in value if isinstance(v, exp.Expr))
+        elif isinstance(value, exp.Expr):
+            children.append((value, steer))
+    return children
+
+
 def _is_star(projection: exp.Expr) -> bool:
     return isinstance(projection, exp.Star) or (
         isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
@@ -342,7 +356,9 @@ def _merge(left: list[Field], right: list[Field], *, by_name: bool) -> list[Fiel
     merged = []
     for f in left:
         other = others.pop(key(f.name), None)
-        merged.append(f if other is None else Field(f.name, f.refs | other.refs, max(f.kind, other.kind)))
+        merged.append(
+            f if other is None else Field(f.name, f.refs | other.refs, max(f.kind, other.kind))
+        )
     merged.extend(others.values())
     return merged
 
@@ -375,7 +391,9 @@ def _pivot_fields(pivot: exp.Pivot, table: str) -> list[Field]:
         keys = frozenset((table, c.name) for c in in_.this.find_all(exp.Column))
         if pivot.args.get("unpivot"):
             folded = frozenset((table, c.output_name) for c in in_.expressions)
-            fields.extend(Field(e.output_name or e.name, folded, TRANSFORMATION) for e in pivot.expressions)
+            fields.extend(
+                Field(e.output_name or e.name, folded, TRANSFORMATION) for e in pivot.expressions
+            )
             fields.append(Field(in_.this.output_name or in_.this.name, frozenset(), TRANSFORMATION))
             continue
         for value in in_.expressions:

@@ -38,7 +38,7 @@ def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
         if keyword == "INSERT":
             return _insert_directory(chunk, sql, dialect)
         if keyword == "UPDATE":
-            return _update_from_first(chunk, sql, dialect)
+            return _update_from_first(chunk, sql)
     except (ParseError, TokenError):
         return None
     return None
@@ -52,7 +52,9 @@ def _parse(dialect: Dialect, text: str) -> list[exp.Expr] | None:
 
 
 def _directory_insert(path: str, query: exp.Expr) -> exp.Insert:
-    return exp.Insert(this=exp.Directory(this=exp.Literal.string(path)), expression=query, overwrite=True)
+    return exp.Insert(
+        this=exp.Directory(this=exp.Literal.string(path)), expression=query, overwrite=True
+    )
 
 
 def _matching_paren(tokens: list[Token], open_index: int) -> int | None:
@@ -82,7 +84,12 @@ def _unload(text: str, dialect: Dialect) -> list[exp.Expr] | None:
     else:
         query = [q for q in dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(inner, rest) if q]
     after = tokens[close + 1 : close + 3]
-    if not query or len(after) < 2 or after[0].text.upper() != "TO" or after[1].token_type != TokenType.STRING:
+    if (
+        not query
+        or len(after) < 2
+        or after[0].text.upper() != "TO"
+        or after[1].token_type != TokenType.STRING
+    ):
         return None
     return [_directory_insert(after[1].text, query[0])]
 
@@ -117,7 +124,7 @@ def _top_level(tokens: list[Token], types: set[TokenType]) -> dict[TokenType, in
     return found
 
 
-def _update_from_first(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+def _update_from_first(chunk: list[Token], sql: str) -> list[exp.Expr] | None:
     """Teradata `UPDATE t FROM s SET … WHERE …`: the usual order is SET before FROM."""
     found = _top_level(chunk, {TokenType.FROM, TokenType.SET, TokenType.WHERE})
     from_, set_ = found.get(TokenType.FROM), found.get(TokenType.SET)

@@ -140,31 +140,38 @@ class Scope:
 
     def resolve_unqualified(self, name: str) -> tuple[frozenset[Ref], int]:
         """Resolve a column written without a table, by the rule in this module's docstring."""
-        k = key(name)
         scope: Scope | None = self
         while scope is not None:
-            shared = scope.using.get(k)
-            if shared is not None:
-                return shared.resolve(name)
-            unknown: list[Source] = []
-            for source_key, source in scope.sources.items():
-                if source_key in scope.hidden:
-                    continue
-                if source.knows(name):
-                    return source.resolve(name)
-                if source.is_unknown():
-                    unknown.append(source)
-            alias = scope.aliases.get(k)
-            if alias is not None:
-                return alias.refs, alias.kind
-            if len(unknown) == 1:
-                return unknown[0].resolve(name)
-            if unknown:
-                if scope.preferred is not None and any(s is scope.preferred for s in unknown):
-                    return scope.preferred.resolve(name)
+            found, ambiguous = scope._resolve_here(name)
+            if found is not None:
+                return found
+            if ambiguous:
                 break
             scope = scope.parent
         return frozenset({("", name)}), IDENTITY
+
+    def _resolve_here(self, name: str) -> tuple[tuple[frozenset[Ref], int] | None, bool]:
+        """Resolve in this scope alone; the flag says several sources may have the column."""
+        k = key(name)
+        shared = self.using.get(k)
+        if shared is not None:
+            return shared.resolve(name), False
+        unknown: list[Source] = []
+        for source_key, source in self.sources.items():
+            if source_key in self.hidden:
+                continue
+            if source.knows(name):
+                return source.resolve(name), False
+            if source.is_unknown():
+                unknown.append(source)
+        alias = self.aliases.get(k)
+        if alias is not None:
+            return (alias.refs, alias.kind), False
+        if len(unknown) == 1:
+            return unknown[0].resolve(name), False
+        if self.preferred is not None and any(s is self.preferred for s in unknown):
+            return self.preferred.resolve(name), False
+        return None, bool(unknown)
 
     def star_sources(self) -> list[Source]:
         """Sources a bare `*` selects from, in FROM order."""

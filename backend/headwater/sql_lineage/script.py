@@ -40,7 +40,7 @@ def extract_lineage(
     for index, statement in enumerate(parsed.statements):
         try:
             lineage = statement_lineage(statement, catalog)
-        except Exception as error:  # noqa: BLE001 - one odd statement must not cost the script
+        except Exception as error:
             errors.append(SqlError(f"Cannot extract lineage of {type(statement).__name__}: {error}"))
             continue
         chain.add(index, lineage)
@@ -114,7 +114,9 @@ class _Chain:
             if k not in self.first_write or first <= self.first_write[k]
         ]
         outputs = [
-            k for k, last in self.last_write.items() if k not in self.last_read or self.last_read[k] <= last
+            k
+            for k, last in self.last_write.items()
+            if k not in self.last_read or self.last_read[k] <= last
         ]
         columns = []
         for k in outputs:

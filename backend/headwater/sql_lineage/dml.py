@@ -1,0 +1,160 @@
+"""UPDATE, DELETE and MERGE: rows changed in place, so the target is written and maybe read.
+
+The target is an input only when its columns feed the new values (`SET total = total + 1`);
+columns and tables used only to pick the rows (WHERE, ON, a joined table's keys) feed no column.
+T-SQL and MySQL may name the target by the alias of a table in their FROM clause.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from headwater.sql_lineage.names import key, table_name
+from headwater.sql_lineage.queries import Ctes, QueryEvaluator
+from headwater.sql_lineage.scope import Field, Scope, Source
+from headwater.sql_lineage.writes import Write, assign
+
+
+def update_writes(node: exp.Update, ev: QueryEvaluator) -> list[Write]:
+    """UPDATE t SET … [FROM …] [WHERE …], with MySQL's joined targets and T-SQL's aliases."""
+    ctes = ev.with_ctes(node, {}, None)
+    scope = Scope()
+    target = node.this
+    name = table_name(target) if isinstance(target, exp.Table) else None
+    if name is None:
+        return []
+    ev.add_source(scope, target, ctes, read=False)
+    from_ = node.args.get("from_")
+    if isinstance(from_, exp.From):
+        ev.add_source(scope, from_.this, ctes)
+    for join in node.args.get("joins") or []:
+        ev.add_source(scope, join.this, ctes)
+    name = _target_by_alias(target, name, scope, ev)
+    scope.preferred = scope.sources.get(key(target.alias_or_name))
+    columns = _assignments(node.expressions, scope, ctes, ev, None)
+    where = node.args.get("where")
+    if isinstance(where, exp.Expr):
+        ev.expression(where, scope, ctes)
+    _read_target_if_used(name, columns, ev)
+    return [Write(name, columns)]
+
+
+def delete_writes(node: exp.Delete, ev: QueryEvaluator) -> list[Write]:
+    """DELETE FROM t [USING …] [WHERE …], and the multi-table DELETE t FROM t JOIN … form."""
+    ctes = ev.with_ctes(node, {}, None)
+    scope = Scope()
+    if isinstance(node.this, exp.Table):
+        ev.add_source(scope, node.this, ctes, read=False)
+    targets = [t for t in node.args.get("tables") or [] if isinstance(t, exp.Table)]
+    if not targets and isinstance(node.this, exp.Table):
+        targets = [node.this]
+    names = []
+    for target in targets:
+        name = table_name(target)
+        if name is not None:
+            names.append(_target_by_alias(target, name, scope, ev))
+    if isinstance(node.this, exp.Table) and targets and targets[0] is not node.this:
+        this_name = table_name(node.this)
+        if this_name and key(this_name) not in {key(n) for n in names}:
+            ev.read(this_name)
+    for using in node.args.get("using") or []:
+        ev.add_source(scope, using, ctes)
+    where = node.args.get("where")
+    if isinstance(where, exp.Expr):
+        ev.expression(where, scope, ctes)
+    return [Write(n) for n in names]
+
+
+def merge_writes(node: exp.Merge, ev: QueryEvaluator) -> list[Write]:
+    """MERGE INTO t USING s ON … WHEN [NOT] MATCHED THEN UPDATE / INSERT / DELETE."""
+    ctes = ev.with_ctes(node, {}, None)
+    scope = Scope()
+    target = node.this
+    name = table_name(target) if isinstance(target, exp.Table) else None
+    if name is None:
+        return []
+    scope.preferred = ev.add_source(scope, target, ctes, read=False)
+    using = node.args.get("using")
+    source = ev.add_source(scope, using, ctes) if isinstance(using, exp.Expr) else None
+    # WHEN NOT MATCHED THEN INSERT has no target row: its values can only be the source's.
+    insert_scope = Scope(sources={k: s for k, s in scope.sources.items() if s is source})
+    on = node.args.get("on")
+    if isinstance(on, exp.Expr):
+        ev.expression(on, scope, ctes)
+    columns: dict[str, Field] = {}
+    whens = node.args.get("whens")
+    for when in whens.expressions if isinstance(whens, exp.Whens) else []:
+        condition = when.args.get("condition")
+        if isinstance(condition, exp.Expr):
+            ev.expression(condition, scope, ctes)
+        then = when.args.get("then")
+        if isinstance(then, exp.Update):
+            written = _assignments(then.expressions, scope, ctes, ev, source)
+        elif isinstance(then, exp.Insert):
+            written = _merge_insert(then, insert_scope, ctes, ev, source)
+        else:
+            continue
+        for f in written.values():
+            assign(columns, f.name, f)
+    _read_target_if_used(name, columns, ev)
+    return [Write(name, columns)]
+
+
+def _assignments(
+    assignments: list[exp.Expr], scope: Scope, ctes: Ctes, ev: QueryEvaluator, source: Source | None
+) -> dict[str, Field]:
+    """SET a = x, (b, c) = (y, z), (d, e) = (SELECT …), and Databricks' SET * from the source."""
+    columns: dict[str, Field] = {}
+    for assignment in assignments:
+        if isinstance(assignment, exp.Star):
+            for f in source.expand() if source else []:
+                assign(columns, f.name, f)
+            continue
+        if not isinstance(assignment, exp.EQ):
+            continue
+        column, value = assignment.this, assignment.expression
+        if isinstance(column, exp.Column):
+            assign(columns, column.name, Field(column.name, *ev.expression(value, scope, ctes)))
+        elif isinstance(column, exp.Tuple):
+            if isinstance(value, exp.Tuple):
+                values = [Field("", *ev.expression(v, scope, ctes)) for v in value.expressions]
+            else:
+                values = ev.query(value, ctes, scope)
+            for name, f in zip(column.expressions, values, strict=False):
+                assign(columns, name.name, f)
+    return columns
+
+
+def _merge_insert(
+    insert: exp.Insert, scope: Scope, ctes: Ctes, ev: QueryEvaluator, source: Source | None
+) -> dict[str, Field]:
+    columns: dict[str, Field] = {}
+    if not isinstance(insert.this, exp.Tuple):
+        # INSERT * (Databricks), INSERT ROW (BigQuery): every source column, by name.
+        for f in source.expand() if source else []:
+            assign(columns, f.name, f)
+        return columns
+    values = insert.expression
+    if isinstance(values, exp.Values) and values.expressions:
+        values = values.expressions[0]
+    items = values.expressions if isinstance(values, exp.Tuple) else []
+    for column, value in zip(insert.this.expressions, items, strict=False):
+        assign(columns, column.name, Field(column.name, *ev.expression(value, scope, ctes)))
+    return columns
+
+
+def _target_by_alias(target: exp.Table, name: str, scope: Scope, ev: QueryEvaluator) -> str:
+    """The table a DML target names: T-SQL and MySQL write the alias of a table in FROM."""
+    if not target.args.get("db"):
+        found = scope.sources.get(key(target.alias_or_name))
+        if found is not None and found.table is not None:
+            name = found.table
+    # The FROM clause may list the target itself: those are the rows written, not a read.
+    ev.reads.pop(key(name), None)
+    return name
+
+
+def _read_target_if_used(name: str, columns: dict[str, Field], ev: QueryEvaluator) -> None:
+    target = key(name)
+    if any(key(table) == target for f in columns.values() for table, _ in f.refs):
+        ev.read(name)
