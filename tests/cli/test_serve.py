@@ -1,0 +1,65 @@
+"""The `headwater` command as users run it: migrate, then serve on a real port, then stop cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.factories import job_run
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+HEADWATER = str(Path(sys.executable).with_name("headwater"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_migrate_is_idempotent(database_url):
+    env = {**os.environ, "HEADWATER_DATABASE_URL": database_url}
+    result = subprocess.run([HEADWATER, "migrate"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "headwater: 0 migration(s) applied"
+
+
+def test_serve_accepts_events_and_stops_on_sigint(db, database_url):
+    port = free_port()
+    env = {**os.environ, "HEADWATER_DATABASE_URL": database_url}
+    server = subprocess.Popen([HEADWATER, "serve", "--port", str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "server did not become ready"
+            time.sleep(0.2)
+        for event in job_run("load", inputs=["a"], outputs=["b"]):
+            assert httpx.post(f"{base}/api/v1/lineage", json=event).status_code == 201
+        graph = httpx.get(f"{base}/api/v1/lineage", params={"nodeId": "dataset:warehouse:b"}).json()
+        assert sorted(n["id"] for n in graph["graph"]) == [
+            "dataset:warehouse:a", "dataset:warehouse:b", "job:pipelines:load"]
+    finally:
+        server.send_signal(signal.SIGINT)
+        output, _ = server.communicate(timeout=30)
+    assert server.returncode == 0, output
+
+
+def test_cli_rejects_unknown_command():
+    result = subprocess.run([HEADWATER, "frobnicate"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert "invalid choice: 'frobnicate'" in result.stderr
