@@ -11,6 +11,7 @@ from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 
 from headwater import __version__
+from headwater.api.metrics import MetricsController, prometheus_config
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
 from headwater.api.rest.health import healthz, readyz
 from headwater.api.rest.ingest import post_lineage, post_lineage_batch
@@ -36,7 +37,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await app.state.pool.close()
 
     return Litestar(
-        route_handlers=[post_lineage, post_lineage_batch, get_lineage, healthz, readyz],
+        route_handlers=[post_lineage, post_lineage_batch, get_lineage, healthz, readyz, MetricsController],
+        middleware=[prometheus_config.middleware],
         lifespan=[lifespan],
         state=State({"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}),
         exception_handlers={

@@ -164,3 +164,17 @@ async def test_unavailable_database_is_503(unused_tcp_port):
         assert response.json()["code"] == "database_unavailable"
         assert (await client.get("/readyz")).status_code == 503
         assert (await client.get("/healthz")).status_code == 200
+
+
+async def test_metrics_count_ingest_outcomes(client):
+    event = run_event("a")
+    await client.post("/api/v1/lineage", json=event)
+    await client.post("/api/v1/lineage", json=event)
+    await client.post("/api/v1/lineage", json={"eventType": "START"})
+    text = (await client.get("/metrics")).text
+    counts = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
+              if line.startswith("headwater_events_total{")}
+    assert counts['headwater_events_total{kind="RUN",status="created"}'] >= 1
+    assert counts['headwater_events_total{kind="RUN",status="duplicate"}'] >= 1
+    assert counts['headwater_events_total{kind="UNKNOWN",status="invalid"}'] >= 1
+    assert "headwater_requests_total" in text

@@ -11,6 +11,7 @@ from litestar import Request, Response, post
 from litestar.datastructures import State
 
 from headwater.api.rest.body import read_json_body
+from headwater.api.metrics import EVENTS
 from headwater.errors import AppError, InvalidEventError, UnauthorizedError
 from headwater.ingest.service import IngestResult, ingest_events
 from headwater.ingest.validate import ValidEvent, validate_event
@@ -43,7 +44,10 @@ async def store_events(state: State, events: list[ValidEvent]) -> list[IngestRes
     for attempt in range(_ATTEMPTS):
         try:
             async with pool.acquire() as conn:
-                return await ingest_events(conn, events, state.alias_rules)
+                results = await ingest_events(conn, events, state.alias_rules)
+            for result in results:
+                EVENTS.labels(result.kind, result.status).inc()
+            return results
         except _RETRYABLE:
             if attempt == _ATTEMPTS - 1:
                 raise
@@ -76,6 +80,7 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
             try:
                 events.append(validate_event(item, f"$[{i}]"))
             except InvalidEventError as exc:
+                EVENTS.labels("UNKNOWN", "invalid").inc()
                 errors.extend(exc.errors)
         if errors:
             invalid = len({e.path.split("]")[0] for e in errors})
@@ -87,7 +92,12 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
             raise InvalidEventError("The array is empty; expected at least one event.")
         results = await store_events(state, events)
         return Response({"results": [_result_json(r) for r in results]}, status_code=201)
-    results = await store_events(state, [validate_event(raw)])
+    try:
+        event = validate_event(raw)
+    except InvalidEventError:
+        EVENTS.labels("UNKNOWN", "invalid").inc()
+        raise
+    results = await store_events(state, [event])
     return Response(_result_json(results[0]), status_code=201)
 
 
@@ -105,6 +115,7 @@ async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> R
         try:
             valid.append((i, validate_event(item, f"$[{i}]")))
         except AppError as exc:
+            EVENTS.labels("UNKNOWN", "invalid").inc()
             reason = "; ".join(f"{e.path}: {e.message}" for e in exc.errors) or exc.message
             failed.append({"index": i, "reason": reason, "retriable": False})
     if valid:
