@@ -5,7 +5,8 @@ told. The rule for unqualified columns, in order: the one source known to have t
 (from the schema, a CTE or derived table, or an earlier statement); else a projection alias
 defined before it in the same SELECT; else the only source whose columns are unknown (in an
 UPDATE, the target when several are); else an enclosing query's sources (correlated
-subqueries); else the column is reported bare.
+subqueries); else the column is reported bare. A column read through a `*` over several
+tables whose columns are not known may come from any of them, and is reported from each.
 """
 
 from __future__ import annotations
