@@ -34,6 +34,7 @@ from headwater_spark.plan import (
     parse_plan,
     relations,
     schema_field,
+    subquery_holders,
     table_identifier,
 )
 
@@ -159,8 +160,19 @@ class Extractor:
             return [table_dataset(str(location), None, table_name, self._metastore_uri)]
         return []
 
+    def _jvm_leaves(self, query_jvm: Any, query_json: Node) -> list[Any]:
+        """The JVM plan's leaves, and those of the subquery plans inside its expressions."""
+        leaves = self._seq(query_jvm.collectLeaves())
+        for path in subquery_holders(query_json):
+            node = query_jvm
+            for i in path:
+                node = node.children().apply(i)
+            for sub in self._seq(node.subqueries()):
+                leaves.extend(self._seq(sub.collectLeaves()))
+        return leaves
+
     def _resolve_relations(
-        self, rels: list[Relation], query_jvm: Any, formats: set[str]
+        self, rels: list[Relation], query_jvm: Any, formats: set[str], query_json: Node | None = None
     ) -> dict[int, list[DatasetId]]:
         """Datasets of the plan's relations, keyed by their first attribute id; collects the
         relations' file formats into ``formats`` ("other" for anything but files)."""
@@ -168,7 +180,16 @@ class Extractor:
         found: dict[int, list[DatasetId]] = {}
         if not wanted or query_jvm is None:
             return found
-        for leaf in self._seq(query_jvm.collectLeaves()):
+        try:
+            leaves = (
+                self._jvm_leaves(query_jvm, query_json)
+                if query_json is not None
+                else self._seq(query_jvm.collectLeaves())
+            )
+        except Exception:
+            log.debug("Lineage: could not reach subquery relations", exc_info=True)
+            leaves = self._seq(query_jvm.collectLeaves())
+        for leaf in leaves:
             cls = leaf.getClass().getSimpleName()
             if cls not in _JVM_RELATIONS:
                 continue
@@ -271,7 +292,7 @@ class Extractor:
         query_json = command_query(root) if out_dataset is not None else root
         rels = relations(query_json) if query_json is not None else []
         formats: set[str] = set()
-        datasets = self._resolve_relations(rels, query_jvm, formats) if rels else {}
+        datasets = self._resolve_relations(rels, query_jvm, formats, query_json) if rels else {}
         if out_dataset is None and func_name in SCHEMA_INFERENCE_CALLS and formats == {"Text"}:
             # The CSV/JSON readers' own passes over the text of a file (header, inferSchema).
             return None

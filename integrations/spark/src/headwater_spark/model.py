@@ -130,6 +130,7 @@ class Assembler:
         self.pending: list[tuple[ActionRecord, float]] = []
 
     def add(self, record: ActionRecord, now: float) -> list[ActionRecord]:
+        outermost = record.command in OUTERMOST_COMMANDS  # merging may rename the record
         if record.command in ABSORBING_COMMANDS and record.output is not None:
             keep: list[tuple[ActionRecord, float]] = []
             for waiting, since in self.pending:
@@ -138,7 +139,7 @@ class Assembler:
                 else:
                     keep.append((waiting, since))
             self.pending = keep
-        if record.output is None or record.command in OUTERMOST_COMMANDS:
+        if record.output is None or outermost:
             return [record]
         self.pending.append((record, now))
         return []

@@ -371,6 +371,20 @@ def _plan_expressions(node: Node) -> Iterator[Node]:
                     yield unflatten(v)
 
 
+def subquery_holders(plan: Node) -> list[tuple[int, ...]]:
+    """Child-index paths (from ``plan``) of the nodes whose expressions hold subquery plans."""
+    found: list[tuple[int, ...]] = []
+
+    def visit(node: Node, path: tuple[int, ...]) -> None:
+        if any(True for expr in _plan_expressions(node) for _ in _subquery_plans(expr)):
+            found.append(path)
+        for i, child in enumerate(node.children):
+            visit(child, (*path, i))
+
+    visit(plan, ())
+    return found
+
+
 def relations(plan: Node, in_subquery: bool = False) -> list[Relation]:
     """Leaf relations in pre-order, including those of inline queries and subquery plans."""
     found: list[Relation] = []
