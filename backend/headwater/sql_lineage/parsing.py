@@ -80,12 +80,22 @@ def _located(message: str, sql: str, offset: int) -> SqlError:
 
 def _split(tokens: list[Token]) -> list[list[Token]]:
     chunks: list[list[Token]] = [[]]
-    for token in tokens:
-        if token.token_type == TokenType.SEMICOLON:
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.SEMICOLON or _is_batch_separator(tokens, i):
             chunks.append([])
         else:
             chunks[-1].append(token)
     return [chunk for chunk in chunks if chunk]
+
+
+def _is_batch_separator(tokens: list[Token], i: int) -> bool:
+    """T-SQL's GO, alone on its line, ends a batch like a semicolon ends a statement."""
+    token = tokens[i]
+    if token.text.upper() != "GO" or token.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
+        return False
+    before = tokens[i - 1].line if i > 0 else 0
+    after = tokens[i + 1].line if i + 1 < len(tokens) else token.line + 1
+    return before < token.line < after
 
 
 def _parse_chunk(
