@@ -54,8 +54,8 @@ def lineage_line(line: str, dialect: str | None) -> dict[str, Any]:
             request.get("id") if isinstance(request, dict) else None, 'Expected {"id", "sql"}'
         )
     result = extract_lineage(request["sql"], request.get("dialect") or dialect)
-    error = "; ".join(str(e) for e in result.errors) or None
-    return {"id": request.get("id"), **result.to_dict(), "error": error}
+    message = "; ".join(str(e) for e in result.errors) or None
+    return {"id": request.get("id"), **result.to_dict(), "error": message}
 
 
 def _failed(request_id: Any, message: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from headwater.sql_lineage.dialects import get_dialect
 

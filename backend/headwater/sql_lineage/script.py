@@ -89,9 +89,9 @@ class _Chain:
                 refs.add((table, column))
                 continue
             if column == STAR:
-                for source in written.values():
-                    refs.update(source.refs)
-                    kind = max(kind, source.kind)
+                for each in written.values():
+                    refs.update(each.refs)
+                    kind = max(kind, each.kind)
                 if not written:
                     refs.add((table, column))
                 continue

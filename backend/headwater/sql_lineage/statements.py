@@ -89,7 +89,9 @@ def _insert_write(
 ) -> list[Write]:
     if isinstance(target, exp.Directory):
         return [Write(path_name(target.this.name))]
-    name = table_name(target) if isinstance(target, exp.Table) else None
+    if not isinstance(target, exp.Table):
+        return []
+    name = table_name(target)
     if name is None:
         return []
     if by_name:
