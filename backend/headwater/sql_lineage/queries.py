@@ -13,11 +13,20 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from headwater.sql_lineage.fields import (
+    Value,
+    alias_fields,
+    children,
+    is_star,
+    merge,
+    pivot_alias,
+    pivot_fields,
+    rename,
+    values_fields,
+)
 from headwater.sql_lineage.names import key, table_name
 from headwater.sql_lineage.scope import (
-    AGGREGATION,
     IDENTITY,
-    INDIRECT,
     STAR,
     TRANSFORMATION,
     Field,
@@ -31,14 +40,6 @@ if TYPE_CHECKING:
 
 Ctes = dict[str, list[Field]]
 
-# Arguments that steer a value without being part of it: CASE conditions, window keys, filters.
-_INDIRECT_ARGS = {
-    (exp.If, "this"),
-    (exp.Case, "this"),
-    (exp.Window, "partition_by"),
-    (exp.Window, "order"),
-    (exp.Filter, "expression"),
-}
 _MEMBERSHIP = (exp.In, exp.Exists, exp.Any, exp.All)
 _NO_LINEAGE_CLAUSES = ("expressions", "from_", "joins", "laterals", "with_", "into")
 
@@ -67,9 +68,9 @@ class QueryEvaluator:
             ctes = self.with_ctes(node, ctes, outer)
             left = self.query(node.this, ctes, outer)
             right = self.query(node.expression, ctes, outer)
-            return _merge(left, right, by_name=bool(node.args.get("by_name")))
+            return merge(left, right, by_name=bool(node.args.get("by_name")))
         if isinstance(node, exp.Values):
-            return _values_fields(node)
+            return values_fields(node)
         if isinstance(node, exp.Table):
             scope = Scope(parent=outer)
             self.add_source(scope, node, ctes)
@@ -89,8 +90,8 @@ class QueryEvaluator:
             body = cte.this
             if with_.args.get("recursive") and isinstance(body, exp.SetOperation):
                 # The recursive part reads the CTE itself: give it the anchor's lineage first.
-                ctes[name] = _rename(self.query(body.this, ctes, outer), columns)
-            ctes[name] = _rename(self.query(body, ctes, outer), columns)
+                ctes[name] = rename(self.query(body.this, ctes, outer), columns)
+            ctes[name] = rename(self.query(body, ctes, outer), columns)
         return ctes
 
     def _select(self, select: exp.Select, ctes: Ctes, outer: Scope | None) -> list[Field]:
@@ -109,7 +110,7 @@ class QueryEvaluator:
 
         fields: list[Field] = []
         for index, projection in enumerate(select.expressions):
-            if _is_star(projection):
+            if is_star(projection):
                 fields.extend(self._star(projection, scope, ctes))
                 continue
             refs, kind = self.expression(projection, scope, ctes)
@@ -152,7 +153,7 @@ class QueryEvaluator:
         if isinstance(node, exp.Table):
             source = self._table_source(scope, node, ctes, read=read)
             name = table_name(node)
-            scope.add(_pivot_alias(node) or alias or node.name, source, name)
+            scope.add(pivot_alias(node) or alias or node.name, source, name)
             for join in node.args.get("joins") or []:
                 self._join(scope, join, ctes)
             return source
@@ -164,9 +165,9 @@ class QueryEvaluator:
             return scope.sources[next(reversed(scope.sources))]
         if isinstance(node, exp.Subquery):
             fields = self.query(node.this, self.with_ctes(node, ctes, scope), scope)
-            source = Source(fields=_rename(fields, node.alias_column_names))
+            source = Source(fields=rename(fields, node.alias_column_names))
         elif isinstance(node, exp.Values):
-            source = Source(fields=_values_fields(node))
+            source = Source(fields=values_fields(node))
         elif isinstance(node, (exp.Unnest, exp.Lateral)):
             source = self._function_source(scope, node, ctes)
         else:
@@ -182,9 +183,9 @@ class QueryEvaluator:
         if name is None:
             # A table function such as generate_series(…) or FLATTEN(input => t.arr).
             refs, _ = self.expression(table.this, scope, ctes)
-            return Source(open=Field(STAR, refs, TRANSFORMATION), fields=_alias_fields(table, refs))
+            return Source(open=Field(STAR, refs, TRANSFORMATION), fields=alias_fields(table, refs))
         if not table.args.get("db") and key(table.name) in ctes:
-            fields = _rename(ctes[key(table.name)], table.alias_column_names)
+            fields = rename(ctes[key(table.name)], table.alias_column_names)
             return Source(fields=fields)
         if read:
             self.read(name)
@@ -192,7 +193,7 @@ class QueryEvaluator:
         if table.alias_column_names and source.columns is None:
             source.columns = [c for c in table.alias_column_names]
         for pivot in table.args.get("pivots") or []:
-            source.fields = (source.fields or []) + _pivot_fields(pivot, name)
+            source.fields = (source.fields or []) + pivot_fields(pivot, name)
         return source
 
     def _function_source(self, scope: Scope, node: exp.Unnest | exp.Lateral, ctes: Ctes) -> Source:
@@ -200,7 +201,7 @@ class QueryEvaluator:
         inner = node.this if isinstance(node, exp.Lateral) else None
         if isinstance(inner, (exp.Subquery, exp.Query)):
             fields = self.query(inner, ctes, scope)
-            return Source(fields=_rename(fields, node.alias_column_names))
+            return Source(fields=rename(fields, node.alias_column_names))
         arguments = node.expressions if isinstance(node, exp.Unnest) else [node.this]
         per_argument = [self.expression(arg, scope, ctes)[0] for arg in arguments]
         refs: frozenset[Ref] = frozenset().union(*per_argument)
@@ -226,7 +227,7 @@ class QueryEvaluator:
         if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             return self.column(inner, scope)
 
-        value = _Value()
+        value = Value()
         stack: list[tuple[exp.Expr, bool]] = [(inner, False)]
         while stack:
             current, indirect = stack.pop()
@@ -241,7 +242,7 @@ class QueryEvaluator:
                         value.add(f.refs, f.kind, indirect=indirect)
             else:
                 value.aggregate = value.aggregate or isinstance(current, exp.AggFunc)
-                stack.extend(_children(current, indirect, scope))
+                stack.extend(children(current, indirect, scope))
         return value.result()
 
     def column(self, column: exp.Column, scope: Scope) -> tuple[frozenset[Ref], int]:
@@ -283,120 +284,3 @@ class QueryEvaluator:
             refs, kind = self.expression(alias, scope, ctes)
             replaced[key(alias.output_name)] = Field(alias.output_name, refs, kind)
         return [replaced.get(key(f.name), f) for f in fields if key(f.name) not in excluded]
-
-
-class _Value:
-    """The refs collected from one expression, and whether any reach its value directly."""
-
-    __slots__ = ("aggregate", "direct", "kind", "refs")
-
-    def __init__(self) -> None:
-        self.refs: set[Ref] = set()
-        self.kind = IDENTITY
-        self.direct = False
-        self.aggregate = False
-
-    def add(self, refs: frozenset[Ref], kind: int, *, indirect: bool) -> None:
-        self.refs.update(refs)
-        if refs and not indirect:
-            self.direct = True
-            self.kind = max(self.kind, kind)
-
-    def result(self) -> tuple[frozenset[Ref], int]:
-        if not self.direct:
-            return frozenset(self.refs), INDIRECT
-        return frozenset(self.refs), max(self.kind, AGGREGATION if self.aggregate else TRANSFORMATION)
-
-
-def _children(node: exp.Expr, indirect: bool, scope: Scope) -> list[tuple[exp.Expr, bool]]:
-    """The sub-expressions of `node`, each marked when it only steers the value."""
-    children: list[tuple[exp.Expr, bool]] = []
-    if isinstance(node, exp.Window) and node.args.get("alias"):
-        # OVER w: the keys of WINDOW w AS (…) steer this value too.
-        named = scope.windows.get(key(node.args["alias"].name))
-        if named is not None:
-            children.append((named, True))
-    for arg, value in node.args.items():
-        if value is None or isinstance(value, (str, bool)):
-            continue
-        steer = indirect or (type(node), arg) in _INDIRECT_ARGS
-        if isinstance(value, list):
-            children.extend((v, steer) for v in value if isinstance(v, exp.Expr))
-        elif isinstance(value, exp.Expr):
-            children.append((value, steer))
-    return children
-
-
-def _is_star(projection: exp.Expr) -> bool:
-    return isinstance(projection, exp.Star) or (
-        isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
-    )
-
-
-def _rename(fields: list[Field], names: list[str]) -> list[Field]:
-    """Apply a column list (`AS x(a, b)`, `WITH x(a, b)`) to a relation, by position."""
-    if not names:
-        return fields
-    renamed = []
-    for i, f in enumerate(fields):
-        if f.name == STAR or i >= len(names):
-            renamed.extend(fields[i:])
-            break
-        renamed.append(Field(names[i], f.refs, f.kind))
-    return renamed
-
-
-def _merge(left: list[Field], right: list[Field], *, by_name: bool) -> list[Field]:
-    """The fields of a UNION / INTERSECT / EXCEPT: by position, or by name when told or needed."""
-    if not by_name and len(left) == len(right):
-        return [
-            Field(a.name, a.refs | b.refs, max(a.kind, b.kind)) for a, b in zip(left, right, strict=True)
-        ]
-    others = {key(f.name): f for f in right}
-    merged = []
-    for f in left:
-        other = others.pop(key(f.name), None)
-        merged.append(
-            f if other is None else Field(f.name, f.refs | other.refs, max(f.kind, other.kind))
-        )
-    merged.extend(others.values())
-    return merged
-
-
-def _values_fields(values: exp.Values) -> list[Field]:
-    names = values.alias_column_names
-    rows = values.expressions
-    width = len(rows[0].expressions) if rows and isinstance(rows[0], exp.Tuple) else 1
-    return [Field(names[i] if i < len(names) else f"_col_{i}", frozenset()) for i in range(width)]
-
-
-def _alias_fields(table: exp.Table, refs: frozenset[Ref]) -> list[Field] | None:
-    names = table.alias_column_names
-    if not names and table.alias:
-        # generate_series(1, 10) AS g: the alias names the single column too.
-        names = [table.alias]
-    return [Field(n, refs, TRANSFORMATION) for n in names] or None
-
-
-def _pivot_alias(table: exp.Table) -> str:
-    pivots = table.args.get("pivots") or []
-    return pivots[-1].alias if pivots and pivots[-1].alias else ""
-
-
-def _pivot_fields(pivot: exp.Pivot, table: str) -> list[Field]:
-    """Columns a PIVOT or UNPIVOT adds, each computed from the columns it folds."""
-    values = frozenset((table, c.name) for e in pivot.expressions for c in e.find_all(exp.Column))
-    fields: list[Field] = []
-    for in_ in pivot.args.get("fields") or []:
-        keys = frozenset((table, c.name) for c in in_.this.find_all(exp.Column))
-        if pivot.args.get("unpivot"):
-            folded = frozenset((table, c.output_name) for c in in_.expressions)
-            fields.extend(
-                Field(e.output_name or e.name, folded, TRANSFORMATION) for e in pivot.expressions
-            )
-            fields.append(Field(in_.this.output_name or in_.this.name, frozenset(), TRANSFORMATION))
-            continue
-        for value in in_.expressions:
-            name = value.alias_or_name if isinstance(value, exp.PivotAlias) else value.name
-            fields.append(Field(name, values | keys, AGGREGATION))
-    return fields

@@ -1,0 +1,151 @@
+"""Operations on relations, lists of `Field`s: renaming, set operations, VALUES, PIVOT, and
+the accumulation of one expression's refs.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from headwater.sql_lineage.names import key
+from headwater.sql_lineage.scope import (
+    AGGREGATION,
+    IDENTITY,
+    INDIRECT,
+    STAR,
+    TRANSFORMATION,
+    Field,
+    Ref,
+    Scope,
+)
+
+# Arguments that steer a value without being part of it: CASE conditions, window keys, filters.
+_INDIRECT_ARGS = {
+    (exp.If, "this"),
+    (exp.Case, "this"),
+    (exp.Window, "partition_by"),
+    (exp.Window, "order"),
+    (exp.Filter, "expression"),
+}
+
+
+class Value:
+    """The refs collected from one expression, and whether any reach its value directly."""
+
+    __slots__ = ("aggregate", "direct", "kind", "refs")
+
+    def __init__(self) -> None:
+        self.refs: set[Ref] = set()
+        self.kind = IDENTITY
+        self.direct = False
+        self.aggregate = False
+
+    def add(self, refs: frozenset[Ref], kind: int, *, indirect: bool) -> None:
+        """Collect the refs of one column or subquery found in the expression."""
+        self.refs.update(refs)
+        if refs and not indirect:
+            self.direct = True
+            self.kind = max(self.kind, kind)
+
+    def result(self) -> tuple[frozenset[Ref], int]:
+        """The refs, and the transformation: INDIRECT when none reaches the value directly."""
+        if not self.direct:
+            return frozenset(self.refs), INDIRECT
+        return frozenset(self.refs), max(self.kind, AGGREGATION if self.aggregate else TRANSFORMATION)
+
+
+def children(node: exp.Expr, indirect: bool, scope: Scope) -> list[tuple[exp.Expr, bool]]:
+    """The sub-expressions of `node`, each marked when it only steers the value."""
+    children: list[tuple[exp.Expr, bool]] = []
+    if isinstance(node, exp.Window) and node.args.get("alias"):
+        # OVER w: the keys of WINDOW w AS (…) steer this value too.
+        named = scope.windows.get(key(node.args["alias"].name))
+        if named is not None:
+            children.append((named, True))
+    for arg, value in node.args.items():
+        if value is None or isinstance(value, (str, bool)):
+            continue
+        steer = indirect or (type(node), arg) in _INDIRECT_ARGS
+        if isinstance(value, list):
+            children.extend((v, steer) for v in value if isinstance(v, exp.Expr))
+        elif isinstance(value, exp.Expr):
+            children.append((value, steer))
+    return children
+
+
+def is_star(projection: exp.Expr) -> bool:
+    """Whether a projection is `*` or `t.*`."""
+    return isinstance(projection, exp.Star) or (
+        isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
+    )
+
+
+def rename(fields: list[Field], names: list[str]) -> list[Field]:
+    """Apply a column list (`AS x(a, b)`, `WITH x(a, b)`) to a relation, by position."""
+    if not names:
+        return fields
+    renamed = []
+    for i, f in enumerate(fields):
+        if f.name == STAR or i >= len(names):
+            renamed.extend(fields[i:])
+            break
+        renamed.append(Field(names[i], f.refs, f.kind))
+    return renamed
+
+
+def merge(left: list[Field], right: list[Field], *, by_name: bool) -> list[Field]:
+    """The fields of a UNION / INTERSECT / EXCEPT: by position, or by name when told or needed."""
+    if not by_name and len(left) == len(right):
+        return [
+            Field(a.name, a.refs | b.refs, max(a.kind, b.kind)) for a, b in zip(left, right, strict=True)
+        ]
+    others = {key(f.name): f for f in right}
+    merged = []
+    for f in left:
+        other = others.pop(key(f.name), None)
+        merged.append(
+            f if other is None else Field(f.name, f.refs | other.refs, max(f.kind, other.kind))
+        )
+    merged.extend(others.values())
+    return merged
+
+
+def values_fields(values: exp.Values) -> list[Field]:
+    """The columns of a VALUES list: named by its alias, else `_col_<i>`; constants all."""
+    names = values.alias_column_names
+    rows = values.expressions
+    width = len(rows[0].expressions) if rows and isinstance(rows[0], exp.Tuple) else 1
+    return [Field(names[i] if i < len(names) else f"_col_{i}", frozenset()) for i in range(width)]
+
+
+def alias_fields(table: exp.Table, refs: frozenset[Ref]) -> list[Field] | None:
+    """The columns a table function's alias names, each computed from the function's arguments."""
+    names = table.alias_column_names
+    if not names and table.alias:
+        # generate_series(1, 10) AS g: the alias names the single column too.
+        names = [table.alias]
+    return [Field(n, refs, TRANSFORMATION) for n in names] or None
+
+
+def pivot_alias(table: exp.Table) -> str:
+    """The alias of a table's last PIVOT, which replaces the table's own name."""
+    pivots = table.args.get("pivots") or []
+    return pivots[-1].alias if pivots and pivots[-1].alias else ""
+
+
+def pivot_fields(pivot: exp.Pivot, table: str) -> list[Field]:
+    """Columns a PIVOT or UNPIVOT adds, each computed from the columns it folds."""
+    values = frozenset((table, c.name) for e in pivot.expressions for c in e.find_all(exp.Column))
+    fields: list[Field] = []
+    for in_ in pivot.args.get("fields") or []:
+        keys = frozenset((table, c.name) for c in in_.this.find_all(exp.Column))
+        if pivot.args.get("unpivot"):
+            folded = frozenset((table, c.output_name) for c in in_.expressions)
+            fields.extend(
+                Field(e.output_name or e.name, folded, TRANSFORMATION) for e in pivot.expressions
+            )
+            fields.append(Field(in_.this.output_name or in_.this.name, frozenset(), TRANSFORMATION))
+            continue
+        for value in in_.expressions:
+            name = value.alias_or_name if isinstance(value, exp.PivotAlias) else value.name
+            fields.append(Field(name, values | keys, AGGREGATION))
+    return fields
