@@ -81,6 +81,10 @@ def test_table_dataset_symlink_like_the_official_listener() -> None:
         ("Execute SaveAsV1TableCommand", "execute_save_as_v1_table_command"),
         ("AdaptiveSparkPlan", "adaptive_spark_plan"),
         ("Open Lineage Integration Create Table", "open_lineage_integration_create_table"),
+        ("Headwater E2E", "headwater_e2_e"),
+        ("Ventes à Paris", "ventes_a_paris"),
+        # Like the official normalizer, leading/trailing non-ASCII letters are trimmed first.
+        ("Über Café", "ber_caf"),
     ],
 )
 def test_normalize_name(raw: str, normalized: str) -> None:
@@ -192,10 +196,7 @@ def test_unrelated_write_to_the_same_table_is_not_absorbed() -> None:
     ctas = record("CreateDataSourceTableAsSelectCommand", TABLE, (1,))
     assert assembler.add(insert, 0.0) == []
     assert assembler.add(ctas, 0.5) == []
-    assert [r.command for r, _ in assembler.pending] == [
-        "InsertIntoHadoopFsRelationCommand",
-        ctas.command,
-    ]
+    assert [entry[0].command for entry in assembler.pending] == [insert.command, ctas.command]
     # Nothing is sent while a callback is still being extracted; then after the grace period.
     assert assembler.expired(now=2.4, quiet_since=1.0) == []
     assert [r.command for r in assembler.expired(now=3.0, quiet_since=1.0)] == [
@@ -204,10 +205,16 @@ def test_unrelated_write_to_the_same_table_is_not_absorbed() -> None:
     ]
 
 
-def test_reads_are_ready_at_once() -> None:
-    assembler = Assembler()
+def test_reads_are_ready_at_once_but_keep_their_place() -> None:
+    assembler = Assembler(grace=2.0)
     read = record("Project", None, None, inputs=[DatasetInfo(DatasetId("file", "/src"))])
     assert assembler.add(read, 0.0) == [read]
+    write = record("InsertIntoHadoopFsRelationCommand", TABLE, (1,))
+    later_read = record("Project", None, None, inputs=[DatasetInfo(DatasetId("file", TABLE))])
+    assert assembler.add(write, 1.0) == []
+    assert assembler.add(later_read, 1.1) == []  # behind the write it may read
+    assert assembler.next_deadline(quiet_since=0.0) == 3.0
+    assert assembler.expired(now=3.0, quiet_since=0.0) == [write, later_read]
 
 
 # ---------------------------------------------------------------------------- events

@@ -121,41 +121,56 @@ def is_nested_in(inner: ActionRecord, outer: ActionRecord) -> bool:
 class Assembler:
     """Groups nested executions of one action (they arrive innermost first) into one record.
 
-    A write waits in ``pending`` until the outer command that ran it absorbs it, or until ``grace``
-    seconds pass with no callback in progress; then it is ready to be sent.
+    A write waits until the outer command that ran it absorbs it, or until ``grace`` seconds pass
+    with no callback in progress. Records leave in the order their actions arrived: a read that
+    follows a waiting write waits with it.
     """
 
     def __init__(self, grace: float = 2.0) -> None:
         self.grace = grace
-        self.pending: list[tuple[ActionRecord, float]] = []
+        # [record, arrival time, ready to send]
+        self.pending: list[list[Any]] = []
 
     def add(self, record: ActionRecord, now: float) -> list[ActionRecord]:
         outermost = record.command in OUTERMOST_COMMANDS  # merging may rename the record
+        slot: int | None = None
         if record.command in ABSORBING_COMMANDS and record.output is not None:
-            keep: list[tuple[ActionRecord, float]] = []
-            for waiting, since in self.pending:
-                if is_nested_in(waiting, record):
-                    record = merge_nested(record, waiting)
+            keep: list[list[Any]] = []
+            for entry in self.pending:
+                if is_nested_in(entry[0], record):
+                    record = merge_nested(record, entry[0])
+                    if slot is None:
+                        slot = len(keep)
+                        keep.append(entry)
                 else:
-                    keep.append((waiting, since))
+                    keep.append(entry)
             self.pending = keep
-        if record.output is None or outermost:
-            return [record]
-        self.pending.append((record, now))
-        return []
+        ready = record.output is None or outermost
+        if slot is None:
+            self.pending.append([record, now, ready])
+        else:  # the merged action keeps the place of its first execution
+            self.pending[slot] = [record, self.pending[slot][1], ready]
+        return self._pop_ready()
+
+    def _pop_ready(self) -> list[ActionRecord]:
+        out: list[ActionRecord] = []
+        while self.pending and self.pending[0][2]:
+            out.append(self.pending.pop(0)[0])
+        return out
 
     def next_deadline(self, quiet_since: float) -> float | None:
-        if not self.pending:
+        waiting = [since for _, since, ready in self.pending if not ready]
+        if not waiting:
             return None
-        return max(min(since for _, since in self.pending), quiet_since) + self.grace
+        return max(min(waiting), quiet_since) + self.grace
 
     def expired(self, now: float, quiet_since: float) -> list[ActionRecord]:
-        ready = [r for r, since in self.pending if max(since, quiet_since) + self.grace <= now]
-        if ready:
-            self.pending = [(r, s) for r, s in self.pending if max(s, quiet_since) + self.grace > now]
-        return ready
+        for entry in self.pending:
+            if not entry[2] and max(entry[1], quiet_since) + self.grace <= now:
+                entry[2] = True
+        return self._pop_ready()
 
     def drain(self) -> list[ActionRecord]:
-        ready = [r for r, _ in self.pending]
+        ready = [entry[0] for entry in self.pending]
         self.pending = []
         return ready

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -91,18 +92,26 @@ def table_dataset(
     )
 
 
-_CAMEL_1 = re.compile(r"([A-Z]+)([A-Z][a-z])")
-_CAMEL_2 = re.compile(r"([a-z0-9])([A-Z])")
-_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
+_TRIM_START = re.compile(r"^[^\w]+", re.ASCII)
+_TRIM_END = re.compile(r"[^\w]+$", re.ASCII)
+_LOWER_UPPER = re.compile(r"([a-z])([A-Z])")
+_WORD_START = re.compile(r"(?<!^)([A-Z])([a-z])")
+_DIGIT_END = re.compile(r"(\d)(?=\D)")
+_NON_ALNUM = re.compile(r"[^a-zA-Z0-9]+")
 
 
 def normalize_name(name: str) -> str:
-    """snake_case as the official integration writes job names: ``Execute InsertIntoX`` ->
-    ``execute_insert_into_x``, ``Some job (Like from James)`` -> ``some_job_like_from_james``."""
-    text = _CAMEL_1.sub(r"\1_\2", name)
-    text = _CAMEL_2.sub(r"\1_\2", text)
-    text = _NON_WORD.sub("_", text)
-    return text.strip("_").lower()
+    """snake_case exactly as the official integration's NameNormalizer writes job names:
+    ``Execute InsertIntoX`` -> ``execute_insert_into_x``, ``Some job (Like from James)`` ->
+    ``some_job_like_from_james``, ``OLT-58`` -> ``olt_58``, ``E2E`` -> ``e2_e``."""
+    text = _TRIM_END.sub("", _TRIM_START.sub("", name))
+    text = "".join(
+        c for c in unicodedata.normalize("NFKD", text) if not unicodedata.category(c).startswith("M")
+    )
+    text = _LOWER_UPPER.sub(r"\1 \2", text)
+    text = _WORD_START.sub(r" \1\2", text)
+    text = _DIGIT_END.sub(r"\1 ", text)
+    return _NON_ALNUM.sub("_", text.lower())
 
 
 def path_suffix(path: str) -> str:
