@@ -101,37 +101,36 @@ def _is_batch_separator(tokens: list[Token], i: int) -> bool:
 def _parse_chunk(
     chunk: list[Token], sql: str, dialect: Dialect, parser: Parser, result: ParsedScript
 ) -> None:
-    error: ParseError | None = None
+    failure: SqlError | None = None
     statement: exp.Expr | None = None
     try:
-        statement = parser.parse(chunk, sql)[0]
-    except ParseError as e:
-        error = e
+        parsed = parser.parse(chunk, sql)
+        statement = parsed[0] if parsed else None
+    except ParseError as error:
+        failure = _parse_error(error)
+    except Exception:
+        failure = _at(chunk[0], "Cannot parse statement")
+    if failure is None and statement is None:
+        failure = _at(chunk[0], "Cannot parse statement")
 
-    if error is not None or isinstance(statement, exp.Command):
+    if failure is not None or isinstance(statement, exp.Command):
         rewritten = rewrite_statement(chunk, sql, dialect)
         if rewritten is not None:
             result.statements.extend(rewritten)
             return
-
-    if error is not None:
-        result.errors.append(_parse_error(error))
-        return
-
-    if isinstance(statement, exp.Command):
+    if failure is not None:
+        result.errors.append(failure)
+    elif isinstance(statement, exp.Command):
         if str(statement.this).upper() in _WRITING_COMMANDS:
-            first = chunk[0]
-            result.errors.append(
-                SqlError(
-                    message=f"Unsupported syntax in {first.text.upper()} statement",
-                    line=first.line,
-                    col=first.col,
-                    highlight=first.text,
-                )
-            )
-        return
-    if statement is not None:
+            message = f"Unsupported syntax in {chunk[0].text.upper()} statement"
+            result.errors.append(_at(chunk[0], message))
+    elif statement is not None:
         result.statements.append(statement)
+
+
+def _at(token: Token, message: str) -> SqlError:
+    """An error located at a token, the way sqlglot locates its own (column of its last character)."""
+    return SqlError(message=message, line=token.line, col=token.col, highlight=token.text)
 
 
 def _parse_error(error: ParseError) -> SqlError:

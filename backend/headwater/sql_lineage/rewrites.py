@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
-from sqlglot.errors import ErrorLevel, ParseError, TokenError
+from sqlglot.errors import ErrorLevel
 from sqlglot.tokenizer_core import Token, TokenType
 
 from headwater.sql_lineage.dialects import get_dialect
@@ -31,7 +31,7 @@ def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
     try:
         if keyword == "UNLOAD":
             return _unload(text, dialect)
-        if keyword == "REPLACE" and len(text) > 7:
+        if keyword == "REPLACE" and text[7:].lstrip().upper().startswith("INTO"):
             return _parse(dialect, "INSERT" + text[7:])
         if keyword == "RENAME":
             return _rename_table(text, dialect)
@@ -39,7 +39,7 @@ def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
             return _insert_directory(chunk, sql, dialect)
         if keyword == "UPDATE":
             return _update_from_first(chunk, sql)
-    except (ParseError, TokenError):
+    except Exception:
         return None
     return None
 
@@ -76,7 +76,7 @@ def _unload(text: str, dialect: Dialect) -> list[exp.Expr] | None:
     if not tokens or tokens[0].token_type != TokenType.L_PAREN:
         return None
     close = _matching_paren(tokens, 0)
-    if close is None or close + 2 >= len(tokens) + 1:
+    if close is None:
         return None
     inner = tokens[1:close]
     if len(inner) == 1 and inner[0].token_type == TokenType.STRING:
@@ -163,7 +163,9 @@ def _insert_directory(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
             and depth == 1
             and token.token_type == TokenType.STRING
             and token.text.lower() == "path"
+            and i + 2 < len(chunk)
         ):
+            # OPTIONS ('path' 's3://…') or OPTIONS ('path' = 's3://…')
             value = chunk[i + 2] if chunk[i + 1].token_type == TokenType.EQ else chunk[i + 1]
             path = value.text
     if path is None or query_start is None:
