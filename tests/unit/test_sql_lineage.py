@@ -106,6 +106,29 @@ def test_statements_without_lineage_give_empty_results(sql: str) -> None:
     assert (result.inputs, result.outputs, result.columns) == ([], [], [])
 
 
+@pytest.mark.parametrize(
+    ("sql", "dialect"),
+    [
+        (" ELSE other_label END FROM accounts", None),
+        ("CREATE TEMP TABLE r AS SELECT * FROM ds.e WHERE ts > TIMESTAMP_SUB(CURRENT", "bigquery"),
+    ],
+)
+def test_sql_that_trips_sqlglot_is_an_error_not_a_crash(sql: str, dialect: str | None) -> None:
+    result = extract_lineage(sql, dialect)
+    assert [e.line for e in result.errors] == [1]
+
+
+def test_truncated_statements_never_raise() -> None:
+    internal = []
+    for case in CASES:
+        sql = case.sql
+        for cut in (len(sql) // 3, len(sql) // 2, 2 * len(sql) // 3):
+            for part in (sql[:cut], sql[cut:]):
+                result = extract_lineage(part, case.dialect)
+                internal += [e for e in result.errors if e.message.startswith("Cannot extract")]
+    assert internal == []
+
+
 def test_error_converts_to_text_with_its_position() -> None:
     assert str(SqlError("Unexpected token", 2, 5, "x")) == "Line 2, Col 5: Unexpected token"
     assert str(SqlError("Cannot tokenize")) == "Cannot tokenize"

@@ -190,8 +190,12 @@ class QueryEvaluator:
         if read:
             self.read(name)
         source = Source(table=name, columns=self.catalog.columns(name))
-        if table.alias_column_names and source.columns is None:
-            source.columns = [c for c in table.alias_column_names]
+        renamed = table.alias_column_names
+        if renamed and source.columns is not None:
+            # FROM t AS x(a, b) renames t's columns by position.
+            source = Source(fields=rename(source.expand(), renamed))
+        elif renamed:
+            source.columns = list(renamed)
         for pivot in table.args.get("pivots") or []:
             source.fields = (source.fields or []) + pivot_fields(pivot, name)
         return source

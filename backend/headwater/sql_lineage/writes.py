@@ -29,7 +29,11 @@ def assign(columns: dict[str, Field], name: str, value: Field) -> None:
 
 
 def map_columns(fields: list[Field], targets: list[str] | None) -> dict[str, Field]:
-    """Name the query's fields after the target columns, by position; by their own names if none."""
+    """Name the query's fields after the target columns, by position; by their own names if none.
+
+    A `*` over a table whose columns are not known cannot be lined up with a column list, so
+    then the fields keep their own names and the star its `*`.
+    """
     mapped: dict[str, Field] = {}
     if targets is None or any(f.name == STAR for f in fields[: len(targets)]):
         pairs = [(f.name, f) for f in fields]
