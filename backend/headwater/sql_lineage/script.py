@@ -3,7 +3,9 @@
 A table written by one statement and read by a later one is intermediate: it is neither an input
 nor an output, and the columns read from it are replaced by the columns they were written from.
 A table read before it is first written is an input; one not read after its last write is an
-output, so a table read and written by the same statement is both.
+output, so a table read and written by the same statement is both. A column read from an
+intermediate table that no statement wrote keeps its own name if the table existed before the
+script, and has no source if the script created it (it was loaded from a file, say).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class _Chain:
     first_write: dict[str, int] = field(default_factory=dict)
     last_write: dict[str, int] = field(default_factory=dict)
     lineage: dict[str, dict[str, Field]] = field(default_factory=dict)
+    created: set[str] = field(default_factory=set)
 
     def add(self, index: int, statement: StatementLineage) -> None:
         for k, name in statement.reads.items():
@@ -73,6 +76,8 @@ class _Chain:
             self.first_write.setdefault(k, index)
             self.last_write[k] = index
             known = self.lineage.get(k)
+            if write.creates:
+                self.created.add(k)
             if write.creates or known is None:
                 self.lineage[k] = columns
                 continue
@@ -84,7 +89,8 @@ class _Chain:
         refs: set[Ref] = set()
         kind = f.kind
         for table, column in f.refs:
-            written = self.lineage.get(key(table)) if table else None
+            k = key(table)
+            written = self.lineage.get(k) if table else None
             if written is None:
                 refs.add((table, column))
                 continue
@@ -92,18 +98,15 @@ class _Chain:
                 for each in written.values():
                     refs.update(each.refs)
                     kind = max(kind, each.kind)
-                if not written:
-                    refs.add((table, column))
-                continue
-            source = written.get(key(column))
-            if source is not None:
-                refs.update(source.refs)
-                kind = max(kind, source.kind)
-            elif STAR in written:
-                refs.update(through_star(written[STAR], column))
-                kind = max(kind, written[STAR].kind)
+                source = None
             else:
-                # A column no statement of the script wrote: it keeps its own name.
+                source = written.get(key(column)) or written.get(STAR)
+            if source is not None:
+                refs.update(through_star(source, column) if source.name == STAR else source.refs)
+                kind = max(kind, source.kind)
+            elif k not in self.created and (column != STAR or not written):
+                # A table that existed before the script keeps the columns no statement wrote;
+                # one the script created holds only what it put there (files, constants).
                 refs.add((table, column))
         return Field(f.name, frozenset(refs), kind)
 
