@@ -113,6 +113,11 @@ class Emitter:
         self._thread = threading.Thread(target=self._run, name="headwater-lineage-emitter", daemon=True)
         self._thread.start()
 
+    @property
+    def server_failing(self) -> bool:
+        """Whether the last attempt to send failed (the server is down or refusing events)."""
+        return self._server_failing
+
     # ---- producer side (listener threads)
 
     def busy(self) -> _Busy:

@@ -24,6 +24,8 @@ from headwater_spark.extract import Extractor
 
 log = logging.getLogger("headwater_spark")
 
+FAILING_SERVER_WAIT = 2.0  # seconds spark.stop() waits for a server that is failing
+
 _lock = threading.RLock()
 _active: dict[str, SparkLineage] = {}  # by application id
 _hooks_installed = False
@@ -133,6 +135,13 @@ class SparkLineage:
                 )
         except Exception:
             log.warning("Lineage: could not build the application end event", exc_info=True)
+        if timeout is None:
+            # A server that is already failing gets a short wait: its events are likely lost anyway.
+            timeout = (
+                min(self.config.flush_timeout, FAILING_SERVER_WAIT)
+                if self.emitter.server_failing
+                else None
+            )
         return self.emitter.close(self.config.flush_timeout if timeout is None else timeout, final)
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -225,6 +234,9 @@ def enable_lineage(
             if existing is not None:
                 return existing
             conf = spark.sparkContext.getConf()
+            if str(conf.get("spark.openlineage.disabled", "false")).lower() == "true":
+                log.info("Lineage: spark.openlineage.disabled is true; not enabled")
+                return None
             config = resolve_config(
                 lambda key: conf.get(key, None),
                 url=url,
