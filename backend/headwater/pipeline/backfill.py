@@ -1,0 +1,176 @@
+"""`headwater spark backfill`: load archives of OpenLineage events into the store.
+
+1. Read every file on the executors (``sources``), check each line with the server's validation and
+   content hash (``jobs.backfill.check_rows``); rejects go to a folder with file, line and reason.
+2. Drop events that repeat in the archive or are already in ``raw_events`` (by content hash).
+3. Range-partition the rest by (eventTime, position in the archive) and write the partitions one
+   after another, each through ``ingest_events`` in batches of one transaction.
+
+Why one ordered stream rather than parallel writers grouped by job: dataset rows (facets, schema,
+versions, aliases) and the change log are shared by every job that reads or writes the dataset, and
+their merges depend on the order events arrive. Writing in eventTime order is what makes the result
+the same as posting the events to the server one by one in that order; it also avoids writers
+blocking each other on the same dataset rows, which is where parallel writers spent their time.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from headwater.pipeline import db
+from headwater.pipeline.jobs import backfill as steps
+from headwater.pipeline.sources import find_archive_files, read_archive
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from headwater.pipeline.progress import Progress
+
+
+@dataclass(frozen=True)
+class BackfillOptions:
+    paths: list[str]
+    database_url: str | None
+    rejects_path: str
+    alias_rules_file: str | None = None
+    batch_size: int = 100
+    events_per_partition: int = 20_000
+    dry_run: bool = False
+
+
+@dataclass
+class BackfillSummary:
+    files: int = 0
+    bytes: int = 0
+    rows: int = 0
+    blank: int = 0
+    rejected: int = 0
+    reject_reasons: list[tuple[str, int]] = field(default_factory=list)
+    rejects_path: str | None = None
+    valid: int = 0
+    unique: int = 0
+    already_stored: int = 0
+    to_write: int = 0
+    written: db.IngestTotals = field(default_factory=db.IngestTotals)
+    write_seconds: float = 0.0
+    seconds: float = 0.0
+
+
+def run_backfill(spark: SparkSession, options: BackfillOptions, progress: Progress) -> BackfillSummary:
+    """Check, deduplicate and write the archives; returns the figures of the summary."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import types as t
+
+    started = time.monotonic()
+    sc = spark.sparkContext
+    summary = BackfillSummary()
+    progress.set_phase("listing archives")
+    files = find_archive_files(spark, options.paths)
+    summary.files, summary.bytes = len(files), sum(f.size for f in files)
+
+    progress.set_phase(
+        "reading and validating events", f"({summary.files} files, {_size(summary.bytes)})"
+    )
+    rows = read_archive(spark, files)
+    if len(files) < sc.defaultParallelism:
+        # A single large archive is read by one task; spread the validation over every core.
+        rows = rows.repartition(sc.defaultParallelism * 2)
+    checked = spark.createDataFrame(
+        rows.mapPartitions(steps.check_rows), steps.checked_schema(), verifySchema=False
+    )
+    checked = checked.persist(StorageLevel.DISK_ONLY)
+    try:
+        counts = {r["status"]: r["count"] for r in checked.groupBy("status").count().collect()}
+        summary.rows = sum(counts.values())
+        summary.blank = counts.get(steps.BLANK, 0)
+        summary.rejected = counts.get(steps.REJECTED, 0)
+        summary.valid = counts.get(steps.VALID, 0)
+        if summary.rejected:
+            progress.set_phase("writing rejects", options.rejects_path)
+            _write_rejects(spark, checked, files, options.rejects_path)
+            summary.rejects_path = options.rejects_path
+            reasons = (
+                checked.where(F.col("status") == steps.REJECTED)
+                .groupBy("reason")
+                .count()
+                .orderBy(F.desc("count"), "reason")
+                .limit(5)
+                .collect()
+            )
+            summary.reject_reasons = [(r["reason"], r["count"]) for r in reasons]
+
+        valid = checked.where(F.col("status") == steps.VALID)
+        stored = None
+        if options.database_url:
+            progress.set_phase("reading content hashes already stored")
+            schema = t.StructType([t.StructField("content_hash", t.BinaryType(), False)])
+            stored = db.read_table(spark, options.database_url, "fetch_raw_event_hashes", schema)
+        progress.set_phase("dropping duplicates")
+        hashes = valid.select("content_hash").distinct().persist(StorageLevel.DISK_ONLY)
+        summary.unique = hashes.count()
+        summary.to_write = (
+            steps.drop_stored_events(hashes, stored).count() if stored is not None else summary.unique
+        )
+        hashes.unpersist()
+        summary.already_stored = summary.unique - summary.to_write
+        if options.dry_run or not options.database_url or not summary.to_write:
+            summary.seconds = time.monotonic() - started
+            return summary
+
+        fresh = steps.drop_stored_events(steps.drop_duplicate_events(valid), stored)
+        partitions = max(1, math.ceil(summary.to_write / options.events_per_partition))
+        progress.set_phase("ordering events by eventTime", f"({partitions} partitions)")
+        payloads = steps.order_for_ingest(fresh, partitions).select("payload").rdd.map(lambda r: r[0])
+        _write(spark, payloads, options, summary, progress)
+    finally:
+        checked.unpersist()
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _write(
+    spark: SparkSession,
+    payloads: object,
+    options: BackfillOptions,
+    summary: BackfillSummary,
+    progress: Progress,
+) -> None:
+    """Write the ordered partitions one after another; each task ingests its events in order."""
+    from pyspark import RDD
+
+    assert isinstance(payloads, RDD)
+    url, rules, batch = options.database_url, options.alias_rules_file, options.batch_size
+    assert url is not None
+    progress.set_phase("writing events in eventTime order", f"({summary.to_write:,} events)")
+    write_started = time.monotonic()
+    for index in range(payloads.getNumPartitions()):
+        results = spark.sparkContext.runJob(
+            payloads, lambda it: db.ingest_partition(it, url, rules, batch), [index]
+        )
+        for totals in results:
+            summary.written.add(totals)
+        done = summary.written.created + summary.written.duplicates
+        rate = done / max(time.monotonic() - write_started, 1e-9)
+        progress.set_detail(f"{done:,}/{summary.to_write:,} events, {rate:,.0f}/s")
+    summary.write_seconds = time.monotonic() - write_started
+
+
+def _write_rejects(spark: SparkSession, checked: DataFrame, files: list, path: str) -> None:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    sources = spark.createDataFrame([(f.index, f.path) for f in files], "file_index int, source string")
+    rejected = checked.where(F.col("status") == steps.REJECTED)
+    steps.rejects_for_output(rejected, sources).coalesce(1).write.json(path)
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:,.1f} {unit}" if unit != "B" else f"{n} B"
+        size /= 1024
+    return f"{n} B"

@@ -1,0 +1,255 @@
+"""`headwater spark backfill|export|heat`: argument parsing, the Spark session and the summaries."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyspark.sql import SparkSession
+
+    from headwater.pipeline.backfill import BackfillSummary
+    from headwater.pipeline.export import ExportSummary
+    from headwater.pipeline.heat import HeatSummary
+
+
+def _time(value: str) -> dt.datetime:
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an RFC 3339 time: {value!r} (e.g. 2026-01-31T12:00:00Z)"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `headwater spark ...`."""
+    parser = argparse.ArgumentParser(prog="headwater spark", description=__doc__)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    common.add_argument(
+        "--database-url", default=None, help="postgresql://... (default $HEADWATER_DATABASE_URL)"
+    )
+    common.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark configuration, repeatable",
+    )
+    common.add_argument("--quiet", action="store_true", help="no progress display, only the summary")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    backfill = sub.add_parser("backfill", parents=[common], help="load archives of OpenLineage events")
+    backfill.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="JSON-lines or JSON-array files (gzip or not), folders or globs; any Spark path",
+    )
+    backfill.add_argument(
+        "--rejects",
+        default=None,
+        metavar="PATH",
+        help="folder for invalid lines with file, line and reason "
+        "(default ./headwater-rejects-<UTC time>, made only if needed)",
+    )
+    backfill.add_argument(
+        "--alias-rules",
+        default=None,
+        metavar="FILE",
+        help="alias rules file (default $HEADWATER_ALIAS_RULES_FILE, as the server)",
+    )
+    backfill.add_argument(
+        "--batch-size", type=_positive, default=100, help="events per ingest transaction (default 100)"
+    )
+    backfill.add_argument(
+        "--events-per-partition",
+        type=_positive,
+        default=20_000,
+        help="events per ordered write task (default 20000)",
+    )
+    backfill.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check and count only: report rejects and what would be written",
+    )
+
+    export = sub.add_parser(
+        "export", parents=[common], help="export the lineage graph or the raw events"
+    )
+    export.add_argument(
+        "--format",
+        required=True,
+        choices=["parquet", "ndjson"],
+        help="parquet: nodes, edges and column edges tables; ndjson: raw OpenLineage events",
+    )
+    export.add_argument("out", metavar="OUT", help="output folder (any Spark path); must not exist")
+    export.add_argument("--namespace", default=None, help="only this namespace")
+    export.add_argument("--since", type=_time, default=None, help="from this time (inclusive)")
+    export.add_argument("--until", type=_time, default=None, help="up to this time (exclusive)")
+    export.add_argument(
+        "--compression",
+        default=None,
+        help="codec: ndjson gzip (default) or none; parquet snappy (default), zstd, none",
+    )
+
+    heat = sub.add_parser(
+        "heat", parents=[common], help="compute asset heat into datasets.heat and jobs.heat"
+    )
+    heat.add_argument("--damping", type=float, default=0.85, help="damping factor d (default 0.85)")
+    heat.add_argument("--max-iterations", type=_positive, default=30, help="iteration cap (default 30)")
+    heat.add_argument(
+        "--tolerance",
+        type=float,
+        default=1e-6,
+        help="stop when the L1 change of the scores is below this (default 1e-6)",
+    )
+    return parser
+
+
+def run_spark_command(argv: Sequence[str]) -> int:
+    """Entry point of `headwater spark ...`; returns the process exit code."""
+    args = build_parser().parse_args(list(argv))
+    database_url = args.database_url or os.environ.get("HEADWATER_DATABASE_URL") or None
+    if database_url is None and not (args.command == "backfill" and args.dry_run):
+        print("headwater spark: set HEADWATER_DATABASE_URL or pass --database-url", file=sys.stderr)
+        return 2
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print(
+            "headwater spark: pyspark is not installed; pip install 'headwater[spark]'", file=sys.stderr
+        )
+        return 2
+    conf = dict(item.split("=", 1) for item in args.conf)
+    from headwater.pipeline.session import build_session
+
+    spark = build_session(args.master, f"headwater {args.command}", conf)
+    try:
+        return _dispatch(spark, args, database_url)
+    finally:
+        spark.stop()
+
+
+def _dispatch(spark: SparkSession, args: argparse.Namespace, database_url: str | None) -> int:
+    from headwater.pipeline.progress import Progress
+    from headwater.pipeline.sources import ArchiveNotFoundError
+
+    with Progress(spark.sparkContext, enabled=not args.quiet) as progress:
+        if args.command == "backfill":
+            from headwater.pipeline.backfill import BackfillOptions, run_backfill
+
+            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+            options = BackfillOptions(
+                paths=args.paths,
+                database_url=database_url,
+                rejects_path=args.rejects or f"headwater-rejects-{stamp}",
+                alias_rules_file=args.alias_rules
+                or os.environ.get("HEADWATER_ALIAS_RULES_FILE")
+                or None,
+                batch_size=args.batch_size,
+                events_per_partition=args.events_per_partition,
+                dry_run=args.dry_run,
+            )
+            try:
+                backfill_summary = run_backfill(spark, options, progress)
+            except ArchiveNotFoundError as exc:
+                print(f"headwater spark backfill: {exc}", file=sys.stderr)
+                return 2
+            result: Any = backfill_summary
+        elif args.command == "export":
+            from headwater.pipeline.export import ExportOptions, run_export
+
+            result = run_export(
+                spark,
+                ExportOptions(
+                    out=args.out,
+                    format=args.format,
+                    database_url=database_url or "",
+                    namespace=args.namespace,
+                    since=args.since,
+                    until=args.until,
+                    compression=args.compression,
+                ),
+                progress,
+            )
+        else:
+            from headwater.pipeline.heat import HeatOptions, run_heat
+
+            result = run_heat(
+                spark,
+                HeatOptions(
+                    database_url=database_url or "",
+                    damping=args.damping,
+                    max_iterations=args.max_iterations,
+                    tolerance=args.tolerance,
+                ),
+                progress,
+            )
+    print(format_summary(result))
+    return 0
+
+
+def _table(title: str, rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    lines = [title, "-" * len(title)]
+    lines += [f"{k.ljust(width)}  {v}" for k, v in rows]
+    return "\n".join(lines)
+
+
+def format_summary(result: BackfillSummary | ExportSummary | HeatSummary) -> str:
+    """The closing summary of a command, as an aligned two-column table."""
+    from headwater.pipeline.backfill import BackfillSummary
+    from headwater.pipeline.export import ExportSummary
+
+    if isinstance(result, BackfillSummary):
+        s = result
+        rows = [
+            ("files read", f"{s.files:,} ({s.bytes:,} bytes)"),
+            ("lines / array items", f"{s.rows:,} ({s.blank:,} blank, skipped)"),
+            ("rejected", f"{s.rejected:,}" + (f" -> {s.rejects_path}" if s.rejects_path else "")),
+        ]
+        rows += [(f"  {count:,} x", reason[:100]) for reason, count in s.reject_reasons]
+        rows += [
+            ("valid events", f"{s.valid:,}"),
+            ("duplicates in archives", f"{s.valid - s.unique:,}"),
+            ("already stored", f"{s.already_stored:,}"),
+            ("to write", f"{s.to_write:,}"),
+        ]
+        if s.written.created or s.written.duplicates:
+            rate = (s.written.created + s.written.duplicates) / max(s.write_seconds, 1e-9)
+            rows += [
+                ("stored", f"{s.written.created:,} ({s.written.with_warnings:,} with facet warnings)"),
+                ("stored meanwhile by others", f"{s.written.duplicates:,}"),
+                ("write rate", f"{rate:,.0f} events/s"),
+            ]
+        rows.append(("elapsed", f"{s.seconds:,.1f} s"))
+        return _table("backfill summary", rows)
+    if isinstance(result, ExportSummary):
+        rows = [(name, f"{count:,} rows") for name, count in result.tables.items()]
+        rows += [("written to", result.out), ("elapsed", f"{result.seconds:,.1f} s")]
+        return _table(f"export summary ({result.format})", rows)
+    h = result
+    rows = [
+        ("nodes", f"{h.nodes:,} ({h.datasets:,} datasets, {h.jobs:,} jobs)"),
+        ("current edges", f"{h.edges:,}"),
+        ("iterations", f"{h.iterations} (L1 change {h.delta:.2e})"),
+        ("rows changed", f"{h.changed:,}"),
+        ("hottest", ", ".join(f"{k} {v:.2f}" for k, v in h.hottest) or "-"),
+        ("elapsed", f"{h.seconds:,.1f} s"),
+    ]
+    return _table("heat summary", rows)

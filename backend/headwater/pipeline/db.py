@@ -1,0 +1,184 @@
+"""PostgreSQL from Spark: partitioned reads by id range, ordered ingest, and heat staging.
+
+There is no JDBC driver here: each Spark task opens its own asyncpg connection (on a private event
+loop) and runs the named queries of ``db/queries/pipeline.sql`` over its id ranges, in chunks, so no
+task holds more than one chunk. Writes of events go through ``ingest_events``, the one
+implementation of the event-to-rows rules that the server uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+import msgspec
+
+from headwater.db.pool import register_codecs
+from headwater.ingest.aliases import load_alias_rules
+from headwater.ingest.service import ingest_events
+from headwater.ingest.validate import validate_event
+from headwater.store import pipeline as pipeline_store
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine, Iterable, Iterator
+
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from headwater.ingest.normalize import AliasRule
+    from headwater.ingest.validate import ValidEvent
+
+# Concurrent writers (the server, another backfill) can race on the same rows: the transaction is
+# rolled back and run again, as the server does.
+_RETRYABLE = (
+    asyncpg.exceptions.SerializationError,
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.UniqueViolationError,
+)
+_ATTEMPTS = 5
+READ_CHUNK = 20_000
+
+
+class _Connection:
+    """A blocking facade over one asyncpg connection, for code running in a Spark task."""
+
+    def __init__(self, url: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.conn: asyncpg.Connection = self.loop.run_until_complete(asyncpg.connect(url))
+        self.loop.run_until_complete(register_codecs(self.conn))
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.loop.run_until_complete(self.conn.close())
+        self.loop.close()
+
+
+@contextlib.contextmanager
+def connect(url: str) -> Iterator[_Connection]:
+    """A connection for the duration of a block."""
+    connection = _Connection(url)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+# -- partitioned reads --------------------------------------------------------------------------
+
+
+def id_ranges(lo: int | None, hi: int | None, parts: int) -> list[tuple[int, int]]:
+    """Split [lo, hi] into at most ``parts`` contiguous half-open ranges."""
+    if lo is None or hi is None:
+        return []
+    span = hi - lo + 1
+    parts = max(1, min(parts, span))
+    step = -(-span // parts)
+    return [(start, min(start + step, hi + 1)) for start in range(lo, hi + 1, step)]
+
+
+def read_ranges(
+    url: str, read: str, params: tuple[Any, ...], ranges: Iterable[tuple[int, int]]
+) -> Iterator[tuple[Any, ...]]:
+    """Rows of ``read`` over id ranges, fetched a chunk at a time."""
+    with connect(url) as db:
+        for lo, hi in ranges:
+            for start in range(lo, hi, READ_CHUNK):
+                yield from db.run(
+                    pipeline_store.fetch_id_range(
+                        db.conn, read, start, min(hi, start + READ_CHUNK), params
+                    )
+                )
+
+
+def read_table(
+    spark: SparkSession,
+    url: str,
+    read: str,
+    schema: StructType,
+    params: tuple[Any, ...] = (),
+    parts: int | None = None,
+) -> DataFrame:
+    """A DataFrame of a range read, a Spark partition per id range; the driver reads only the bounds."""
+    with connect(url) as db:
+        bounds = db.run(pipeline_store.fetch_id_bounds(db.conn, read))
+    sc = spark.sparkContext
+    if parts is None:
+        parts = max(sc.defaultParallelism, bounds.rows // 200_000 + 1)
+    ranges = id_ranges(bounds.lo, bounds.hi, parts)
+    if not ranges:
+        return spark.createDataFrame(sc.emptyRDD(), schema)
+    rdd = sc.parallelize(ranges, len(ranges)).mapPartitions(
+        lambda it: read_ranges(url, read, params, it)
+    )
+    return spark.createDataFrame(rdd, schema, verifySchema=False)
+
+
+# -- ordered ingest -----------------------------------------------------------------------------
+
+
+@dataclass
+class IngestTotals:
+    """What the writes of one or more partitions did."""
+
+    created: int = 0
+    duplicates: int = 0
+    with_warnings: int = 0
+
+    def add(self, other: IngestTotals) -> None:
+        self.created += other.created
+        self.duplicates += other.duplicates
+        self.with_warnings += other.with_warnings
+
+
+def ingest_partition(
+    payloads: Iterable[str], url: str, alias_rules_file: str | None, batch_size: int
+) -> Iterator[IngestTotals]:
+    """Ingest events (JSON text, in the order given) with ``ingest_events``, a transaction per batch."""
+    rules = load_alias_rules(Path(alias_rules_file)) if alias_rules_file else []
+    totals = IngestTotals()
+    with connect(url) as db:
+        batch: list[ValidEvent] = []
+        for payload in payloads:
+            batch.append(validate_event(msgspec.json.decode(payload)))
+            if len(batch) >= batch_size:
+                totals.add(_store(db, batch, rules))
+                batch = []
+        if batch:
+            totals.add(_store(db, batch, rules))
+    yield totals
+
+
+def _store(db: _Connection, events: list[ValidEvent], rules: list[AliasRule]) -> IngestTotals:
+    for attempt in range(_ATTEMPTS):
+        try:
+            results = db.run(ingest_events(db.conn, events, rules))
+            break
+        except _RETRYABLE:
+            if attempt == _ATTEMPTS - 1:
+                raise
+            db.run(asyncio.sleep(0.05 * (attempt + 1)))
+    return IngestTotals(
+        created=sum(r.status == "created" for r in results),
+        duplicates=sum(r.status == "duplicate" for r in results),
+        with_warnings=sum(bool(r.warnings) for r in results),
+    )
+
+
+# -- heat -----------------------------------------------------------------------------------------
+
+
+def stage_heat_partition(
+    scores: Iterable[tuple[int, float]], url: str, heat_run_id: int
+) -> Iterator[int]:
+    """COPY one partition's (node_id, heat) scores into heat_scores; yields how many."""
+    rows = [(int(n), float(h)) for n, h in scores]
+    with connect(url) as db:
+        db.run(pipeline_store.stage_heat_scores(db.conn, heat_run_id, rows))
+    yield len(rows)

@@ -1,0 +1,147 @@
+"""Event archives: find the files behind the given paths and read them as located text rows.
+
+A file holds JSON lines (one event, or one JSON array of events, per line) or a single JSON array
+of events; gzip or not. Which of the two is decided by the file's first non-blank byte. Paths are
+anything Hadoop's FileSystem reads (local paths, ``file:``, ``hdfs:``, ``s3a:`` ...), with globs and
+folders; files whose name starts with ``_`` or ``.`` are skipped, as Spark does (``_SUCCESS``).
+
+Each row is ``(file_index, line, item, text)``: the line number (1-based) in a JSON-lines file, or
+the position of the event in a JSON-array file. The driver only lists files and sniffs their first
+bytes; every file is read by an executor.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from pyspark import RDD
+    from pyspark.sql import SparkSession
+
+# Rows of the archive: (file_index, line or None, item or None, text).
+ArchiveRow = tuple[int, int | None, int | None, str]
+
+_TEXT_INPUT = "org.apache.hadoop.mapreduce.lib.input.TextInputFormat"
+# One split per file: line numbers are then counted by the task that reads the whole file.
+_ONE_SPLIT = {"mapreduce.input.fileinputformat.split.minsize": str(2**62)}
+_WHITESPACE = frozenset(b" \t\r\n\xef\xbb\xbf")  # with the bytes of a UTF-8 byte order mark
+
+
+class ArchiveNotFoundError(Exception):
+    """A path given on the command line matches no file."""
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    index: int
+    path: str
+    size: int
+    is_array: bool
+
+
+def find_archive_files(spark: SparkSession, paths: list[str]) -> list[ArchiveFile]:
+    """Expand paths (globs, folders) into files, in the order given, and sniff each file's format."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    codecs = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(conf)
+    found: list[tuple[str, int, bool]] = []
+    for given in paths:
+        path = jvm.org.apache.hadoop.fs.Path(given)
+        fs = path.getFileSystem(conf)
+        statuses = fs.globStatus(path)
+        if statuses is None or len(statuses) == 0:
+            raise ArchiveNotFoundError(f"No file matches {given!r}.")
+        for status in sorted(statuses, key=lambda s: s.getPath().toString()):
+            for file_status in _walk(fs, status):
+                file_path = file_status.getPath()
+                found.append(
+                    (
+                        file_path.toString(),
+                        file_status.getLen(),
+                        _starts_with_array(fs, codecs, file_path),
+                    )
+                )
+    return [ArchiveFile(i, p, size, is_array) for i, (p, size, is_array) in enumerate(found)]
+
+
+def _walk(fs: Any, status: Any) -> Iterator[Any]:
+    name = status.getPath().getName()
+    if name.startswith(("_", ".")):
+        return
+    if not status.isDirectory():
+        yield status
+        return
+    for child in sorted(fs.listStatus(status.getPath()), key=lambda s: s.getPath().getName()):
+        yield from _walk(fs, child)
+
+
+def _starts_with_array(fs: Any, codecs: Any, path: Any) -> bool:
+    """Whether the first non-blank byte is ``[`` (a JSON array file) rather than ``{`` (JSON lines)."""
+    stream = fs.open(path)
+    codec = codecs.getCodec(path)
+    if codec is not None:
+        stream = codec.createInputStream(stream)
+    try:
+        for _ in range(4096):
+            byte = stream.read()
+            if byte < 0:
+                return False
+            if byte not in _WHITESPACE:
+                return byte == ord("[")
+        return False
+    finally:
+        stream.close()
+
+
+def read_archive(spark: SparkSession, files: list[ArchiveFile]) -> RDD[ArchiveRow]:
+    """All events of the files as located text rows; JSON-lines files are read by Hadoop's text input."""
+    sc = spark.sparkContext
+    parts: list[RDD[ArchiveRow]] = []
+    for f in files:
+        if f.is_array:
+            rdd = sc.binaryFiles(f.path, minPartitions=1)
+            parts.append(rdd.flatMap(lambda pair, index=f.index: _array_rows(index, pair[0], pair[1])))
+        else:
+            lines = sc.newAPIHadoopFile(
+                f.path,
+                _TEXT_INPUT,
+                "org.apache.hadoop.io.LongWritable",
+                "org.apache.hadoop.io.Text",
+                conf=_ONE_SPLIT,
+            )
+            parts.append(lines.mapPartitions(lambda it, index=f.index: _line_rows(index, it)))
+    if not parts:
+        return sc.emptyRDD()
+    return sc.union(parts) if len(parts) > 1 else parts[0]
+
+
+def _line_rows(file_index: int, lines: Iterator[tuple[int, str]]) -> Iterator[ArchiveRow]:
+    for number, (_, text) in enumerate(lines, 1):
+        yield file_index, number, None, text
+
+
+def _array_rows(file_index: int, path: str, content: bytes) -> Iterator[ArchiveRow]:
+    """The events of a JSON-array file; a file that is not a JSON array is one row, rejected later."""
+    if path.endswith(".gz"):
+        content = gzip.decompress(content)
+    elif path.endswith(".bz2"):
+        content = bz2.decompress(content)
+    try:
+        items = msgspec.json.decode(content)
+    except msgspec.DecodeError:
+        # Let validation report it, with the decoder's message and a bounded copy of the text.
+        yield file_index, None, None, content[:65536].decode("utf-8", "replace")
+        return
+    if not isinstance(items, list):
+        yield file_index, None, None, content[:65536].decode("utf-8", "replace")
+        return
+    for position, item in enumerate(items):
+        yield file_index, None, position, msgspec.json.encode(item).decode()
