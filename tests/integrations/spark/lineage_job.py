@@ -68,6 +68,10 @@ def main(workdir: Path) -> None:
         ).parquet(str(workdir / "out" / "never"))
     except Exception as exc:
         print(json.dumps({"failed_on_purpose": type(exc).__name__}), flush=True)
+    try:  # fails on purpose, in analysis: nothing runs
+        spark.sql("INSERT INTO dept_totals SELECT nope FROM dept_totals")
+    except Exception as exc:
+        print(json.dumps({"analysis_failure": type(exc).__name__}), flush=True)
     rows = spark.table("top_depts").collect()
     print(json.dumps({"top_depts": sorted(r.dept_name for r in rows)}), flush=True)
 

@@ -25,6 +25,7 @@ SAVE_AS_TABLE = f"{APP}.execute_create_data_source_table_as_select_command.defau
 INSERT = f"{APP}.execute_insert_into_hadoop_fs_relation_command.default_dept_totals"
 CTAS = f"{APP}.execute_create_data_source_table_as_select_command.default_top_depts"
 FAILED = f"{APP}.execute_insert_into_hadoop_fs_relation_command.out_never"
+UNRESOLVED = f"{APP}.execute_insert_into_statement.default_dept_totals"
 INSERT_SQL = "INSERT INTO dept_totals SELECT dept_name, total * 2, n FROM dept_totals WHERE n > 1"
 
 
@@ -85,6 +86,7 @@ def schema(dataset: dict[str, Any]) -> list[tuple[str, str]]:
 def test_switched_on_from_the_environment_and_sent_with_key_and_gzip(spark_job: SparkJobRun) -> None:
     assert spark_job.printed("autoload") is True
     assert spark_job.printed("failed_on_purpose") == "SparkRuntimeException"
+    assert spark_job.printed("analysis_failure") == "AnalysisException"
     assert sorted(spark_job.printed("top_depts")) == ["eng", "eng", "ops"]
     assert spark_job.requests, spark_job.log[-4000:]
     for request in spark_job.requests:
@@ -121,7 +123,7 @@ def test_application_run_is_the_parent_of_every_action(spark_job: SparkJobRun) -
         assert len(job_events) == 2, job
         first, last = job_events
         assert first["eventType"] == "START", job
-        assert last["eventType"] == ("FAIL" if job == FAILED else "COMPLETE"), job
+        assert last["eventType"] == ("FAIL" if job in (FAILED, UNRESOLVED) else "COMPLETE"), job
         assert first["run"]["runId"] == last["run"]["runId"] != app_run
         assert time_of(start) <= time_of(first) <= time_of(last) <= time_of(end)
         for event in job_events:
@@ -137,7 +139,7 @@ def test_application_run_is_the_parent_of_every_action(spark_job: SparkJobRun) -
 def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     paths = Paths(spark_job)
     names = set(runs(spark_job))
-    writes = {DEPT_WRITE, SAVE_AS_TABLE, INSERT, CTAS, FAILED}
+    writes = {DEPT_WRITE, SAVE_AS_TABLE, INSERT, CTAS, FAILED, UNRESOLVED}
     assert writes <= names
     # Besides the writes, one read: collect() of top_depts. The CSV reader's own header and schema
     # inference passes are not reported.
@@ -146,7 +148,7 @@ def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     read_end = final(spark_job, read)
     assert datasets(read_end, "inputs") == [("file", paths.top)]
     assert read_end["outputs"] == []
-    assert len(spark_job.events) == 2 + 2 * 6
+    assert len(spark_job.events) == 2 + 2 * 7
 
 
 def test_inputs_and_outputs_of_each_action(spark_job: SparkJobRun) -> None:
@@ -251,6 +253,19 @@ def test_sql_facet_only_for_sql_statements(spark_job: SparkJobRun) -> None:
     assert f"parquet.`{p.dept}`" in ctas_sql
     for job in (DEPT_WRITE, SAVE_AS_TABLE, FAILED):
         assert "sql" not in final(spark_job, job)["job"]["facets"], job
+
+
+def test_statement_that_fails_analysis_names_its_target_table(spark_job: SparkJobRun) -> None:
+    p = Paths(spark_job)
+    start, end = runs(spark_job)[UNRESOLVED]
+    assert (start["eventType"], end["eventType"]) == ("START", "FAIL")
+    assert end["inputs"] == []
+    (out,) = end["outputs"]
+    assert (out["namespace"], out["name"]) == ("file", p.totals)
+    assert out["facets"]["symlinks"]["identifiers"][0]["name"] == "default.dept_totals"
+    assert "columnLineage" not in out["facets"]
+    assert end["job"]["facets"]["sql"]["query"] == "INSERT INTO dept_totals SELECT nope FROM dept_totals"
+    assert "UNRESOLVED_COLUMN" in end["run"]["facets"]["errorMessage"]["message"]
 
 
 def test_failed_write_reports_the_error(spark_job: SparkJobRun) -> None:
