@@ -137,6 +137,7 @@ class Received:
     headers: dict[str, str]
     body: dict[str, Any]
     status: int
+    received_at: float  # epoch seconds
 
 
 class Receiver:
@@ -167,7 +168,7 @@ class Receiver:
                     )
                     status, reply = response.status_code, response.content
                 with receiver.lock:
-                    receiver.requests.append(Received(self.path, headers, body, status))
+                    receiver.requests.append(Received(self.path, headers, body, status, time.time()))
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()

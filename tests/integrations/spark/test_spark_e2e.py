@@ -359,3 +359,15 @@ def test_headwater_column_lineage(spark_job: SparkJobRun) -> None:
     assert total[("file", p.emp, "salary")] == ["DIRECT:AGGREGATION", "INDIRECT:FILTER"]
     assert total[(p.warehouse, "default.dept_totals", "total")] == ["DIRECT:TRANSFORMATION"]
     assert f"datasetField:file:{p.emp}:salary" in fields
+
+
+def test_events_arrive_soon_after_their_action(spark_job: SparkJobRun) -> None:
+    """COMPLETE/FAIL reach the server within seconds of the action's end (writes wait up to 2 s
+    for an outer command, then queue behind each other)."""
+    delays = [
+        r.received_at - time_of(r.body).timestamp()
+        for r in spark_job.requests
+        if r.body["eventType"] in ("COMPLETE", "FAIL") and r.body["job"]["name"] != APP
+    ]
+    assert delays
+    assert max(delays) < 15, delays
