@@ -180,6 +180,24 @@ class Extractor:
         found: dict[int, list[DatasetId]] = {}
         if not wanted or query_jvm is None:
             return found
+        for key, cls, leaf in self._keyed_leaves(query_jvm, query_json):
+            if key not in wanted or key in found:
+                continue
+            try:
+                found[key] = self._relation_dataset(leaf, cls, formats)
+            except Exception:  # one odd relation must not cost the whole action its lineage
+                log.debug("Lineage: could not name a %s", cls, exc_info=True)
+                formats.add("other")
+        # Relations not reachable as leaves (inside subquery expressions): catalog tables by name.
+        for rel in rels:
+            if rel.key is not None and rel.key not in found and rel.table is not None:
+                dataset = self._table_by_name(rel.table[1], rel.table[2])
+                if dataset is not None:
+                    found[rel.key] = [dataset]
+        return found
+
+    def _keyed_leaves(self, query_jvm: Any, query_json: Node | None) -> list[tuple[int, str, Any]]:
+        """(first attribute id, class name, leaf) of the JVM plan's relation leaves."""
         try:
             leaves = (
                 self._jvm_leaves(query_jvm, query_json)
@@ -189,27 +207,19 @@ class Extractor:
         except Exception:
             log.debug("Lineage: could not reach subquery relations", exc_info=True)
             leaves = self._seq(query_jvm.collectLeaves())
+        keyed = []
         for leaf in leaves:
             cls = leaf.getClass().getSimpleName()
-            if cls not in _JVM_RELATIONS:
-                continue
-            out = leaf.output()
-            if out.isEmpty():
-                continue
-            key = out.head().exprId().id()
-            if key in wanted and key not in found:
-                found[key] = self._relation_dataset(leaf, cls, formats)
-        # Relations not reachable as leaves (inside subquery expressions): catalog tables by name.
-        for rel in rels:
-            if rel.key is None or rel.key in found or rel.table is None:
-                continue
-            _, database, table = rel.table
-            name = f"{database}.{table}" if database else table
-            ident = self._jsession.sessionState().sqlParser().parseTableIdentifier(name)
-            dataset = self._table_ident_dataset(ident)
-            if dataset is not None:
-                found[rel.key] = [dataset]
-        return found
+            if cls in _JVM_RELATIONS:
+                out = leaf.output()
+                if not out.isEmpty():
+                    keyed.append((int(out.head().exprId().id()), cls, leaf))
+        return keyed
+
+    def _table_by_name(self, database: str | None, table: str) -> DatasetId | None:
+        name = f"{database}.{table}" if database else table
+        ident = self._jsession.sessionState().sqlParser().parseTableIdentifier(name)
+        return self._table_ident_dataset(ident)
 
     # ---- write commands: (output dataset, lifecycle state, JVM plan of the written query)
 
