@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,19 +45,33 @@ READ_CHUNK = 20_000
 
 
 class _Connection:
-    """A blocking facade over one asyncpg connection, for code running in a Spark task."""
+    """A blocking facade over one asyncpg connection, on an event loop of its own in a thread.
+
+    Its own thread, so it also works where a loop is already running (the driver inside a test).
+    """
 
     def __init__(self, url: str) -> None:
         self.loop = asyncio.new_event_loop()
-        self.conn: asyncpg.Connection = self.loop.run_until_complete(asyncpg.connect(url))
-        self.loop.run_until_complete(register_codecs(self.conn))
+        self._thread = threading.Thread(target=self.loop.run_forever, name="headwater-db", daemon=True)
+        self._thread.start()
+        try:
+            self.conn: asyncpg.Connection = self.run(asyncpg.connect(url))
+        except BaseException:
+            self._stop_loop()
+            raise
+        self.run(register_codecs(self.conn))
 
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        return self.loop.run_until_complete(coro)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            self.loop.run_until_complete(self.conn.close())
+            self.run(self.conn.close())
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
         self.loop.close()
 
 
