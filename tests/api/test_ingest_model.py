@@ -277,3 +277,20 @@ async def test_dataset_and_job_events(client, conn):
     edges = await conn.fetchval("SELECT count(*) FROM lineage_edges WHERE valid_to IS NULL")
     assert edges == 2
     assert await conn.fetchval("SELECT count(*) FROM job_versions") == 1
+
+
+async def test_job_version_change_is_logged_with_edges_added_and_removed(client, conn):
+    await post_all(client, job_run("report", inputs=["orders", "legacy"], outputs=["kpis"], start=0, end=1))
+    await post_all(client, job_run("report", inputs=["orders", "fx"], outputs=["kpis"], start=2, end=3))
+    changes = await conn.fetch(
+        "SELECT details FROM change_log WHERE kind = 'JOB_VERSION_CHANGED' ORDER BY change_id"
+    )
+    first, second = (c["details"] for c in changes)
+    assert first["previousVersion"] is None
+    assert second["previousVersion"] == first["version"]
+    assert second["addedEdges"] == [
+        {"origin": "dataset:warehouse:fx", "destination": "job:pipelines:report"}
+    ]
+    assert second["removedEdges"] == [
+        {"origin": "dataset:warehouse:legacy", "destination": "job:pipelines:report"}
+    ]

@@ -76,6 +76,7 @@ async def upsert_job_version(
 @dataclass(frozen=True)
 class CurrentVersionMove:
     previous_version_uuid: uuid.UUID | None
+    previous_version: str | None
     previous_input_uuids: list[uuid.UUID]
     previous_output_uuids: list[uuid.UUID]
 
@@ -93,6 +94,7 @@ async def set_current_job_version(
         return None
     return CurrentVersionMove(
         row["previous_version_uuid"],
+        row["previous_version"],
         list(row["previous_input_uuids"] or []),
         list(row["previous_output_uuids"] or []),
     )

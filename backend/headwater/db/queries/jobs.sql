@@ -33,12 +33,13 @@ RETURNING v.job_version_uuid, (xmax = 0) AS created;
 -- Returns the previous current version uuid when the job moved (no row otherwise).
 -- Also returns the previous version's inputs and outputs, to tell which edges the change added.
 WITH previous AS (
-    SELECT j.current_version_uuid, v.input_uuids, v.output_uuids
+    SELECT j.current_version_uuid, v.version, v.input_uuids, v.output_uuids
     FROM jobs j LEFT JOIN job_versions v ON v.job_version_uuid = j.current_version_uuid
     WHERE j.job_uuid = $1 FOR UPDATE OF j
 )
 UPDATE jobs j SET current_version_uuid = $2, current_version_at = $3, latest_run_uuid = coalesce($4, j.latest_run_uuid)
 FROM previous p
 WHERE j.job_uuid = $1 AND (j.current_version_at IS NULL OR j.current_version_at <= $3)
-RETURNING p.current_version_uuid AS previous_version_uuid, p.input_uuids AS previous_input_uuids,
+RETURNING p.current_version_uuid AS previous_version_uuid, p.version AS previous_version,
+          p.input_uuids AS previous_input_uuids,
           p.output_uuids AS previous_output_uuids;

@@ -1,0 +1,187 @@
+"""Dataset writes of one event: identities and aliases, current schema, versions written."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from headwater.ingest.normalize import AliasRule, DatasetDef, NormalizedEvent, identities_for
+from headwater.lineage.node_ids import format_node_id
+from headwater.store import datasets as dataset_store
+from headwater.store.changes import Change
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from headwater.store.datasets import DatasetRow
+
+
+class DatasetWriter:
+    """Writes the datasets of one event; ``row_of`` then maps any identity to the stored dataset."""
+
+    def __init__(
+        self,
+        conn: asyncpg.Connection,
+        event: NormalizedEvent,
+        rules: list[AliasRule],
+        changes: list[Change],
+    ) -> None:
+        self.conn = conn
+        self.n = event
+        self.rules = rules
+        self.changes = changes
+        # reported or aliased identity -> stored dataset
+        self.datasets: dict[tuple[str, str], DatasetRow] = {}
+
+    def _all_defs(self) -> list[DatasetDef]:
+        return self.n.inputs + self.n.outputs
+
+    async def write_datasets(self) -> None:
+        n = self.n
+        defs = self._all_defs()
+        # Datasets named only by column lineage (inputs of a field) are created as plain references.
+        refs = {
+            (e.input_namespace, e.input_name)
+            for d in n.outputs
+            for e in [*d.column_edges, *d.derived_column_edges]
+        } - {(d.namespace, d.name) for d in defs}
+        identity_lists = [d.identities for d in defs]
+        identity_lists += [identities_for(ref[0], ref[1], [], self.rules) for ref in sorted(refs)]
+        known = await dataset_store.find_dataset_aliases(
+            self.conn, [(i[0], i[1]) for ids in identity_lists for i in ids]
+        )
+        upserts, targets = plan_dataset_upserts(defs, identity_lists, known)
+        if n.job_namespace:
+            await dataset_store.upsert_namespaces(
+                self.conn, sorted({k[0] for k in upserts} | {n.job_namespace})
+            )
+        if not upserts:
+            return
+        if n.job_namespace is None:
+            await dataset_store.upsert_namespaces(self.conn, sorted({k[0] for k in upserts}))
+        sources = {(d.source_name, d.source_uri) for d in defs if d.source_name}
+        await dataset_store.upsert_sources(self.conn, sorted(sources, key=lambda s: (s[0], s[1] or "")))
+        rows = await dataset_store.upsert_datasets(self.conn, list(upserts.values()), n.event_time)
+        by_key = {(r.namespace, r.name): r for r in rows}
+        aliases: dict[tuple[str, str], tuple[str, str, uuid.UUID, str]] = {}
+        for key, identities in zip(targets, identity_lists, strict=True):
+            row = by_key[key]
+            self.datasets[key] = row
+            for namespace, name, kind in identities:
+                self.datasets[(namespace, name)] = row
+                aliases.setdefault((namespace, name), (namespace, name, row.dataset_uuid, kind))
+        await dataset_store.insert_dataset_aliases(self.conn, list(aliases.values()))
+        self.changes += [
+            Change(
+                "DATASET_CREATED",
+                format_node_id("DATASET", r.namespace, r.name),
+                r.namespace,
+                n.event_time,
+            )
+            for r in rows
+            if r.created
+        ]
+
+    def row_of(self, d: DatasetDef) -> DatasetRow:
+        return self.datasets[(d.namespace, d.name)]
+
+    async def write_schemas_and_versions(self) -> dict[uuid.UUID, uuid.UUID | None]:
+        """Update current fields, create the versions written; returns dataset uuid -> version uuid."""
+        n = self.n
+        defs = self._all_defs()
+        if not defs:
+            return {}
+        # The schema an event reports for a dataset: an output's wins over an input's.
+        schemas: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        for d in defs:
+            if d.fields is not None:
+                schemas[self.row_of(d).dataset_uuid] = [
+                    {"name": x.name, "type": x.type, "description": x.description} for x in d.fields
+                ]
+        states = await dataset_store.fetch_dataset_states(
+            self.conn, [self.row_of(d).dataset_uuid for d in defs]
+        )
+        replace: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        for dataset_uuid, fields in schemas.items():
+            state = states[dataset_uuid]
+            if state.fields_at is not None and state.fields_at > n.event_time:
+                continue  # a later event already set the schema
+            replace[dataset_uuid] = fields
+            diff = _schema_diff(state.fields, fields)
+            if diff is not None and (state.fields or state.fields_at is not None):
+                row = next(r for r in self.datasets.values() if r.dataset_uuid == dataset_uuid)
+                self.changes.append(
+                    Change(
+                        "SCHEMA_CHANGED",
+                        format_node_id("DATASET", row.namespace, row.name),
+                        row.namespace,
+                        n.event_time,
+                        diff,
+                    )
+                )
+        await dataset_store.replace_dataset_fields(self.conn, replace, n.event_time)
+
+        versions: dict[uuid.UUID, uuid.UUID | None] = {
+            uuid_: state.current_version_uuid for uuid_, state in states.items()
+        }
+        if n.kind != "RUN":
+            return versions
+        writes: dict[uuid.UUID, tuple[uuid.UUID, list[dict[str, Any]] | None, str | None]] = {}
+        for d in n.outputs:
+            dataset_uuid = self.row_of(d).dataset_uuid
+            writes[dataset_uuid] = (dataset_uuid, schemas.get(dataset_uuid), d.storage_version)
+        written = await dataset_store.upsert_dataset_versions(
+            self.conn, list(writes.values()), n.run_id, n.event_time
+        )
+        await dataset_store.set_current_dataset_versions(
+            self.conn, {k: v[0] for k, v in written.items()}, n.event_time
+        )
+        versions.update({k: v[0] for k, v in written.items()})
+        return versions
+
+
+def plan_dataset_upserts(
+    defs: list[DatasetDef],
+    identity_lists: list[list[tuple[str, str, str]]],
+    known: dict[tuple[str, str], tuple[str, str]],
+) -> tuple[dict[tuple[str, str], dataset_store.DatasetUpsert], list[tuple[str, str]]]:
+    """One upsert per stored dataset, and the stored identity each identity list resolves to.
+
+    ``identity_lists`` starts with the identities of ``defs`` (same order), then those of datasets
+    only referenced by column lineage. A list resolves to the dataset that already owns any of its
+    identities, else to its first (canonical) identity. Defs resolving to one dataset are merged.
+    """
+    targets = []
+    for identities in identity_lists:
+        owner = next((known[(ns, nm)] for ns, nm, _ in identities if (ns, nm) in known), None)
+        targets.append(owner or (identities[0][0], identities[0][1]))
+    upserts: dict[tuple[str, str], dataset_store.DatasetUpsert] = {}
+    for key, d in zip(targets, defs, strict=False):
+        previous = upserts.get(key)
+        upserts[key] = dataset_store.DatasetUpsert(
+            namespace=key[0],
+            name=key[1],
+            source_name=d.source_name or (previous.source_name if previous else None),
+            description=d.description or (previous.description if previous else None),
+            facets={**previous.facets, **d.facets} if previous else d.facets,
+            deleted_facets=sorted({*d.deleted_facets, *(previous.deleted_facets if previous else [])}),
+        )
+    for key in targets[len(defs) :]:
+        upserts.setdefault(key, dataset_store.DatasetUpsert(key[0], key[1], None, None, {}, []))
+    return upserts, targets
+
+
+def _schema_diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Fields added, removed and retyped between two schemas; None when nothing changed."""
+    before = {f["name"]: f.get("type") for f in old}
+    after = {f["name"]: f.get("type") for f in new}
+    added = [{"name": k, "type": after[k]} for k in after if k not in before]
+    removed = [{"name": k, "type": before[k]} for k in before if k not in after]
+    retyped = [
+        {"name": k, "previousType": before[k], "type": after[k]}
+        for k in after
+        if k in before and before[k] != after[k]
+    ]
+    if not (added or removed or retyped):
+        return None
+    return {"added": added, "removed": removed, "retyped": retyped}

@@ -1,0 +1,284 @@
+"""Job writes of one event: parent job, job, run, lineage edges, column lineage, job version."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from headwater.ingest.normalize import TERMINAL_STATES, ColumnEdgeDef, DatasetDef, NormalizedEvent
+from headwater.lineage.node_ids import format_node_id
+from headwater.store import datasets as dataset_store
+from headwater.store import edges as edge_store
+from headwater.store import jobs as job_store
+from headwater.store import runs as run_store
+from headwater.store.changes import Change
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from headwater.ingest.dataset_writes import DatasetWriter
+
+
+def dataset_node_id(namespace: str, name: str) -> str:
+    return format_node_id("DATASET", namespace, name)
+
+
+class JobWriter:
+    """Writes the job side of one RunEvent or JobEvent, over datasets already written."""
+
+    def __init__(
+        self,
+        conn: asyncpg.Connection,
+        event: NormalizedEvent,
+        datasets: DatasetWriter,
+        changes: list[Change],
+    ) -> None:
+        self.conn = conn
+        self.n = event
+        self.datasets = datasets
+        self.row_of = datasets.row_of
+        self.changes = changes
+
+    async def write(self, versions: dict[uuid.UUID, uuid.UUID | None]) -> None:
+        n = self.n
+        assert n.job_namespace is not None
+        assert n.job_name is not None
+        parent_job_uuid = None
+        if n.parent_job is not None and n.parent_job != (n.job_namespace, n.job_name):
+            parent = await job_store.upsert_job(
+                self.conn, n.parent_job[0], n.parent_job[1], at=n.event_time
+            )
+            parent_job_uuid = parent.job_uuid
+            if parent.created:
+                self.changes.append(
+                    Change(
+                        "JOB_CREATED",
+                        format_node_id("JOB", *n.parent_job),
+                        n.parent_job[0],
+                        n.event_time,
+                    )
+                )
+        job = await job_store.upsert_job(
+            self.conn,
+            n.job_namespace,
+            n.job_name,
+            at=n.event_time,
+            parent_job_uuid=parent_job_uuid,
+            job_type=n.job_type,
+            description=n.job_description,
+            facets=n.job_facets,
+            deleted_facets=n.job_deleted_facets,
+        )
+        node = format_node_id("JOB", n.job_namespace, n.job_name)
+        if job.created:
+            self.changes.append(Change("JOB_CREATED", node, n.job_namespace, n.event_time))
+
+        # The run's state after this event and since when: a late START of a finished run still
+        # versions the job as of the run's end.
+        run_state, state_at = "COMPLETE", n.event_time
+        if n.kind == "RUN":
+            assert n.run_id is not None
+            warnings = [{"path": w.path, "message": w.message} for w in n.warnings]
+            state = await run_store.upsert_run(self.conn, n, job.job_uuid, warnings)
+            run_state, state_at = state.current_state or "", state.current_state_at or n.event_time
+            if state.previous_state != state.current_state:
+                self.changes.append(
+                    Change(
+                        "RUN_STATE_CHANGED",
+                        node,
+                        n.job_namespace,
+                        n.event_time,
+                        {
+                            "runId": str(n.run_id),
+                            "previousState": state.previous_state,
+                            "state": state.current_state,
+                        },
+                    )
+                )
+            items = [
+                (self.row_of(d).dataset_uuid, "INPUT", versions.get(self.row_of(d).dataset_uuid))
+                for d in n.inputs
+            ]
+            items += [
+                (self.row_of(d).dataset_uuid, "OUTPUT", versions.get(self.row_of(d).dataset_uuid))
+                for d in n.outputs
+            ]
+            await run_store.upsert_run_datasets(self.conn, n.run_id, n.event_time, _unique(items))
+
+        edges = [
+            (self.row_of(d).node_id, job.node_id, self.row_of(d).dataset_uuid, "READ", d.derived)
+            for d in n.inputs
+        ]
+        edges += [
+            (job.node_id, self.row_of(d).node_id, self.row_of(d).dataset_uuid, "WRITE", d.derived)
+            for d in n.outputs
+        ]
+        added = await edge_store.upsert_lineage_edges(
+            self.conn, job.job_uuid, _unique(edges), n.event_time, n.run_id
+        )
+        if added:
+            self.changes.append(
+                Change(
+                    "EDGES_ADDED",
+                    node,
+                    n.job_namespace,
+                    n.event_time,
+                    {"edges": await self._describe_edges(added, node)},
+                )
+            )
+        await self._write_column_lineage(job.job_uuid)
+        if run_state in TERMINAL_STATES:
+            await self._write_job_version(job.job_uuid, node, run_state, state_at)
+
+    async def _write_column_lineage(self, job_uuid: uuid.UUID) -> None:
+        """Store reported and SQL-derived column edges; per output, mark the less trusted superseded."""
+        n = self.n
+        for d in n.outputs:
+            reported = self._column_rows(d, d.column_edges)
+            derived = self._column_rows(d, d.derived_column_edges)
+            prefer_derived = bool(derived) and _names_unknown_fields(d)
+            await edge_store.upsert_column_lineage(
+                self.conn, reported, job_uuid, n.event_time, n.run_id, superseded=prefer_derived
+            )
+            await edge_store.upsert_column_lineage(
+                self.conn,
+                derived,
+                job_uuid,
+                n.event_time,
+                n.run_id,
+                derived=True,
+                superseded=bool(reported) and not prefer_derived,
+            )
+
+    def _column_rows(self, d: DatasetDef, edges: list[ColumnEdgeDef]) -> list[edge_store.ColumnEdgeRow]:
+        out_uuid = self.row_of(d).dataset_uuid
+        return [
+            edge_store.ColumnEdgeRow(
+                output_dataset_uuid=out_uuid,
+                output_field=e.output_field,
+                input_dataset_uuid=self.datasets.datasets[
+                    (e.input_namespace, e.input_name)
+                ].dataset_uuid,
+                input_field=e.input_field,
+                transformation_type=e.transformation_type,
+                transformation_subtype=e.transformation_subtype,
+                description=e.description,
+                masking=e.masking,
+            )
+            for e in edges
+        ]
+
+    async def _write_job_version(
+        self, job_uuid: uuid.UUID, node: str, run_state: str, at: dt.datetime
+    ) -> None:
+        """Version the job from everything its finished run reported; a COMPLETE makes it current."""
+        n = self.n
+        if n.kind == "RUN":
+            assert n.run_id is not None
+            touched = await run_store.fetch_run_datasets(self.conn, n.run_id)
+            inputs = sorted(
+                {(t.namespace, t.name, t.dataset_uuid) for t in touched if t.direction == "INPUT"}
+            )
+            outputs = sorted(
+                {(t.namespace, t.name, t.dataset_uuid) for t in touched if t.direction == "OUTPUT"}
+            )
+        else:
+            inputs = sorted({(r.namespace, r.name, r.dataset_uuid) for r in map(self.row_of, n.inputs)})
+            outputs = sorted(
+                {(r.namespace, r.name, r.dataset_uuid) for r in map(self.row_of, n.outputs)}
+            )
+        version = job_version_hash([i[:2] for i in inputs], [o[:2] for o in outputs], n.code_hash)
+        version_uuid, _ = await job_store.upsert_job_version(
+            self.conn,
+            job_uuid,
+            version,
+            [i[2] for i in inputs],
+            [o[2] for o in outputs],
+            n.code_hash,
+            n.run_id,
+            at,
+        )
+        if n.run_id is not None:
+            await run_store.set_run_job_version(self.conn, n.run_id, version_uuid)
+        if run_state != "COMPLETE":
+            return  # a failed or aborted run is versioned, but does not redefine the job's lineage
+        move = await job_store.set_current_job_version(self.conn, job_uuid, version_uuid, at, n.run_id)
+        if move is None:
+            return  # a later run already defined the current lineage
+        input_uuids = [i[2] for i in inputs]
+        output_uuids = [o[2] for o in outputs]
+        closed = await edge_store.close_stale_job_edges(
+            self.conn, job_uuid, at, input_uuids, output_uuids
+        )
+        for derived in (False, True):
+            with_columns = [
+                self.row_of(d).dataset_uuid
+                for d in n.outputs
+                if (d.derived_column_edges if derived else d.column_edges)
+            ]
+            await edge_store.close_stale_column_lineage(
+                self.conn, job_uuid, with_columns, at, n.run_id, derived=derived
+            )
+        if move.previous_version_uuid == version_uuid and not closed:
+            return
+        added_inputs = [i for i in inputs if i[2] not in set(move.previous_input_uuids)]
+        added_outputs = [o for o in outputs if o[2] not in set(move.previous_output_uuids)]
+        if move.previous_version_uuid is None:
+            added_inputs, added_outputs = inputs, outputs
+        details = {
+            "version": version,
+            "previousVersion": move.previous_version,
+            "addedEdges": [
+                {"origin": dataset_node_id(i[0], i[1]), "destination": node} for i in added_inputs
+            ]
+            + [{"origin": node, "destination": dataset_node_id(o[0], o[1])} for o in added_outputs],
+            "removedEdges": await self._describe_edges(closed, node),
+        }
+        self.changes.append(Change("JOB_VERSION_CHANGED", node, n.job_namespace, at, details))
+
+    async def _describe_edges(
+        self, edges: list[edge_store.EdgeChange], job_node: str
+    ) -> list[dict[str, str]]:
+        rows = await dataset_store.fetch_dataset_identities(
+            self.conn, sorted({e.dataset_uuid for e in edges})
+        )
+        described = []
+        for e in edges:
+            ds = rows[e.dataset_uuid]
+            dataset = dataset_node_id(ds.namespace, ds.name)
+            if e.edge_type == "READ":
+                described.append({"origin": dataset, "destination": job_node})
+            else:
+                described.append({"origin": job_node, "destination": dataset})
+        return described
+
+
+def job_version_hash(
+    inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], code_hash: str | None
+) -> str:
+    """A job version: SHA-256 over its sorted input and output identities and its code (SQL/source)."""
+    body = json.dumps(
+        {"inputs": sorted(inputs), "outputs": sorted(outputs), "code": code_hash}, sort_keys=True
+    )
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _names_unknown_fields(d: DatasetDef) -> bool:
+    """Whether the producer's column lineage names output fields the output's schema does not have.
+
+    Some producers name SQL projections instead of target columns (``_0`` for ``SUM(x)``); their
+    lineage then loses to the lineage derived from the SQL itself.
+    """
+    if not d.column_edges:
+        return True
+    if d.fields is None:
+        return False
+    known = {f.name for f in d.fields}
+    return any(e.output_field not in known for e in d.column_edges)
+
+
+def _unique(items: list[Any]) -> list[Any]:
+    return list(dict.fromkeys(items))
