@@ -145,18 +145,22 @@ class Emitter:
 
     def flush(self, timeout: float) -> bool:
         """Send everything queued so far (including actions waiting to be grouped); bounded wait."""
+        deadline = time.monotonic() + timeout
         marker = _Flush()
         if not self._put_control(marker, timeout):
             return False
-        return marker.done.wait(timeout)
+        return marker.done.wait(max(0.0, deadline - time.monotonic()))
 
     def close(self, timeout: float, final_events: list[dict[str, Any]] | None = None) -> bool:
-        """Send what is queued, then ``final_events``, then stop the worker. Returns False if the
-        wait timed out (events were lost)."""
+        """Send what is queued, then ``final_events``, then stop the worker; waits ``timeout``
+        seconds at most. Returns False if the wait timed out (events were lost)."""
         if self._closed:
             return True
+        deadline = time.monotonic() + timeout
         marker = _Stop(final_events or [])
-        ok = self._put_control(marker, timeout) and marker.done.wait(timeout)
+        ok = self._put_control(marker, timeout) and marker.done.wait(
+            max(0.0, deadline - time.monotonic())
+        )
         self._closed = True
         if not ok:
             log.warning(
