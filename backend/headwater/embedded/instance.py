@@ -1,0 +1,84 @@
+"""A running embedded PostgreSQL, and the error raised when none can be started."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from types import TracebackType
+
+    from headwater.embedded.processes import _DataDirLock
+
+
+class EmbeddedPostgresError(RuntimeError):
+    """The embedded PostgreSQL could not be started; the message says what is missing or wrong."""
+
+
+class EmbeddedPostgres:
+    """A running embedded PostgreSQL; ``stop()`` ends it (idempotent), also as a context manager."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        data_dir: Path,
+        how: str,
+        backend: str,
+        version: str,
+        cluster_dir: Path,
+        socket_dir: Path | None,
+        port: int,
+        stop_server: Callable[[], None],
+        lock: _DataDirLock,
+    ) -> None:
+        self.url = url
+        self.data_dir = data_dir
+        self.how = how
+        self.backend = backend  # "system" or "pgserver"
+        self.version = version  # e.g. "15.20"
+        self.cluster_dir = cluster_dir
+        self.socket_dir = socket_dir  # None when listening on 127.0.0.1
+        self.port = port
+        self._stop_server = stop_server
+        self._lock = lock
+        self._owner_pid = os.getpid()
+        self._stopped = False
+        self._stop_mutex = threading.Lock()
+        atexit.register(self.stop)
+
+    @property
+    def running(self) -> bool:
+        """False once stop() has run in this process."""
+        return not self._stopped
+
+    def stop(self) -> None:
+        """Fast shutdown of the server; does nothing after the first call or in another process."""
+        with self._stop_mutex:
+            if self._stopped or os.getpid() != self._owner_pid:
+                return
+            self._stopped = True
+            try:
+                self._stop_server()
+            finally:
+                self._lock.release()
+                atexit.unregister(self.stop)
+
+    def __enter__(self) -> EmbeddedPostgres:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<EmbeddedPostgres {state}: {self.how}>"
