@@ -25,6 +25,7 @@ from headwater_spark.extract import Extractor
 log = logging.getLogger("headwater_spark")
 
 FAILING_SERVER_WAIT = 2.0  # seconds spark.stop() waits for a server that is failing
+EXIT_DRAIN_WAIT = 5.0  # seconds an exit without spark.stop() waits for Spark's pending callbacks
 
 _lock = threading.RLock()
 _active: dict[str, SparkLineage] = {}  # by application id
@@ -97,6 +98,7 @@ class SparkLineage:
         self.extractor = Extractor(sc._gateway, spark._jsparkSession, _metastore_uri(conf, jsc))
         self._listener = _QueryExecutionListener(self)
         self._jsession = spark._jsparkSession
+        self._jcontext = jsc.sc()
         self._finished = False
         self._warned = 0
 
@@ -143,6 +145,15 @@ class SparkLineage:
                 else None
             )
         return self.emitter.close(self.config.flush_timeout if timeout is None else timeout, final)
+
+    def drain_spark_events(self, timeout: float) -> None:
+        """Wait (bounded) until Spark's listener bus has delivered every pending callback: at exit
+        without spark.stop(), the last actions are still on the bus."""
+        try:
+            if not self._jcontext.isStopped():
+                self._jcontext.listenerBus().waitUntilEmpty(int(timeout * 1000))
+        except Exception:
+            log.debug("Lineage: Spark's listener bus did not drain", exc_info=True)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Send what is queued so far; returns False if the wait timed out."""
@@ -311,6 +322,7 @@ def _at_exit() -> None:
     error = _uncaught[-1] if _uncaught else None
     for lineage in active_lineage():
         try:
+            lineage.drain_spark_events(EXIT_DRAIN_WAIT)
             lineage.finish(error)
         except Exception:
             log.warning("Lineage: could not finish the application run at exit", exc_info=True)
