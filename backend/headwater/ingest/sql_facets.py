@@ -2,9 +2,10 @@
 
 SQL names tables as the query wrote them (``orders``, ``public.orders``); OpenLineage names them
 ``namespace`` + fully qualified name (``postgres://db:5432`` + ``shop.public.orders``). A SQL name is
-matched to a dataset of the event whose name equals it or ends with ``.<it>``; a name no dataset
-matches is qualified like its siblings (same leading parts) in the event's only namespace. When the
-event has no dataset to anchor a namespace, nothing is derived.
+matched to a dataset of the event one of whose identities (its name, its symlinks) equals it or
+ends with ``.<it>``; a name no dataset matches is qualified like its siblings (same leading parts)
+in the event's only namespace. When the event has no dataset to anchor a namespace, nothing is
+derived.
 """
 
 from __future__ import annotations
@@ -121,11 +122,13 @@ class _Resolver:
         self.namespaces = sorted({d.namespace for d in [*event.inputs, *event.outputs]})
 
     def _match(self, table: str) -> DatasetDef | None:
+        # Any identity of a dataset may be the one the SQL uses: a Spark table written to a path is
+        # named in its SQL by its TABLE symlink (``default.dept_totals``).
         wanted = table.lower()
         found = [
             d
             for d in [*self.event.outputs, *self.event.inputs]
-            if d.name.lower() == wanted or d.name.lower().endswith("." + wanted)
+            if any(nm.lower() == wanted or nm.lower().endswith("." + wanted) for _, nm, _ in d.identities)
         ]
         unique = {(d.namespace, d.name): d for d in found}
         return next(iter(unique.values())) if len(unique) == 1 else None

@@ -13,15 +13,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import hashlib
 import json
 import os
-import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -37,6 +33,7 @@ import pytest
 
 from tests.conftest import MODEL_TABLES
 from tests.pg import with_database
+from tests.server import HeadwaterServer, running_headwater
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE_DAG = REPO / "integrations" / "airflow" / "example_dag.py"
@@ -209,72 +206,13 @@ async def shop_database(pg_server: str) -> AsyncIterator[ShopDatabase]:
 # --- A real Headwater server -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HeadwaterServer:
-    url: str
-    api_key: str
-    log: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's process group, then SIGKILL it if it has not gone within 15 s."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
-
-
 @pytest.fixture(scope="session")
 def headwater_server(
     database_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[HeadwaterServer]:
-    port = _free_port()
-    api_key = secrets.token_urlsafe(16)
     log = tmp_path_factory.mktemp("headwater-server") / "server.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
-    env.update(
-        HEADWATER_DATABASE_URL=database_url,
-        HEADWATER_API_KEY=api_key,
-        HEADWATER_POOL_MIN_SIZE="1",
-        HEADWATER_POOL_MAX_SIZE="4",
-    )
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "headwater.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=REPO,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"headwater serve exited with {proc.returncode}:\n{log.read_text()[-4000:]}"
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"headwater serve not ready after 60 s:\n{log.read_text()[-4000:]}")
-            time.sleep(0.2)
-        yield HeadwaterServer(url=url, api_key=api_key, log=log)
-    finally:
-        _stop(proc)
+    with running_headwater(database_url, log) as server:
+        yield server
 
 
 # --- One `airflow dags test` of the example DAG ---------------------------------------------------

@@ -9,15 +9,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import importlib.util
 import json
 import os
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -31,6 +28,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.server import HeadwaterServer, running_headwater
 
 REPO = Path(__file__).resolve().parents[3]
 JOB = Path(__file__).with_name("lineage_job.py")
@@ -53,35 +52,10 @@ def spark_missing() -> str | None:
 # --- A real Headwater server (optional) -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Headwater:
-    url: str
-    api_key: str
-    log: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
-
-
 @pytest.fixture(scope="module")
 def headwater(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Headwater | None]:
+) -> Iterator[HeadwaterServer | None]:
     if spark_missing():
         yield None
         return
@@ -90,42 +64,9 @@ def headwater(
     except Exception:  # no PostgreSQL here: the receiver answers on its own
         yield None
         return
-    port = _free_port()
-    api_key = secrets.token_urlsafe(16)
     log = tmp_path_factory.mktemp("headwater-server") / "server.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
-    env.update(
-        HEADWATER_DATABASE_URL=database_url,
-        HEADWATER_API_KEY=api_key,
-        HEADWATER_POOL_MIN_SIZE="1",
-        HEADWATER_POOL_MAX_SIZE="4",
-    )
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "headwater.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=REPO,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"headwater serve exited with {proc.returncode}:\n{log.read_text()[-4000:]}"
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"headwater serve not ready after 60 s:\n{log.read_text()[-4000:]}")
-            time.sleep(0.2)
-        yield Headwater(url=url, api_key=api_key, log=log)
-    finally:
-        _stop(proc)
+    with running_headwater(database_url, log) as server:
+        yield server
 
 
 # --- The receiver --------------------------------------------------------------------------------
@@ -200,7 +141,7 @@ class SparkJobRun:
     api_key: str
     requests: list[Received]
     output: list[dict[str, Any]]
-    headwater: Headwater | None
+    headwater: HeadwaterServer | None
     log: str = field(repr=False)
 
     @property
@@ -212,7 +153,9 @@ class SparkJobRun:
 
 
 @pytest.fixture(scope="module")
-def spark_job(headwater: Headwater | None, tmp_path_factory: pytest.TempPathFactory) -> SparkJobRun:
+def spark_job(
+    headwater: HeadwaterServer | None, tmp_path_factory: pytest.TempPathFactory
+) -> SparkJobRun:
     reason = spark_missing()
     if reason:
         pytest.skip(reason)

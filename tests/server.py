@@ -1,0 +1,87 @@
+"""A real `headwater serve` process for end-to-end tests, on a free port, stopped afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class HeadwaterServer:
+    url: str
+    api_key: str
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's process group, then SIGKILL it if it has not gone within 15 s."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+
+
+@contextlib.contextmanager
+def running_headwater(
+    database_url: str, log: Path, *, api_key: str | None = None
+) -> Iterator[HeadwaterServer]:
+    """Run `headwater serve` on ``database_url`` (with an API key) until the block ends."""
+    port = free_port()
+    api_key = api_key or secrets.token_urlsafe(16)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
+    env.update(
+        HEADWATER_DATABASE_URL=database_url,
+        HEADWATER_API_KEY=api_key,
+        HEADWATER_POOL_MIN_SIZE="1",
+        HEADWATER_POOL_MAX_SIZE="4",
+    )
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "headwater.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"headwater serve exited with {proc.returncode}:\n{log.read_text()[-4000:]}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"headwater serve not ready after 60 s:\n{log.read_text()[-4000:]}")
+            time.sleep(0.2)
+        yield HeadwaterServer(url=url, api_key=api_key, log=log)
+    finally:
+        stop_process_group(proc)
