@@ -294,3 +294,17 @@ async def test_job_version_change_is_logged_with_edges_added_and_removed(client,
     assert second["removedEdges"] == [
         {"origin": "dataset:warehouse:legacy", "destination": "job:pipelines:report"}
     ]
+
+
+async def test_a_read_does_not_redefine_a_known_schema(client, conn):
+    """Readers such as Trino report only the columns they read, without types."""
+    await post_all(client, [
+        run_event("load", outputs=[dataset("orders", fields=[("id", "int"), ("amount", "decimal")])], time=0),
+        run_event("report", inputs=[dataset("orders", fields=["amount"])], outputs=["kpis"], time=1),
+        run_event("audit", inputs=[dataset("unknown_so_far", fields=[("id", "int")])], time=2),
+    ])
+    fields = await conn.fetch(
+        "SELECT d.name, f.name AS field, f.type FROM dataset_fields f JOIN datasets d USING (dataset_uuid)"
+        " ORDER BY 1, f.position")
+    assert [tuple(f) for f in fields] == [("orders", "id", "int"), ("orders", "amount", "decimal"),
+                                          ("unknown_so_far", "id", "int")]

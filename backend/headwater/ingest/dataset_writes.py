@@ -91,13 +91,19 @@ class DatasetWriter:
         defs = self._all_defs()
         if not defs:
             return {}
-        # The schema an event reports for a dataset: an output's wins over an input's.
+        # The schema an event reports for a dataset: an output's wins over an input's. A reader
+        # often reports only the columns it read, without types (Trino), so a schema seen on an
+        # input sets the current schema only while the dataset has none.
         schemas: dict[uuid.UUID, list[dict[str, Any]]] = {}
-        for d in defs:
+        written: set[uuid.UUID] = set()
+        for is_write, d in [(False, d) for d in n.inputs] + [(True, d) for d in n.outputs]:
             if d.fields is not None:
-                schemas[self.row_of(d).dataset_uuid] = [
+                dataset_uuid = self.row_of(d).dataset_uuid
+                schemas[dataset_uuid] = [
                     {"name": x.name, "type": x.type, "description": x.description} for x in d.fields
                 ]
+                if is_write:
+                    written.add(dataset_uuid)
         states = await dataset_store.fetch_dataset_states(
             self.conn, [self.row_of(d).dataset_uuid for d in defs]
         )
@@ -106,6 +112,8 @@ class DatasetWriter:
             state = states[dataset_uuid]
             if state.fields_at is not None and state.fields_at > n.event_time:
                 continue  # a later event already set the schema
+            if dataset_uuid not in written and state.fields:
+                continue  # a read does not redefine a known schema
             replace[dataset_uuid] = fields
             diff = _schema_diff(state.fields, fields)
             if diff is not None and (state.fields or state.fields_at is not None):
