@@ -91,9 +91,7 @@ class DatasetWriter:
         defs = self._all_defs()
         if not defs:
             return {}
-        # The schema an event reports for a dataset: an output's wins over an input's. A reader
-        # often reports only the columns it read, without types (Trino), so a schema seen on an
-        # input sets the current schema only while the dataset has none.
+        # The schema an event reports for a dataset: an output's wins over an input's.
         schemas: dict[uuid.UUID, list[dict[str, Any]]] = {}
         written: set[uuid.UUID] = set()
         for is_write, d in [(False, d) for d in n.inputs] + [(True, d) for d in n.outputs]:
@@ -107,6 +105,26 @@ class DatasetWriter:
         states = await dataset_store.fetch_dataset_states(
             self.conn, [self.row_of(d).dataset_uuid for d in defs]
         )
+        await self._write_schemas(schemas, written, states)
+        versions: dict[uuid.UUID, uuid.UUID | None] = {
+            uuid_: state.current_version_uuid for uuid_, state in states.items()
+        }
+        if n.kind == "RUN":
+            versions.update(await self._write_versions(schemas))
+        return versions
+
+    async def _write_schemas(
+        self,
+        schemas: dict[uuid.UUID, list[dict[str, Any]]],
+        written: set[uuid.UUID],
+        states: dict[uuid.UUID, dataset_store.DatasetState],
+    ) -> None:
+        """Replace current schemas, logging what changed.
+
+        A reader often reports only the columns it read, without types (Trino), so a schema seen on
+        an input sets the current schema only while the dataset has none.
+        """
+        n = self.n
         replace: dict[uuid.UUID, list[dict[str, Any]]] = {}
         for dataset_uuid, fields in schemas.items():
             state = states[dataset_uuid]
@@ -118,33 +136,24 @@ class DatasetWriter:
             diff = _schema_diff(state.fields, fields)
             if diff is not None and (state.fields or state.fields_at is not None):
                 row = next(r for r in self.datasets.values() if r.dataset_uuid == dataset_uuid)
-                self.changes.append(
-                    Change(
-                        "SCHEMA_CHANGED",
-                        format_node_id("DATASET", row.namespace, row.name),
-                        row.namespace,
-                        n.event_time,
-                        diff,
-                    )
-                )
+                node = format_node_id("DATASET", row.namespace, row.name)
+                self.changes.append(Change("SCHEMA_CHANGED", node, row.namespace, n.event_time, diff))
         await dataset_store.replace_dataset_fields(self.conn, replace, n.event_time)
 
-        versions: dict[uuid.UUID, uuid.UUID | None] = {
-            uuid_: state.current_version_uuid for uuid_, state in states.items()
-        }
-        if n.kind != "RUN":
-            return versions
+    async def _write_versions(
+        self, schemas: dict[uuid.UUID, list[dict[str, Any]]]
+    ) -> dict[uuid.UUID, uuid.UUID]:
+        """The version each output was written at, made current if this is its latest write."""
+        n = self.n
         writes: dict[uuid.UUID, tuple[uuid.UUID, list[dict[str, Any]] | None, str | None]] = {}
         for d in n.outputs:
             dataset_uuid = self.row_of(d).dataset_uuid
             writes[dataset_uuid] = (dataset_uuid, schemas.get(dataset_uuid), d.storage_version)
-        written = await dataset_store.upsert_dataset_versions(
+        created = await dataset_store.upsert_dataset_versions(
             self.conn, list(writes.values()), n.run_id, n.event_time
         )
-        await dataset_store.set_current_dataset_versions(
-            self.conn, {k: v[0] for k, v in written.items()}, n.event_time
-        )
-        versions.update({k: v[0] for k, v in written.items()})
+        versions = {k: v[0] for k, v in created.items()}
+        await dataset_store.set_current_dataset_versions(self.conn, versions, n.event_time)
         return versions
 
 

@@ -82,7 +82,17 @@ class JobWriter:
         if n.kind == "RUN":
             assert n.run_id is not None
             warnings = [{"path": w.path, "message": w.message} for w in n.warnings]
-            state = await run_store.upsert_run(self.conn, n, job.job_uuid, warnings)
+            touched = [
+                (self.row_of(d).dataset_uuid, "INPUT", versions.get(self.row_of(d).dataset_uuid))
+                for d in n.inputs
+            ]
+            touched += [
+                (self.row_of(d).dataset_uuid, "OUTPUT", versions.get(self.row_of(d).dataset_uuid))
+                for d in n.outputs
+            ]
+            state = await run_store.write_run_event(
+                self.conn, n, job.job_uuid, warnings, _unique(touched)
+            )
             run_state, state_at = state.current_state or "", state.current_state_at or n.event_time
             if state.previous_state != state.current_state:
                 self.changes.append(
@@ -98,15 +108,6 @@ class JobWriter:
                         },
                     )
                 )
-            items = [
-                (self.row_of(d).dataset_uuid, "INPUT", versions.get(self.row_of(d).dataset_uuid))
-                for d in n.inputs
-            ]
-            items += [
-                (self.row_of(d).dataset_uuid, "OUTPUT", versions.get(self.row_of(d).dataset_uuid))
-                for d in n.outputs
-            ]
-            await run_store.upsert_run_datasets(self.conn, n.run_id, n.event_time, _unique(items))
 
         edges = [
             (self.row_of(d).node_id, job.node_id, self.row_of(d).dataset_uuid, "READ", d.derived)
@@ -242,9 +243,11 @@ class JobWriter:
     async def _describe_edges(
         self, edges: list[edge_store.EdgeChange], job_node: str
     ) -> list[dict[str, str]]:
-        rows = await dataset_store.fetch_dataset_identities(
-            self.conn, sorted({e.dataset_uuid for e in edges})
-        )
+        # The event's own datasets are known; only edges closed on other datasets need a lookup.
+        rows = {r.dataset_uuid: r for r in self.datasets.datasets.values()}
+        unknown = sorted({e.dataset_uuid for e in edges} - rows.keys())
+        if unknown:
+            rows.update(await dataset_store.fetch_dataset_identities(self.conn, unknown))
         described = []
         for e in edges:
             ds = rows[e.dataset_uuid]

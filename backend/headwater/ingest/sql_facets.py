@@ -128,7 +128,9 @@ class _Resolver:
         found = [
             d
             for d in [*self.event.outputs, *self.event.inputs]
-            if any(nm.lower() == wanted or nm.lower().endswith("." + wanted) for _, nm, _ in d.identities)
+            if any(
+                nm.lower() == wanted or nm.lower().endswith("." + wanted) for _, nm, _ in d.identities
+            )
         ]
         unique = {(d.namespace, d.name): d for d in found}
         return next(iter(unique.values())) if len(unique) == 1 else None

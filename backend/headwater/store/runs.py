@@ -31,12 +31,16 @@ class RunDataset:
     name: str
 
 
-async def upsert_run(
-    conn: asyncpg.Connection, event: NormalizedEvent, job_uuid: uuid.UUID, warnings: list[dict[str, Any]]
+async def write_run_event(
+    conn: asyncpg.Connection,
+    event: NormalizedEvent,
+    job_uuid: uuid.UUID,
+    warnings: list[dict[str, Any]],
+    datasets: list[tuple[uuid.UUID, str, uuid.UUID | None]],
 ) -> RunStateChange:
-    """Create or update the run from one event; returns its state before and after."""
+    """Upsert the run, record the state event, merge (dataset, INPUT|OUTPUT, version) into the run's."""
     row = await conn.fetchrow(
-        QUERIES["upsert_run"],
+        QUERIES["write_run_event"],
         event.run_id,
         job_uuid,
         event.parent_run_id,
@@ -50,28 +54,12 @@ async def upsert_run(
         event.error_stack_trace,
         event.run_facets,
         warnings,
+        [d[0] for d in datasets],
+        [d[1] for d in datasets],
+        [d[2] for d in datasets],
     )
     assert row is not None
-    await conn.execute(QUERIES["insert_run_state"], event.run_id, event.event_type, event.event_time)
     return RunStateChange(row["previous_state"], row["current_state"], row["current_state_at"])
-
-
-async def upsert_run_datasets(
-    conn: asyncpg.Connection,
-    run_uuid: uuid.UUID,
-    at: dt.datetime,
-    items: list[tuple[uuid.UUID, str, uuid.UUID | None]],
-) -> None:
-    """Merge (dataset, INPUT|OUTPUT, version) into the run's datasets."""
-    if items:
-        await conn.execute(
-            QUERIES["upsert_run_datasets"],
-            run_uuid,
-            at,
-            [i[0] for i in items],
-            [i[1] for i in items],
-            [i[2] for i in items],
-        )
 
 
 async def fetch_run_datasets(conn: asyncpg.Connection, run_uuid: uuid.UUID) -> list[RunDataset]:
