@@ -67,6 +67,7 @@ class ChangeFeed:
         self._pumps = 0
         self._subscriptions: set[Subscription] = set()
         self._wake = asyncio.Event()
+        self.ready = asyncio.Event()  # set once the position is known
         self._task: asyncio.Task[None] | None = None
         self.closed = False
 
@@ -75,10 +76,22 @@ class ChangeFeed:
         return len(self._subscriptions)
 
     async def start(self) -> None:
-        """Start after the latest committed change; earlier ones are read by subscribers that ask."""
+        """Start after the latest committed change; earlier ones are read by subscribers that ask.
+
+        With the database down, the app still starts: the reader keeps trying in the background.
+        """
+        try:
+            await self._initialize()
+        except Exception as exc:
+            logger.warning("the change feed waits for the database: %s", exc)
+        self._task = asyncio.create_task(self._run(), name="headwater-change-feed")
+
+    async def _initialize(self) -> None:
         async with self.pool.acquire() as conn:
             self.position = await change_log.fetch_latest_change_id(conn)
-        self._task = asyncio.create_task(self._run(), name="headwater-change-feed")
+        for sub in self._subscriptions:
+            sub.start_at(self.position)
+        self.ready.set()
 
     async def close(self) -> None:
         """Stop reading and end every subscription."""
@@ -98,7 +111,10 @@ class ChangeFeed:
 
     def subscribe(self, after: int | None = None) -> Subscription:
         """A subscription to changes after ``after`` (default: from now on), registered at once."""
-        sub = Subscription(self, self.position if after is None else after)
+        sub = Subscription(self)
+        sub.last = after
+        if self.ready.is_set():
+            sub.start_at(self.position)
         self._subscriptions.add(sub)
         return sub
 
@@ -121,6 +137,8 @@ class ChangeFeed:
                 await asyncio.wait_for(self._wake.wait(), timeout)
             self._wake.clear()
             try:
+                if not self.ready.is_set():
+                    await self._initialize()
                 await self.pump()
                 failures = 0
             except asyncio.CancelledError:
@@ -184,20 +202,26 @@ class ChangeFeed:
 class Subscription:
     """One subscriber's ordered stream of changes: replay from the log, then live, no gap, no repeat."""
 
-    def __init__(self, feed: ChangeFeed, after: int) -> None:
+    def __init__(self, feed: ChangeFeed) -> None:
         self.feed = feed
-        self.last = after
+        self.last: int | None = None  # the last change delivered (or skipped by the filter)
         self.queue: deque[ChangeRecord] = deque()
-        self.catching_up = after < feed.position
+        self.catching_up = False
         self.overflows = 0
         self._event = asyncio.Event()
+
+    def start_at(self, position: int) -> None:
+        """Start from the feed's ``position`` (or catch up to it from ``last``), once it is known."""
+        if self.last is None:
+            self.last = position
+        self.catching_up = self.last < position
 
     def wake(self) -> None:
         self._event.set()
 
     def offer(self, change: ChangeRecord) -> None:
         """Called by the feed for each emitted change; never blocks."""
-        if self.catching_up:
+        if self.catching_up or self.last is None:
             return  # it will read this one from the log
         if len(self.queue) >= self.feed.queue_size:
             self.queue.clear()
@@ -214,7 +238,9 @@ class Subscription:
     async def changes(self) -> AsyncIterator[ChangeRecord]:
         """Every change after the starting point, in id order, until the feed closes."""
         try:
+            await self.feed.ready.wait()
             while not self.feed.closed:
+                assert self.last is not None
                 if self.catching_up:
                     target = self._start_catch_up()
                     while self.last < target and not self.feed.closed:

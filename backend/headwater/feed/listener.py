@@ -43,12 +43,12 @@ class ChangeListener:
         self._task: asyncio.Task[None] | None = None
         self._lost = asyncio.Event()
         self._connected = asyncio.Event()
+        self._attempted = asyncio.Event()
 
-    async def start(self, timeout: float = 10.0) -> None:
-        """Connect (waiting up to ``timeout`` for the first connection) and keep connected."""
+    async def start(self) -> None:
+        """Connect, and keep connected; returns after the first attempt, whether it worked or not."""
         self._task = asyncio.create_task(self._run(), name="headwater-change-listener")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._connected.wait(), timeout)
+        await self._attempted.wait()
 
     async def close(self) -> None:
         if self._task is not None:
@@ -71,7 +71,9 @@ class ChangeListener:
         self._lost.set()
 
     async def _connect(self) -> None:
-        conn = await asyncpg.connect(self.dsn, server_settings={"application_name": "headwater-listener"})
+        conn = await asyncpg.connect(
+            self.dsn, timeout=self.keepalive, server_settings={"application_name": "headwater-listener"}
+        )
         try:
             await conn.add_listener(self.channel, self._notified)
         except BaseException:
@@ -82,6 +84,7 @@ class ChangeListener:
         self._lost.clear()
         self.connects += 1
         self._connected.set()
+        self._attempted.set()
         # Anything committed while nobody listened is in the log: read it now.
         self.on_notify(None)
 
@@ -104,6 +107,8 @@ class ChangeListener:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                self._attempted.set()
+                await self._disconnect()
                 logger.warning("change listener connection failed (%s); reconnecting in %.2fs", exc, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
