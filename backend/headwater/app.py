@@ -11,6 +11,7 @@ from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 
 from headwater import __version__
+from headwater.api.graphql.schema import GraphQLController
 from headwater.api.metrics import MetricsController, prometheus_config
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
 from headwater.api.rest.health import healthz, readyz
@@ -18,6 +19,7 @@ from headwater.api.rest.ingest import post_lineage, post_lineage_batch
 from headwater.api.rest.lineage import get_lineage
 from headwater.db.pool import create_pool
 from headwater.errors import AppError
+from headwater.feed.lifespan import change_feed
 from headwater.ingest.aliases import load_alias_rules
 from headwater.settings import Settings, get_settings
 
@@ -37,9 +39,10 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await app.state.pool.close()
 
     return Litestar(
-        route_handlers=[post_lineage, post_lineage_batch, get_lineage, healthz, readyz, MetricsController],
+        route_handlers=[post_lineage, post_lineage_batch, get_lineage, healthz, readyz, MetricsController,
+                        GraphQLController],
         middleware=[prometheus_config.middleware],
-        lifespan=[lifespan],
+        lifespan=[lifespan, change_feed],
         state=State({"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}),
         exception_handlers={
             AppError: app_error_handler,

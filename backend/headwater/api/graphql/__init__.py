@@ -1,0 +1,1 @@
+"""The GraphQL API: catalog queries, lineage, mutations and the lineage-change subscription."""

@@ -1,0 +1,61 @@
+"""The context of a GraphQL operation: the pool, settings, change feed and per-operation loaders."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import strawberry
+from litestar.datastructures import State
+from strawberry.extensions import SchemaExtension
+from strawberry.litestar import BaseContext
+
+from headwater.api.graphql.loaders import Loaders
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import asyncpg
+    from headwater.feed.hub import ChangeFeed
+    from headwater.feed.scopes import LineageScopes
+    from headwater.settings import Settings
+
+
+class Context(BaseContext, kw_only=True):
+    """What resolvers get as ``info.context``."""
+
+    state: Any
+    loaders: Any = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        return self.state.pool  # type: ignore[no-any-return]
+
+    @property
+    def settings(self) -> Settings:
+        return self.state.settings  # type: ignore[no-any-return]
+
+    @property
+    def feed(self) -> ChangeFeed:
+        return self.state.feed  # type: ignore[no-any-return]
+
+    @property
+    def lineage_scopes(self) -> LineageScopes:
+        return self.state.lineage_scopes  # type: ignore[no-any-return]
+
+
+async def context_getter(state: State) -> Context:
+    """Litestar dependency: one context per HTTP request or websocket connection."""
+    return Context(state=state, loaders=Loaders(state.pool))
+
+
+class LoadersPerOperation(SchemaExtension):
+    """Fresh DataLoaders for each operation, also for the many operations of one websocket."""
+
+    def on_operation(self) -> Iterator[None]:
+        context = self.execution_context.context
+        if isinstance(context, Context):
+            context.loaders = Loaders(context.pool)
+        yield
+
+
+Info = strawberry.Info[Context, None]

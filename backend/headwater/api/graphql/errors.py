@@ -1,0 +1,64 @@
+"""GraphQL errors carry the REST API's stable codes in ``extensions.code``; surprises are masked.
+
+An AppError keeps its message and code. A syntax or validation error keeps its message with a
+generic code. Anything else is logged with an id and replaced by a message quoting that id, so no
+internal detail (SQL, paths, stack) reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import strawberry
+from graphql import GraphQLError, GraphQLSyntaxError
+from strawberry.exceptions import StrawberryGraphQLError
+
+from headwater.api.problems import is_database_unavailable
+from headwater.errors import AppError
+
+if TYPE_CHECKING:
+    from strawberry.types import ExecutionContext
+
+log = logging.getLogger("headwater.api")
+
+
+def _root_cause(error: GraphQLError) -> BaseException | None:
+    cause: BaseException | None = error.original_error
+    while isinstance(cause, GraphQLError) and cause.original_error is not None:
+        cause = cause.original_error
+    return cause
+
+
+def annotate_error(error: GraphQLError) -> None:
+    """Set ``extensions.code`` and mask unexpected errors, in place."""
+    extensions: dict[str, Any] = dict(error.extensions or {})
+    cause = _root_cause(error)
+    if isinstance(cause, AppError):
+        extensions["code"] = cause.code
+        error.message = cause.message
+    elif cause is None or isinstance(cause, GraphQLError | StrawberryGraphQLError):
+        if "code" not in extensions:
+            extensions["code"] = "graphql_parse_failed" if isinstance(error, GraphQLSyntaxError) else (
+                "graphql_validation_failed")
+    elif is_database_unavailable(cause):
+        extensions["code"] = "database_unavailable"
+        error.message = f"The database is unavailable: {type(cause).__name__}. Retry later."
+    elif "code" not in extensions:
+        request_id = uuid.uuid4().hex[:16]
+        log.error("unexpected GraphQL error %s at %s", request_id, error.path, exc_info=cause)
+        extensions.update(code="internal_error", requestId=request_id)
+        error.message = f"An unexpected error occurred; its id in the server log is {request_id}."
+    error.extensions = extensions
+
+
+class HeadwaterSchema(strawberry.Schema):
+    """The schema, with every error given a code before it is returned or logged."""
+
+    def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
+        for error in errors:
+            annotate_error(error)
+            if error.extensions and error.extensions.get("code") == "internal_error":
+                continue  # logged with its traceback above
+            log.debug("GraphQL error %s: %s", error.extensions, error.message)

@@ -1,0 +1,148 @@
+"""The Query root: catalog reads, lineage and search."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Annotated
+
+import strawberry
+
+from headwater.api.graphql.context import Info
+from headwater.api.graphql.types.common import (
+    DepthTooLarge,
+    InvalidInput,
+    LineageDirection,
+    NotFound,
+    problem_from_error,
+)
+from headwater.api.graphql.types.dataset import Dataset, DatasetConnection, page_of_datasets
+from headwater.api.graphql.types.job import Job, JobConnection, page_of_jobs
+from headwater.api.graphql.types.lineage import LineageGraph
+from headwater.api.graphql.types.namespace import Namespace
+from headwater.api.graphql.types.paging import check_page_size
+from headwater.api.graphql.types.run import Run
+from headwater.api.graphql.types.search import SearchHit, SearchResult
+from headwater.api.graphql.types.tag import Tag
+from headwater.errors import InvalidRequestError, LineageDepthTooLargeError, NotFoundError
+from headwater.lineage.graph import fetch_lineage
+from headwater.store import catalog, tags
+from headwater.store.catalog import NodeFilter
+
+DEFAULT_DEPTH = 20
+
+NameContains = Annotated[str | None, strawberry.argument(description="A part of the name, any case.")]
+
+LineageResult = Annotated[
+    LineageGraph | NotFound | DepthTooLarge | InvalidInput,
+    strawberry.union("LineageResult", description="The graph, or why there is none."),
+]
+
+
+def parse_run_id(run_id: str) -> uuid.UUID:
+    """A run id (a UUID) or an invalid_request error naming it."""
+    try:
+        return uuid.UUID(run_id)
+    except ValueError:
+        raise InvalidRequestError(f"Invalid run id '{run_id}': expected a UUID.") from None
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="Every namespace, by name.")
+    async def namespaces(self, info: Info) -> list[Namespace]:
+        async with info.context.pool.acquire() as conn:
+            return [Namespace.from_record(r) for r in await catalog.list_namespaces(conn)]
+
+    @strawberry.field(description="A namespace by name, null if unknown.")
+    async def namespace(self, info: Info, name: str) -> Namespace | None:
+        record = await info.context.loaders.namespace.load(name)
+        return Namespace.from_record(record) if record else None
+
+    @strawberry.field(description="Datasets by namespace and name (first: default 50, at most 500).")
+    async def datasets(
+        self,
+        info: Info,
+        namespace: str | None = None,
+        name_contains: NameContains = None,
+        include_deleted: bool = False,
+        first: int = 50,
+        after: str | None = None,
+    ) -> DatasetConnection:
+        return await page_of_datasets(info, NodeFilter(namespace, name_contains, include_deleted), first, after)
+
+    @strawberry.field(description="A dataset by namespace and name (or an alias of it), null if unknown.")
+    async def dataset(self, info: Info, namespace: str, name: str) -> Dataset | None:
+        record = await info.context.loaders.dataset.load((namespace, name))
+        return Dataset.from_record(record) if record else None
+
+    @strawberry.field(description="Jobs by namespace and name (first: default 50, at most 500).")
+    async def jobs(
+        self,
+        info: Info,
+        namespace: str | None = None,
+        name_contains: NameContains = None,
+        include_deleted: bool = False,
+        first: int = 50,
+        after: str | None = None,
+    ) -> JobConnection:
+        return await page_of_jobs(info, NodeFilter(namespace, name_contains, include_deleted), first, after)
+
+    @strawberry.field(description="A job by namespace and name, null if unknown.")
+    async def job(self, info: Info, namespace: str, name: str) -> Job | None:
+        record = await info.context.loaders.job.load((namespace, name))
+        return Job.from_record(record) if record else None
+
+    @strawberry.field(description="A run by its runId, null if unknown.")
+    async def run(self, info: Info, id: strawberry.ID) -> Run | None:  # noqa: A002 - GraphQL's own word
+        record = await info.context.loaders.run.load(parse_run_id(id))
+        return Run.from_record(record) if record else None
+
+    @strawberry.field(description="The lineage graph around a node, as GET /api/v1/lineage answers it.")
+    async def lineage(
+        self,
+        info: Info,
+        node_id: Annotated[strawberry.ID, strawberry.argument(description="dataset:NAMESPACE:NAME or job:NAMESPACE:NAME")],
+        depth: Annotated[int, strawberry.argument(
+            description=f"Jobs away from the root to include: default {DEFAULT_DEPTH}, at most the server's "
+            "limit (HEADWATER_MAX_LINEAGE_DEPTH, 100 by default)."
+        )] = DEFAULT_DEPTH,
+        direction: LineageDirection = LineageDirection.BOTH,
+        as_of: Annotated[dt.datetime | None, strawberry.argument(
+            description="The graph as it was at this time; the current graph when null."
+        )] = None,
+    ) -> LineageResult:
+        maximum = info.context.settings.max_lineage_depth
+        try:
+            if depth < 0:
+                raise InvalidRequestError(f"Lineage depth must be 0 or more, got {depth}.")
+            if depth > maximum:
+                raise LineageDepthTooLargeError(depth, maximum)
+            when = as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
+            async with info.context.pool.acquire() as conn:
+                graph = await fetch_lineage(conn, [node_id], depth=depth, direction=direction.value, as_of=when)
+        except (NotFoundError, InvalidRequestError) as exc:
+            return problem_from_error(exc, maximum)  # type: ignore[return-value]
+        return LineageGraph.from_graph(graph, when)
+
+    @strawberry.field(description="Datasets and jobs whose name contains the text (any case).")
+    async def search(
+        self, info: Info, query: str, namespace: str | None = None, first: int = 20
+    ) -> SearchResult:
+        check_page_size(first, 100)
+        if not query.strip():
+            raise InvalidRequestError("The search text is empty.")
+        async with info.context.pool.acquire() as conn:
+            hits = await catalog.search_nodes(conn, query, namespace=namespace, limit=first)
+            total = await catalog.count_search_nodes(conn, query, namespace=namespace)
+        return SearchResult(total_count=total, hits=[SearchHit.from_record(h) for h in hits])
+
+    @strawberry.field(description="Every tag, by name.")
+    async def tags(self, info: Info) -> list[Tag]:
+        async with info.context.pool.acquire() as conn:
+            return [Tag.from_record(t) for t in await tags.list_tags(conn)]
+
+    @strawberry.field(description="A cursor for now: subscribe `after` it to miss nothing from here on.")
+    def latest_change_cursor(self, info: Info) -> str:
+        # The feed's position, not max(change_id): an id below the max may still be committing.
+        return str(info.context.feed.position)

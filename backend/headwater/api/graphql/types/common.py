@@ -1,0 +1,65 @@
+"""Scalars, enums and the expected-error types that union results are made of."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import strawberry
+from strawberry.scalars import JSON
+
+from headwater.errors import AppError, InvalidRequestError, LineageDepthTooLargeError, NotFoundError
+
+__all__ = ["JSON", "Conflict", "DepthTooLarge", "InvalidInput", "LineageDirection", "NodeType", "NotFound",
+           "Problem", "problem_from_error"]
+
+
+@strawberry.enum(description="What a lineage node is.")
+class NodeType(Enum):
+    DATASET = "DATASET"
+    JOB = "JOB"
+
+
+@strawberry.enum(description="Which way a lineage walk follows edges.")
+class LineageDirection(Enum):
+    UPSTREAM = strawberry.enum_value("UPSTREAM", description="Towards the sources: edges followed backwards.")
+    DOWNSTREAM = strawberry.enum_value("DOWNSTREAM", description="Towards the consumers: edges followed forwards.")
+    BOTH = strawberry.enum_value("BOTH", description="The union of the upstream and the downstream walks.")
+
+
+@strawberry.interface(description="An expected failure, with the same stable code the REST API uses.")
+class Problem:
+    code: str = strawberry.field(description="Stable machine-readable code, e.g. dataset_not_found.")
+    message: str = strawberry.field(description="What went wrong, naming the thing.")
+
+
+@strawberry.type(name="NotFoundError", description="The thing asked for does not exist.")
+class NotFound(Problem):
+    pass
+
+
+@strawberry.type(name="InvalidInputError", description="An argument is malformed or out of range.")
+class InvalidInput(Problem):
+    pass
+
+
+@strawberry.type(name="DepthTooLargeError", description="A lineage depth above the server's maximum.")
+class DepthTooLarge(Problem):
+    maximum: int = strawberry.field(description="The largest depth the server accepts.")
+
+
+@strawberry.type(name="ConflictError", description="The change conflicts with what is stored.")
+class Conflict(Problem):
+    pass
+
+
+def problem_from_error(error: AppError, maximum: int | None = None) -> Problem:
+    """The GraphQL error type of an expected failure."""
+    if isinstance(error, LineageDepthTooLargeError):
+        return DepthTooLarge(code=error.code, message=error.message, maximum=maximum or 0)
+    if isinstance(error, NotFoundError):
+        return NotFound(code=error.code, message=error.message)
+    if isinstance(error, InvalidRequestError):
+        return InvalidInput(code=error.code, message=error.message)
+    if error.status == 409:
+        return Conflict(code=error.code, message=error.message)
+    raise error
