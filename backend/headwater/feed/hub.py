@@ -62,6 +62,7 @@ class ChangeFeed:
         self.gap_timeout = gap_timeout
         self._clock = clock
         self.position = 0  # every id up to here is emitted or known never to come
+        self.last_edge_change = 0  # the id of the latest emitted change that added or removed edges
         self._held: dict[int, ChangeRecord] = {}  # read, waiting behind a gap
         self._gaps: dict[int, _Gap] = {}
         self._pumps = 0
@@ -178,6 +179,8 @@ class ChangeFeed:
             change = self._held.pop(nxt, None)
             if change is not None:
                 self.position = nxt
+                if change.kind in change_log.EDGE_KINDS:
+                    self.last_edge_change = nxt
                 for sub in list(self._subscriptions):
                     sub.offer(change)
                 continue

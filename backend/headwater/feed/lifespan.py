@@ -24,7 +24,7 @@ async def change_feed(app: Litestar) -> AsyncIterator[None]:
     await listener.start()
     app.state.feed = feed
     app.state.feed_listener = listener
-    app.state.lineage_scopes = LineageScopes(app.state.pool, lambda: feed.position)
+    app.state.lineage_scopes = LineageScopes(app.state.pool, feed)
     try:
         yield
     finally:

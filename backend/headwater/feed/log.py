@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     import asyncpg
 
 
+# Kinds whose change adds or removes lineage edges.
+EDGE_KINDS = frozenset({"EDGES_ADDED", "JOB_VERSION_CHANGED", "MANUAL_EDGE_ADDED", "MANUAL_EDGE_REMOVED"})
+
+
 @dataclass(frozen=True)
 class ChangeRecord:
     """One committed change_log row."""

@@ -1,8 +1,10 @@
 """Lineage scopes for subscription filters: the nodes up- or downstream of a root, kept current.
 
 A scope is computed with the lineage engine and shared by every subscription with the same root,
-depth and direction. It is recomputed when a change that adds or removes edges comes after it was
-computed, so a filter follows the graph as it grows.
+depth and direction. It is recomputed once the feed has emitted a change that added or removed
+edges after it was computed, so a filter follows the graph as it grows. The feed emits every row
+of a transaction before any subscriber looks at them, so the changes of one ingested event are all
+judged against the graph that event made.
 """
 
 from __future__ import annotations
@@ -15,15 +17,10 @@ from headwater.errors import NodeNotFoundError
 from headwater.lineage.graph import Direction, fetch_lineage
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     import asyncpg
 
+    from headwater.feed.hub import ChangeFeed
     from headwater.feed.log import ChangeRecord
-
-# Kinds whose change adds or removes lineage edges.
-EDGE_KINDS = frozenset({"EDGES_ADDED", "JOB_VERSION_CHANGED", "MANUAL_EDGE_ADDED", "MANUAL_EDGE_REMOVED"})
-
 
 @dataclass(frozen=True)
 class ScopeSpec:
@@ -54,11 +51,11 @@ def edge_endpoints(change: ChangeRecord) -> set[str]:
 
 
 class LineageScopes:
-    """Shared, lazily refreshed scopes; ``position`` tells how far the change feed has read."""
+    """Shared, lazily refreshed scopes, kept as fresh as the feed's reading of the log."""
 
-    def __init__(self, pool: asyncpg.Pool, position: Callable[[], int]) -> None:
+    def __init__(self, pool: asyncpg.Pool, feed: ChangeFeed) -> None:
         self.pool = pool
-        self._position = position
+        self.feed = feed
         self._scopes: dict[ScopeSpec, _Scope] = {}
 
     def acquire(self, spec: ScopeSpec) -> None:
@@ -78,18 +75,15 @@ class LineageScopes:
             return scope.nodes
         async with scope.lock:
             if self._stale(scope, spec, change):
-                position = self._position()
+                position = self.feed.position  # what the graph read next reflects at least
                 scope.nodes, scope.missing = await self._compute(spec)
                 scope.computed_at = position
         return scope.nodes
 
-    @staticmethod
-    def _stale(scope: _Scope, spec: ScopeSpec, change: ChangeRecord) -> bool:
-        if scope.computed_at < 0:
+    def _stale(self, scope: _Scope, spec: ScopeSpec, change: ChangeRecord) -> bool:
+        if scope.computed_at < 0 or self.feed.last_edge_change > scope.computed_at:
             return True
-        if scope.computed_at >= change.change_id:
-            return False
-        return change.kind in EDGE_KINDS or (scope.missing and change.node_id == spec.node_id)
+        return scope.missing and change.node_id == spec.node_id and change.change_id > scope.computed_at
 
     async def _compute(self, spec: ScopeSpec) -> tuple[frozenset[str], bool]:
         try:
