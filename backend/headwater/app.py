@@ -17,6 +17,7 @@ from headwater.api.problems import app_error_handler, http_error_handler, unexpe
 from headwater.api.rest.health import healthz, readyz
 from headwater.api.rest.ingest import post_lineage, post_lineage_batch
 from headwater.api.rest.lineage import get_lineage
+from headwater.api.rest.trino import post_trino_event
 from headwater.db.pool import create_pool
 from headwater.errors import AppError
 from headwater.feed.lifespan import change_feed
@@ -39,7 +40,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await app.state.pool.close()
 
     return Litestar(
-        route_handlers=[post_lineage, post_lineage_batch, get_lineage, healthz, readyz, MetricsController,
+        route_handlers=[post_lineage, post_lineage_batch, get_lineage, post_trino_event, healthz, readyz, MetricsController,
                         GraphQLController],
         middleware=[prometheus_config.middleware],
         lifespan=[lifespan, change_feed],

@@ -1,0 +1,140 @@
+"""POST /api/v1/integrations/trino: the target of Trino's HTTP event listener.
+
+The listener posts one QueryCompletedEvent per query (a JSON array of them is accepted too). Each
+becomes the START and COMPLETE/FAIL RunEvents Trino's OpenLineage listener would send, stored
+through the same ingest as /api/v1/lineage, all in one transaction.
+
+Naming (each a query parameter, else an environment variable, else the default):
+
+* ``trinoUri`` / HEADWATER_TRINO_URI: the coordinator (``http://trino:8080``); datasets and jobs
+  live in ``trino://trino:8080``. Unset: the host:port of the event's ``metadata.uri``, else
+  ``context.serverAddress``. Set it to the OpenLineage listener's ``trino.uri`` so both agree.
+* ``namespace`` / HEADWATER_TRINO_NAMESPACE: the job namespace (the listener's ``namespace``).
+* ``jobNameFormat`` / HEADWATER_TRINO_JOB_NAME_FORMAT: ``$QUERY_ID`` (default), ``$USER``,
+  ``$SOURCE``, ``$CLIENT_IP`` (the listener's ``job.name-format``).
+* ``queryTypes`` / HEADWATER_TRINO_QUERY_TYPES: comma-separated query types to report, or ``ALL``;
+  by default the listener's: ALTER_TABLE_EXECUTE, DELETE, INSERT, MERGE, UPDATE, DATA_DEFINITION.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from litestar import Request, Response, post
+from litestar.datastructures import State
+
+from headwater.api.rest.body import read_json_body
+from headwater.api.rest.ingest import check_api_key, store_events
+from headwater.errors import FieldError
+from headwater.ingest.validate import validate_event
+from headwater.integrations.trino import (
+    DEFAULT_JOB_NAME_FORMAT,
+    DEFAULT_QUERY_TYPES,
+    BridgeOptions,
+    Conversion,
+    InvalidTrinoEventError,
+    convert,
+    trino_namespace,
+)
+
+if TYPE_CHECKING:
+    from headwater.ingest.service import IngestResult
+    from headwater.settings import Settings
+
+_SETTINGS = {
+    "trinoUri": "HEADWATER_TRINO_URI",
+    "namespace": "HEADWATER_TRINO_NAMESPACE",
+    "jobNameFormat": "HEADWATER_TRINO_JOB_NAME_FORMAT",
+    "queryTypes": "HEADWATER_TRINO_QUERY_TYPES",
+}
+
+
+def bridge_options(params: Mapping[str, str], env: Mapping[str, str] | None = None) -> BridgeOptions:
+    """Naming options from query parameters, else HEADWATER_TRINO_* variables; a bad value is a 400."""
+    env = os.environ if env is None else env
+
+    def get(key: str) -> str | None:
+        value = params.get(key) or env.get(_SETTINGS[key])
+        return value.strip() if value and value.strip() else None
+
+    trino_uri = get("trinoUri")
+    if trino_uri is not None:
+        try:
+            trino_namespace(trino_uri)
+        except ValueError as exc:
+            raise InvalidTrinoEventError(str(exc), [FieldError("trinoUri", str(exc))]) from None
+    types_value = get("queryTypes")
+    query_types: frozenset[str] | None = DEFAULT_QUERY_TYPES
+    if types_value is not None:
+        names = {t.strip().upper() for t in types_value.split(",") if t.strip()}
+        query_types = None if names & {"ALL", "*"} else frozenset(names)
+    return BridgeOptions(
+        trino_uri=trino_uri,
+        namespace=get("namespace"),
+        job_name_format=get("jobNameFormat") or DEFAULT_JOB_NAME_FORMAT,
+        query_types=query_types,
+    )
+
+
+def _query_json(conversion: Conversion, results: list[IngestResult]) -> dict[str, Any]:
+    body: dict[str, Any] = {"kind": conversion.kind}
+    if conversion.query_id:
+        body["queryId"] = conversion.query_id
+    if conversion.query_state:
+        body["queryState"] = conversion.query_state
+    if conversion.skipped:
+        body["skipped"] = conversion.skipped
+        return body
+    body["job"] = {"namespace": conversion.job_namespace, "name": conversion.job_name}
+    body["runId"] = conversion.run_id
+    events = []
+    for event, result in zip(conversion.events, results, strict=True):
+        item: dict[str, Any] = {"eventType": event["eventType"], "status": result.status}
+        if result.warnings:
+            item["warnings"] = [{"path": w.path, "message": w.message} for w in result.warnings]
+        events.append(item)
+    body["events"] = events
+    return body
+
+
+@post("/api/v1/integrations/trino", status_code=201, summary="Ingest Trino HTTP event listener events")
+async def post_trino_event(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
+    """Accept a Trino QueryCompletedEvent (or a JSON array of them) and store it as OpenLineage runs.
+
+    201 with what was stored per query (a re-sent event answers ``duplicate``); 200 when every
+    event was left out (query types not reported, split events). A body that is not a Trino event
+    is a 400 naming each JSON path, and nothing is stored.
+    """
+    settings: Settings = state.settings
+    check_api_key(request, settings)
+    raw = await read_json_body(request, settings.max_body_bytes)
+    options = bridge_options(request.query_params)
+    items, is_array = (raw, True) if isinstance(raw, list) else ([raw], False)
+    if not items:
+        raise InvalidTrinoEventError(
+            "The array is empty; expected at least one Trino event.", [FieldError("$", "empty array")]
+        )
+    conversions: list[Conversion] = []
+    errors: list[FieldError] = []
+    for i, item in enumerate(items):
+        try:
+            conversions.append(convert(item, options, f"$[{i}]" if is_array else "$"))
+        except InvalidTrinoEventError as exc:
+            errors.extend(exc.errors)
+            if not is_array:
+                raise
+    if errors:
+        bad = len({e.path.split("]")[0] for e in errors})
+        raise InvalidTrinoEventError(
+            f"{bad} of {len(items)} Trino events are invalid; none was stored.", errors
+        )
+    valid = [validate_event(e, f"$.converted[{i}]") for c in conversions for i, e in enumerate(c.events)]
+    results = await store_events(state, valid) if valid else []
+    bodies, at = [], 0
+    for c in conversions:
+        bodies.append(_query_json(c, results[at : at + len(c.events)]))
+        at += len(c.events)
+    status = 201 if valid else 200
+    return Response(bodies[0] if not is_array else {"results": bodies}, status_code=status)

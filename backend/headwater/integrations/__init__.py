@@ -1,0 +1,1 @@
+"""Bridges from engines' own event formats to OpenLineage events. Pure functions, no I/O."""

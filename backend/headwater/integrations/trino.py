@@ -1,0 +1,670 @@
+"""Trino's HTTP event listener bridged to OpenLineage: a QueryCompletedEvent becomes RunEvents.
+
+The HTTP event listener (``event-listener.name=http``) posts Trino's own SPI event objects as JSON,
+one per request, with no envelope. This module turns each into the RunEvents Trino's OpenLineage
+event listener sends for the same query, named the same way, so both listeners build one graph:
+
+* job: namespace ``trino://host:port`` (the coordinator), name the query id, or a template of
+  ``$QUERY_ID``, ``$USER``, ``$SOURCE`` and ``$CLIENT_IP`` like the listener's ``job.name-format``;
+* run: a runId derived from the query id and its create time, so a re-sent event lands on the same
+  run; START at the create time, then COMPLETE (or FAIL, with the failure message) at the end time;
+* datasets: ``catalog.schema.table`` in the coordinator's namespace. Inputs are the tables read
+  (``ioMetadata.inputs``, the directly referenced tables and views of ``metadata.tables``) with the
+  columns read; the output carries its columns and types and Trino's own column lineage
+  (``ioMetadata.output.columns[].sourceColumns``). Without it, the ingest derives column lineage
+  from the ``sql`` job facet.
+
+A QueryCreatedEvent becomes a START alone (same runId as its COMPLETE); a SplitCompletedEvent
+carries no lineage and is ignored. Timestamps are Jackson's decimal epoch seconds, or RFC 3339.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import msgspec
+
+from headwater import __version__
+from headwater.errors import FieldError, InvalidRequestError
+from headwater.ingest.aliases import PrefixRule
+
+PRODUCER = f"https://github.com/headwater/headwater/tree/{__version__}/integrations/trino"
+SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
+_RUN_FACET = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunFacet"
+_FACETS = "https://openlineage.io/spec/facets"
+
+# runIds are uuid5(this, "<query id>/<create time in ms>"): stable across retries and re-sends.
+RUN_ID_NAMESPACE = uuid.UUID("6f1d3c2e-8a4b-5c7d-9e0f-1a2b3c4d5e6f")
+
+# The query types Trino's OpenLineage listener reports by default (include-query-types): plain
+# SELECTs, EXPLAIN, DESCRIBE and the like are left out.
+DEFAULT_QUERY_TYPES = frozenset(
+    {"ALTER_TABLE_EXECUTE", "DELETE", "INSERT", "MERGE", "UPDATE", "DATA_DEFINITION"}
+)
+DEFAULT_JOB_NAME_FORMAT = "$QUERY_ID"
+
+TrinoEventKind = Literal["QueryCompletedEvent", "QueryCreatedEvent", "SplitCompletedEvent"]
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+Instant = float | str
+
+
+class InvalidTrinoEventError(InvalidRequestError):
+    """The body is not a Trino event listener event; errors name the JSON paths."""
+
+    code = "invalid_trino_event"
+    title = "Invalid Trino event"
+
+
+# -- Trino's SPI event objects, decoded leniently (unknown fields are ignored) ---------------------
+
+
+class TableColumn(msgspec.Struct, forbid_unknown_fields=False):
+    column: str
+
+
+class TableInfo(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    catalog: NonEmpty
+    schema: NonEmpty
+    table: NonEmpty
+    columns: list[TableColumn] | None = None
+    directly_referenced: bool = True
+
+
+class QueryMetadata(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    query_id: NonEmpty
+    query: str | None = None
+    query_state: str | None = None
+    transaction_id: str | None = None
+    update_type: str | None = None
+    uri: str | None = None
+    plan: str | None = None
+    tables: list[TableInfo] | None = None
+
+
+class QueryContext(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    user: str | None = None
+    original_user: str | None = None
+    principal: str | None = None
+    source: str | None = None
+    client_info: str | None = None
+    remote_client_address: str | None = None
+    user_agent: str | None = None
+    trace_token: str | None = None
+    catalog: str | None = None
+    schema: str | None = None
+    server_address: str | None = None
+    server_version: str | None = None
+    environment: str | None = None
+    query_type: str | None = None
+
+
+class InputMetadata(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    catalog_name: NonEmpty
+    schema: NonEmpty
+    table: NonEmpty
+    # Column names; lenient about objects in case a version sends {"column": ...} or {"name": ...}.
+    columns: list[Any] | None = None
+
+
+class SourceColumn(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    catalog: NonEmpty
+    schema: NonEmpty
+    table: NonEmpty
+    column_name: NonEmpty
+
+
+class OutputColumn(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    column_name: NonEmpty
+    column_type: str | None = None
+    source_columns: list[SourceColumn] | None = None
+
+
+class OutputMetadata(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    catalog_name: NonEmpty
+    schema: NonEmpty
+    table: NonEmpty
+    columns: list[OutputColumn] | None = None
+
+
+class IoMetadata(msgspec.Struct, forbid_unknown_fields=False):
+    inputs: list[InputMetadata] | None = None
+    output: OutputMetadata | None = None
+
+
+class ErrorCode(msgspec.Struct, forbid_unknown_fields=False):
+    code: int | None = None
+    name: str | None = None
+    type: str | None = None
+
+
+class FailureInfo(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    error_code: ErrorCode | None = None
+    failure_type: str | None = None
+    failure_message: str | None = None
+
+
+class QueryCompletedEvent(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    metadata: QueryMetadata
+    create_time: Instant
+    end_time: Instant
+    context: QueryContext | None = None
+    io_metadata: IoMetadata | None = None
+    statistics: dict[str, Any] | None = None
+    failure_info: FailureInfo | None = None
+    execution_start_time: Instant | None = None
+
+
+class QueryCreatedEvent(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    metadata: QueryMetadata
+    create_time: Instant
+    context: QueryContext | None = None
+
+
+# -- options and results ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BridgeOptions:
+    """How to name what Trino reports; the defaults match Trino's OpenLineage listener."""
+
+    # The coordinator, as the OpenLineage listener's trino.uri (http://host:8080 or trino://host:8080).
+    # Unset: taken from the event (the host:port of metadata.uri, else context.serverAddress).
+    trino_uri: str | None = None
+    # The job namespace, as the listener's ``namespace``; unset: the coordinator's namespace.
+    namespace: str | None = None
+    job_name_format: str = DEFAULT_JOB_NAME_FORMAT
+    # Query types (context.queryType) to report; None reports every query, SELECTs included.
+    query_types: frozenset[str] | None = DEFAULT_QUERY_TYPES
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """One Trino event as OpenLineage RunEvents, or why it gives none (``skipped``)."""
+
+    kind: TrinoEventKind
+    events: list[dict[str, Any]] = field(default_factory=list)
+    query_id: str | None = None
+    query_state: str | None = None
+    job_namespace: str | None = None
+    job_name: str | None = None
+    run_id: str | None = None
+    skipped: str | None = None
+
+
+# -- entry points ----------------------------------------------------------------------------------
+
+
+def event_kind(raw: Any, prefix: str = "$") -> TrinoEventKind:
+    """Which listener event a JSON object is, by its shape (the listener sends no type field)."""
+    if not isinstance(raw, dict):
+        raise InvalidTrinoEventError(
+            "A Trino event must be a JSON object (a QueryCompletedEvent).",
+            [FieldError(prefix, f"Expected `object`, got `{_json_type(raw)}`")],
+        )
+    if "eventType" in raw and "run" in raw and "job" in raw:
+        raise InvalidTrinoEventError(
+            "This is an OpenLineage RunEvent, not a Trino event: post it to /api/v1/lineage.",
+            [FieldError(prefix, "an OpenLineage event; post it to /api/v1/lineage")],
+        )
+    if any(key in raw for key in ("endTime", "ioMetadata", "statistics", "failureInfo")):
+        return "QueryCompletedEvent"
+    if "metadata" not in raw and ("stageId" in raw or "taskId" in raw):
+        return "SplitCompletedEvent"
+    if "metadata" in raw and "createTime" in raw:
+        return "QueryCreatedEvent"
+    return "QueryCompletedEvent"  # decoding it names what is missing
+
+
+def convert(raw: Any, options: BridgeOptions | None = None, prefix: str = "$") -> Conversion:
+    """One decoded JSON object from the HTTP event listener as OpenLineage RunEvents (as dicts)."""
+    options = options or BridgeOptions()
+    kind = event_kind(raw, prefix)
+    if kind == "SplitCompletedEvent":
+        return Conversion(kind, skipped="a SplitCompletedEvent carries no lineage")
+    event = _decode(
+        raw, QueryCompletedEvent if kind == "QueryCompletedEvent" else QueryCreatedEvent, prefix
+    )
+    context = event.context or QueryContext()
+    metadata = event.metadata
+    query_type = (context.query_type or "").upper() or None
+    if options.query_types is not None and query_type not in options.query_types:
+        return Conversion(
+            kind,
+            query_id=metadata.query_id,
+            query_state=metadata.query_state,
+            skipped=f"query type {query_type or 'unknown'} is not reported "
+            f"(reported: {', '.join(sorted(options.query_types))})",
+        )
+    namespace = dataset_namespace(event, options, prefix)
+    job_namespace = options.namespace or namespace
+    name = job_name(options.job_name_format, metadata.query_id, context)
+    created = _instant(event.create_time, f"{prefix}.createTime")
+    run_id = run_id_for(metadata.query_id, created)
+    builder = _Builder(namespace, job_namespace, name, run_id, metadata, context)
+    events = [builder.start(created)]
+    if isinstance(event, QueryCompletedEvent):
+        ended = _instant(event.end_time, f"{prefix}.endTime")
+        events.append(builder.end(event, created, ended))
+    return Conversion(
+        kind,
+        events=events,
+        query_id=metadata.query_id,
+        query_state=metadata.query_state,
+        job_namespace=job_namespace,
+        job_name=name,
+        run_id=str(run_id),
+    )
+
+
+def to_run_events(raw: Any, options: BridgeOptions | None = None) -> list[dict[str, Any]]:
+    """The RunEvents of one Trino event (none for an ignored or skipped one)."""
+    return convert(raw, options).events
+
+
+# -- naming ----------------------------------------------------------------------------------------
+
+
+def trino_namespace(uri: str) -> str:
+    """``trino://host:port`` from a coordinator URI such as ``http://host:8080`` or ``host:8080``."""
+    value = uri.strip()
+    if "://" not in value:
+        value = "trino://" + value
+    authority = urlsplit(value).netloc.rpartition("@")[2]
+    if not authority:
+        raise ValueError(f"Not a Trino coordinator URI: {uri!r} (expected e.g. http://trino:8080)")
+    return f"trino://{authority}"
+
+
+def dataset_namespace(
+    event: QueryCompletedEvent | QueryCreatedEvent, options: BridgeOptions, prefix: str = "$"
+) -> str:
+    """The coordinator's namespace: configured, else metadata.uri's host:port, else serverAddress."""
+    if options.trino_uri:
+        return trino_namespace(options.trino_uri)
+    uri = event.metadata.uri
+    if uri and urlsplit(uri).netloc:
+        return trino_namespace(uri)
+    address = (event.context.server_address if event.context else None) or ""
+    if address.strip():
+        return trino_namespace(address)
+    raise InvalidTrinoEventError(
+        "Cannot tell the Trino coordinator: the event has neither metadata.uri nor "
+        "context.serverAddress; set HEADWATER_TRINO_URI or ?trinoUri=.",
+        [FieldError(f"{prefix}.metadata.uri", "missing; needed to name the coordinator")],
+    )
+
+
+_TEMPLATE = re.compile(r"\$(QUERY_ID|USER|SOURCE|CLIENT_IP)")
+
+
+def job_name(template: str, query_id: str, context: QueryContext) -> str:
+    """The job name from a ``job.name-format`` template; the query id when the template gives nothing."""
+    values = {
+        "QUERY_ID": query_id,
+        "USER": context.user or "",
+        "SOURCE": context.source or "",
+        "CLIENT_IP": context.remote_client_address or "",
+    }
+    name = _TEMPLATE.sub(lambda m: values[m.group(1)], template or DEFAULT_JOB_NAME_FORMAT)
+    return name if name.strip() else query_id
+
+
+def run_id_for(query_id: str, created: dt.datetime) -> uuid.UUID:
+    """uuid5 of the query id and its create time (to the millisecond)."""
+    delta = created - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    millis = delta.days * 86_400_000 + delta.seconds * 1000 + round(delta.microseconds / 1000)
+    return uuid.uuid5(RUN_ID_NAMESPACE, f"{query_id}/{millis}")
+
+
+def table_name(catalog: str, schema: str, table: str) -> str:
+    return f"{catalog}.{schema}.{table}"
+
+
+# -- catalog mapping -------------------------------------------------------------------------------
+
+
+def catalog_alias_rules(trino_uri: str, catalogs: Mapping[str, Any]) -> list[PrefixRule]:
+    """Alias rules naming a Trino catalog's tables as the engine behind the catalog names them.
+
+    ``{"hive": "hive://metastore"}`` makes ``hive.sales.orders`` on the coordinator the metastore's
+    ``sales.orders``; ``{"pg": {"namespace": "postgres://db:5432", "namePrefix": "shop."}}`` makes
+    ``pg.public.orders`` the PostgreSQL table ``shop.public.orders``.
+    """
+    namespace = trino_namespace(trino_uri)
+    rules = []
+    for catalog, target in catalogs.items():
+        if isinstance(target, str):
+            target_namespace, target_prefix = target, ""
+        elif isinstance(target, Mapping) and isinstance(target.get("namespace"), str):
+            target_namespace, target_prefix = target["namespace"], target.get("namePrefix", "")
+            if not isinstance(target_prefix, str):
+                raise ValueError(f"catalog {catalog!r}: namePrefix must be a string")
+        else:
+            raise ValueError(
+                f"catalog {catalog!r} must map to a namespace or to "
+                '{"namespace": ..., "namePrefix": ...}'
+            )
+        if not catalog or not target_namespace:
+            raise ValueError(f"catalog {catalog!r}: catalog and namespace must not be empty")
+        rules.append(PrefixRule(namespace, f"{catalog}.", target_namespace, target_prefix))
+    return rules
+
+
+# -- building the RunEvents ------------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(
+        self,
+        namespace: str,
+        job_namespace: str,
+        name: str,
+        run_id: uuid.UUID,
+        metadata: QueryMetadata,
+        context: QueryContext,
+    ) -> None:
+        self.namespace = namespace
+        self.job_namespace = job_namespace
+        self.name = name
+        self.run_id = run_id
+        self.metadata = metadata
+        self.context = context
+
+    def _event(self, event_type: str, at: dt.datetime, run_facets: dict[str, Any]) -> dict[str, Any]:
+        job_facets: dict[str, Any] = {
+            "jobType": _facet(
+                "2-0-3/JobTypeJobFacet.json#/$defs/JobTypeJobFacet",
+                processingType="BATCH",
+                integration="TRINO",
+                jobType="QUERY",
+            ),
+        }
+        if self.metadata.query:
+            job_facets["sql"] = _facet(
+                "1-1-0/SQLJobFacet.json#/$defs/SQLJobFacet", query=self.metadata.query, dialect="trino"
+            )
+        return {
+            "eventType": event_type,
+            "eventTime": _rfc3339(at),
+            "producer": PRODUCER,
+            "schemaURL": SCHEMA_URL,
+            "run": {"runId": str(self.run_id), "facets": run_facets},
+            "job": {"namespace": self.job_namespace, "name": self.name, "facets": job_facets},
+        }
+
+    def _run_facets(self) -> dict[str, Any]:
+        facets: dict[str, Any] = {}
+        if self.context.server_version:
+            facets["processing_engine"] = _facet(
+                "1-1-1/ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet",
+                name="trino",
+                version=self.context.server_version,
+            )
+        facets["trino_metadata"] = _run_facet(
+            query_id=self.metadata.query_id,
+            transaction_id=self.metadata.transaction_id,
+        )
+        c = self.context
+        facets["trino_query_context"] = _run_facet(
+            server_address=c.server_address,
+            environment=c.environment,
+            query_type=c.query_type,
+            user=c.user,
+            original_user=c.original_user,
+            principal=c.principal,
+            source=c.source,
+            client_info=c.client_info,
+            remote_client_address=c.remote_client_address,
+            user_agent=c.user_agent,
+            trace_token=c.trace_token,
+        )
+        return facets
+
+    def start(self, created: dt.datetime) -> dict[str, Any]:
+        return self._event("START", created, self._run_facets())
+
+    def end(
+        self, event: QueryCompletedEvent, created: dt.datetime, ended: dt.datetime
+    ) -> dict[str, Any]:
+        failed = (self.metadata.query_state or "").upper() == "FAILED" or event.failure_info is not None
+        facets = self._run_facets()
+        failure = event.failure_info
+        facets["trino_metadata"] = _run_facet(
+            query_id=self.metadata.query_id,
+            transaction_id=self.metadata.transaction_id,
+            query_plan=self.metadata.plan,
+            update_type=self.metadata.update_type,
+            query_state=self.metadata.query_state,
+            error_code=failure.error_code.name if failure and failure.error_code else None,
+            error_type=failure.error_code.type if failure and failure.error_code else None,
+            failure_type=failure.failure_type if failure else None,
+        )
+        facets["trino_query_statistics"] = _run_facet(**_statistics(event.statistics))
+        facets["nominalTime"] = _facet(
+            "1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet",
+            nominalStartTime=_rfc3339(created),
+            nominalEndTime=_rfc3339(ended),
+        )
+        if failed:
+            message = (
+                (failure.failure_message if failure else None)
+                or (
+                    failure.error_code.name
+                    if failure and failure.error_code and failure.error_code.name
+                    else None
+                )
+                or "query failed"
+            )
+            facets["errorMessage"] = _facet(
+                "1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet",
+                message=message,
+                programmingLanguage="SQL",
+            )
+        out = self._event("FAIL" if failed else "COMPLETE", ended, facets)
+        io = event.io_metadata or IoMetadata()
+        output = self._output(io.output, event.statistics if not failed else None)
+        out["inputs"] = self._inputs(io, output["name"] if output else None)
+        out["outputs"] = [output] if output else []
+        return out
+
+    def _inputs(self, io: IoMetadata, output_name: str | None) -> list[dict[str, Any]]:
+        tables: dict[str, list[str]] = {}
+
+        def add(name: str, columns: list[str]) -> None:
+            known = tables.setdefault(name, [])
+            known.extend(c for c in columns if c not in known)
+
+        read = set()
+        for i in io.inputs or []:
+            name = table_name(i.catalog_name, i.schema, i.table)
+            read.add(name)
+            add(name, [c for c in map(_column_name, i.columns or []) if c])
+        # Directly referenced tables and views (the OpenLineage listener's inputs); not the target.
+        for t in self.metadata.tables or []:
+            name = table_name(t.catalog, t.schema, t.table)
+            if t.directly_referenced and (name != output_name or name in read):
+                add(name, [c.column for c in t.columns or []])
+        # Every table the output's column lineage names is read.
+        for column in (io.output.columns or []) if io.output else []:
+            for s in column.source_columns or []:
+                add(table_name(s.catalog, s.schema, s.table), [s.column_name])
+        inputs = []
+        for name, columns in tables.items():
+            facets: dict[str, Any] = {}
+            if columns:
+                facets["schema"] = _facet(
+                    "1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet",
+                    fields=[{"name": c} for c in columns],
+                )
+            inputs.append({"namespace": self.namespace, "name": name, "facets": facets})
+        return inputs
+
+    def _output(
+        self, output: OutputMetadata | None, statistics: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        if output is None:
+            return None
+        name = table_name(output.catalog_name, output.schema, output.table)
+        schema_name = f"{output.catalog_name}.{output.schema}"
+        facets: dict[str, Any] = {
+            "dataSource": _facet(
+                "1-0-1/DatasourceDatasetFacet.json#/$defs/DatasourceDatasetFacet",
+                name=schema_name,
+                uri=f"{self.namespace}/{schema_name}",
+            ),
+        }
+        if output.columns is not None:
+            facets["schema"] = _facet(
+                "1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet",
+                fields=[
+                    {"name": c.column_name, **({"type": c.column_type} if c.column_type else {})}
+                    for c in output.columns
+                ],
+            )
+        lineage = {
+            c.column_name: {
+                "inputFields": [
+                    {
+                        "namespace": self.namespace,
+                        "name": table_name(s.catalog, s.schema, s.table),
+                        "field": s.column_name,
+                    }
+                    for s in c.source_columns
+                ]
+            }
+            for c in output.columns or []
+            if c.source_columns
+        }
+        if lineage:  # else the ingest derives column lineage from the sql facet
+            facets["columnLineage"] = _facet(
+                "1-2-0/ColumnLineageDatasetFacet.json#/$defs/ColumnLineageDatasetFacet",
+                fields=lineage,
+            )
+        result: dict[str, Any] = {"namespace": self.namespace, "name": name, "facets": facets}
+        stats = statistics or {}
+        rows, size = stats.get("writtenRows"), stats.get("writtenBytes")
+        if _is_int(rows) or _is_int(size):
+            counts = {
+                "rowCount": rows if _is_int(rows) else None,
+                "size": size if _is_int(size) else None,
+            }
+            result["outputFacets"] = {
+                "outputStatistics": _facet(
+                    "1-0-2/OutputStatisticsOutputDatasetFacet.json#/$defs/OutputStatisticsOutputDatasetFacet",
+                    **{k: v for k, v in counts.items() if v is not None},
+                )
+            }
+        return result
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+_AT_PATH = re.compile(r"^(?P<message>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
+
+
+def _decode(raw: dict[str, Any], model: type[Any], prefix: str) -> Any:
+    try:
+        return msgspec.convert(raw, model)
+    except msgspec.ValidationError as exc:
+        match = _AT_PATH.match(str(exc))
+        assert match is not None  # the pattern matches any string
+        path = prefix + (match.group("path") or "$")[1:]
+        message = match.group("message")
+        raise InvalidTrinoEventError(
+            f"Not a Trino {model.__name__}: {message} at {path}", [FieldError(path, message)]
+        ) from None
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _instant(value: Instant, path: str) -> dt.datetime:
+    """Jackson's Instant: decimal epoch seconds (or epoch milliseconds), or an RFC 3339 string."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            try:
+                parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                raise InvalidTrinoEventError(
+                    f"{path} is neither epoch seconds nor an RFC 3339 time: {value!r}",
+                    [FieldError(path, "Expected epoch seconds or an RFC 3339 time")],
+                ) from None
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+    # Epoch milliseconds (as seconds, 1e11 is past the year 5000).
+    seconds = value / 1000 if abs(value) >= 1e11 else value
+    try:
+        return _EPOCH + dt.timedelta(microseconds=round(seconds * 1_000_000))
+    except OverflowError:
+        raise InvalidTrinoEventError(
+            f"{path} is out of range: {value}", [FieldError(path, "time out of range")]
+        ) from None
+
+
+def _rfc3339(at: dt.datetime) -> str:
+    at = at.astimezone(dt.UTC)
+    spec = "milliseconds" if at.microsecond % 1000 == 0 else "microseconds"
+    return at.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def _facet(schema: str, **fields: Any) -> dict[str, Any]:
+    return {"_producer": PRODUCER, "_schemaURL": f"{_FACETS}/{schema}", **fields}
+
+
+def _run_facet(**fields: Any) -> dict[str, Any]:
+    """A Trino run facet: a flat map of non-empty values, as the OpenLineage listener sends them."""
+    return {
+        "_producer": PRODUCER,
+        "_schemaURL": _RUN_FACET,
+        **{k: v for k, v in fields.items() if v is not None and v != ""},
+    }
+
+
+def _statistics(statistics: dict[str, Any] | None) -> dict[str, str]:
+    """QueryStatistics flattened to strings (durations in seconds); lists and objects left out."""
+    out: dict[str, str] = {}
+    for key, value in (statistics or {}).items():
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, int):
+            out[key] = str(value)
+        elif isinstance(value, float):
+            out[key] = f"{value:.9f}" if key.endswith("Time") else repr(value)
+        elif isinstance(value, str):
+            out[key] = value
+    return out
+
+
+def _column_name(column: Any) -> str | None:
+    if isinstance(column, str):
+        return column
+    if isinstance(column, dict):
+        for key in ("column", "name", "columnName"):
+            if isinstance(column.get(key), str):
+                return column[key]
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
