@@ -6,6 +6,13 @@ name prefix to the namespace and prefix another engine uses. Trino's catalog ``h
 
     [{"namespace": "trino://coordinator:8080", "namePrefix": "hive.",
       "targetNamespace": "hive://metastore", "targetNamePrefix": ""}]
+
+The same for every catalog of a Trino cluster at once (a string target keeps the rest of the name;
+an object also replaces the catalog with a name prefix)::
+
+    [{"trinoUri": "trino://coordinator:8080",
+      "catalogs": {"hive": "hive://metastore",
+                   "pg": {"namespace": "postgres://db:5432", "namePrefix": "shop."}}}]
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from headwater.ingest.normalize import AliasRule
@@ -46,6 +53,9 @@ def load_alias_rules(path: Path | None) -> list[AliasRule]:
         raise ValueError(f"Alias rules in {path} must be a JSON list of rules")
     rules: list[AliasRule] = []
     for i, item in enumerate(data):
+        if isinstance(item, dict) and "catalogs" in item:
+            rules.extend(_trino_catalog_rules(item, i, path))
+            continue
         try:
             rules.append(
                 PrefixRule(
@@ -60,3 +70,17 @@ def load_alias_rules(path: Path | None) -> list[AliasRule]:
                 f"Alias rule {i} in {path} needs 'namespace' and 'targetNamespace': {exc}"
             ) from exc
     return rules
+
+
+def _trino_catalog_rules(item: dict[str, Any], i: int, path: Path) -> list[AliasRule]:
+    from headwater.integrations.trino import catalog_alias_rules
+
+    uri, catalogs = item.get("trinoUri"), item.get("catalogs")
+    if not isinstance(uri, str) or not isinstance(catalogs, dict):
+        raise ValueError(
+            f"Alias rule {i} in {path} needs 'trinoUri' (a string) and 'catalogs' (an object)"
+        )
+    try:
+        return list(catalog_alias_rules(uri, catalogs))
+    except ValueError as exc:
+        raise ValueError(f"Alias rule {i} in {path}: {exc}") from exc
