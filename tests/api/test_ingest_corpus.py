@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-EVENTS = Path(__file__).resolve().parents[3] / "shared" / "openlineage" / "events"
+from tests.corpus import EVENTS
+
 if not EVENTS.is_dir():  # the corpus lives beside the project checkout
     pytest.skip(f"OpenLineage event corpus not found at {EVENTS}", allow_module_level=True)
 

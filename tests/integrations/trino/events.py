@@ -5,18 +5,18 @@ from __future__ import annotations
 import copy
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
-# Copies of the hand-made examples of Trino's two listeners (shared openlineage/events/trino).
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.corpus import corpus_file
+
 TRINO = "trino://trino-coordinator:8080"
 OL_PRODUCER = "https://github.com/trinodb/trino/plugin/trino-openlineage"
 CREATE_TIME = 1748772900.123  # 2025-06-01T10:15:00.123Z
 
 
 def example(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / name).read_text())
+    """One of the hand-made examples of Trino's two listeners in the shared corpus."""
+    return json.loads(corpus_file(f"trino/{name}").read_text())
 
 
 def http_example() -> dict[str, Any]:
