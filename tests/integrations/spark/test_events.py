@@ -8,7 +8,6 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,9 +27,9 @@ from headwater_spark.naming import (
 )
 from headwater_spark.plan import DIRECT, INDIRECT, InputField, Transformation
 
-pytestmark = pytest.mark.spark
+from tests.corpus import SPEC
 
-SPEC = Path("/work/shared/openlineage/spec")
+pytestmark = pytest.mark.spark
 
 
 # ---------------------------------------------------------------------------- naming

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +19,9 @@ from headwater.integrations.trino import (
     to_run_events,
     trino_namespace,
 )
+from tests.corpus import SPEC
 from tests.integrations.trino.events import TRINO, http_example, ol_examples, query_completed
 
-SPEC = Path("/work/shared/openlineage/spec")
 QUERY_ID = "20250601_101500_00042_abcde"
 
 
