@@ -14,6 +14,7 @@ from headwater import __version__
 from headwater.api.graphql.schema import GraphQLController
 from headwater.api.metrics import MetricsController, prometheus_config
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
+from headwater.api.rest.catalog import catalog_handlers, keep_encoded_slashes
 from headwater.api.rest.health import healthz, readyz
 from headwater.api.rest.ingest import post_lineage, post_lineage_batch
 from headwater.api.rest.lineage import get_lineage
@@ -39,9 +40,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
         finally:
             await app.state.pool.close()
 
-    return Litestar(
+    return keep_encoded_slashes(Litestar(
         route_handlers=[post_lineage, post_lineage_batch, get_lineage, post_trino_event, healthz, readyz, MetricsController,
-                        GraphQLController],
+                        GraphQLController, *catalog_handlers],
         middleware=[prometheus_config.middleware],
         lifespan=[lifespan, change_feed],
         state=State({"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}),
@@ -52,5 +53,5 @@ def create_app(settings: Settings | None = None) -> Litestar:
         },
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="Headwater", version=__version__, path="/docs"),
-    )
+    ))
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from headwater.db.queries import QUERIES
-from headwater.errors import DatasetNotFoundError, JobNotFoundError
+from headwater.errors import DatasetNotFoundError, JobNotFoundError, NotFoundError
 from headwater.lineage.node_ids import format_node_id
 from headwater.store.changes import Change, insert_changes
 
@@ -20,6 +20,13 @@ if TYPE_CHECKING:
     import asyncpg
 
 NodeKind = Literal["DATASET", "JOB"]
+
+
+class NamespaceNotFoundError(NotFoundError):
+    code = "namespace_not_found"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Namespace '{name}' not found.")
 
 
 @dataclass(frozen=True)
@@ -369,6 +376,16 @@ async def fetch_runs_by_jobs(
     return out
 
 
+async def page_job_runs(conn: asyncpg.Connection, job_uuid: uuid.UUID, *, limit: int, offset: int) -> list[RunRecord]:
+    """One page of a job's runs, newest first."""
+    return [_run(r) for r in await conn.fetch(QUERIES["page_job_runs"], job_uuid, limit, offset)]
+
+
+async def count_job_runs(conn: asyncpg.Connection, job_uuid: uuid.UUID) -> int:
+    """How many runs the job has."""
+    return int(await conn.fetchval(QUERIES["count_job_runs"], job_uuid))
+
+
 async def fetch_run_states(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> dict[uuid.UUID, list[RunStateRecord]]:
     """Every state transition of runs, oldest first."""
     out: dict[uuid.UUID, list[RunStateRecord]] = {u: [] for u in uuids}
@@ -399,17 +416,28 @@ async def set_job_deleted(
 # -- search -------------------------------------------------------------------------------------
 
 
+SearchSort = Literal["RELEVANCE", "NAME", "UPDATE_AT"]
+
+
 async def search_nodes(
-    conn: asyncpg.Connection, text: str, *, namespace: str | None = None, limit: int = 20
+    conn: asyncpg.Connection,
+    text: str,
+    *,
+    namespace: str | None = None,
+    kind: NodeKind | None = None,
+    sort: SearchSort = "RELEVANCE",
+    limit: int = 20,
 ) -> list[SearchHit]:
-    """Datasets and jobs whose name contains ``text``: exact, then prefix, then shorter matches."""
-    rows = await conn.fetch(QUERIES["search_nodes"], like_fragment(text), namespace, limit, text)
+    """Datasets and jobs whose name contains ``text``, best matches first unless sorted otherwise."""
+    rows = await conn.fetch(QUERIES["search_nodes"], like_fragment(text), namespace, limit, text, kind, sort)
     return [SearchHit(r["kind"], r["namespace"], r["name"], r["updated_at"]) for r in rows]
 
 
-async def count_search_nodes(conn: asyncpg.Connection, text: str, *, namespace: str | None = None) -> int:
+async def count_search_nodes(
+    conn: asyncpg.Connection, text: str, *, namespace: str | None = None, kind: NodeKind | None = None
+) -> int:
     """How many datasets and jobs search_nodes would find without a limit."""
-    return int(await conn.fetchval(QUERIES["count_search_nodes"], like_fragment(text), namespace))
+    return int(await conn.fetchval(QUERIES["count_search_nodes"], like_fragment(text), namespace, kind))
 
 
 # -- soft delete --------------------------------------------------------------------------------

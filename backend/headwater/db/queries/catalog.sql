@@ -183,28 +183,31 @@ WHERE v.job_version_uuid = ANY($1::uuid[]);
 
 -- name: search_nodes
 -- Datasets and jobs (not deleted) whose name contains $1 (LIKE-escaped, any case), optionally in
--- namespace $2: exact matches of $4 (the text unescaped) first, then prefixes, then shorter names.
+-- namespace $2 and of kind $5 (DATASET or JOB). Ordered by $6: NAME, UPDATE_AT (newest first), or
+-- else relevance: exact matches of $4 (the text unescaped), then prefixes, then shorter names.
 -- At most $3 rows.
 SELECT kind, namespace, name, updated_at
 FROM (
     SELECT 'DATASET' AS kind, d.namespace, d.name, d.updated_at FROM datasets d
     WHERE d.deleted_at IS NULL AND lower(d.name) LIKE '%' || lower($1) || '%'
-      AND ($2::text IS NULL OR d.namespace = $2)
+      AND ($2::text IS NULL OR d.namespace = $2) AND ($5::text IS NULL OR $5 = 'DATASET')
     UNION ALL
     SELECT 'JOB', j.namespace, j.name, j.updated_at FROM jobs j
     WHERE j.deleted_at IS NULL AND lower(j.name) LIKE '%' || lower($1) || '%'
-      AND ($2::text IS NULL OR j.namespace = $2)
+      AND ($2::text IS NULL OR j.namespace = $2) AND ($5::text IS NULL OR $5 = 'JOB')
 ) hits
-ORDER BY lower(name) = lower($4) DESC, lower(name) LIKE lower($1) || '%' DESC, length(name), name, kind,
+ORDER BY CASE WHEN $6::text = 'NAME' THEN name END,
+         CASE WHEN $6::text = 'UPDATE_AT' THEN updated_at END DESC,
+         lower(name) = lower($4) DESC, lower(name) LIKE lower($1) || '%' DESC, length(name), name, kind,
          namespace
 LIMIT $3;
 
 -- name: count_search_nodes
--- How many datasets and jobs search_nodes' filters ($1, $2) match in all.
+-- How many datasets and jobs search_nodes' filters ($1, $2, $3 the kind) match in all.
 SELECT (SELECT count(*) FROM datasets d WHERE d.deleted_at IS NULL AND lower(d.name) LIKE '%' || lower($1) || '%'
-          AND ($2::text IS NULL OR d.namespace = $2))
+          AND ($2::text IS NULL OR d.namespace = $2) AND ($3::text IS NULL OR $3 = 'DATASET'))
      + (SELECT count(*) FROM jobs j WHERE j.deleted_at IS NULL AND lower(j.name) LIKE '%' || lower($1) || '%'
-          AND ($2::text IS NULL OR j.namespace = $2)) AS total;
+          AND ($2::text IS NULL OR j.namespace = $2) AND ($3::text IS NULL OR $3 = 'JOB')) AS total;
 
 -- name: set_dataset_deleted
 -- Soft-deletes ($3 true, at $4) or restores ($3 false) the dataset ($1, $2). Returns the dataset
@@ -235,3 +238,17 @@ WHERE j.job_uuid = t.job_uuid
 RETURNING j.job_uuid, j.node_id, j.namespace, j.name, j.parent_job_uuid, j.job_type, j.description, j.facets,
           j.created_at, j.updated_at, j.current_version_uuid, j.latest_run_uuid, j.deleted_at, j.manual,
           (t.was_deleted_at IS NULL) = $3 AS changed;
+
+-- name: page_job_runs
+-- One page of a job's runs, newest first: $2 rows after skipping $3.
+SELECT r.run_uuid, r.job_uuid, r.job_version_uuid, r.parent_run_uuid, r.root_run_uuid, r.current_state,
+       r.current_state_at, r.started_at, r.ended_at, r.nominal_start_time, r.nominal_end_time, r.error_message,
+       r.facets, r.created_at, r.updated_at
+FROM runs r
+WHERE r.job_uuid = $1
+ORDER BY r.created_at DESC, r.run_uuid DESC
+LIMIT $2 OFFSET $3;
+
+-- name: count_job_runs
+-- How many runs the job has.
+SELECT count(*) FROM runs WHERE job_uuid = $1;
