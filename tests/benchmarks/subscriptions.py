@@ -1,0 +1,179 @@
+"""Benchmark: time from an ingest's 201 to the change reaching subscribers on another replica.
+
+Starts two server processes on a fresh database (replica A takes the events, replica B serves
+the websocket subscribers), opens N lineageChanges subscriptions on B, posts START events to A one
+at a time and records, for every (subscriber, event), the time from A's 201 to the RUN_STATE_CHANGED
+change of that run arriving. Prints the median, p95 and max.
+
+    python tests/benchmarks/subscriptions.py [--subscribers 100] [--events 50] [--gap-ms 100]
+
+The database server is $HEADWATER_BENCH_SERVER_URL, else the local one (postgresql://postgres@
+127.0.0.1:5432/postgres); the benchmark database is created and dropped. A negative latency means
+the change reached the subscriber before the client had read the 201.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+import httpx
+import websockets
+
+from headwater.db.migrate import migrate
+
+SUBSCRIPTION = """subscription($filter: LineageChangeFilter) {
+  lineageChanges(filter: $filter) { cursor kind nodeId details }
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_replica(database_url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "HEADWATER_DATABASE_URL": database_url}
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "headwater.app:create_app", "--factory", "--host", "127.0.0.1",
+             "--port", str(port), "--log-level", "warning", "--ws-max-queue", "1024"],
+            env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    return process, f"http://127.0.0.1:{port}"
+
+
+async def wait_ready(url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient() as http:
+        while time.monotonic() < deadline:
+            try:
+                if (await http.get(f"{url}/readyz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+    raise TimeoutError(url)
+
+
+class Subscriber:
+    """One websocket subscription; records when each run's state change arrived."""
+
+    def __init__(self) -> None:
+        self.arrivals: dict[str, float] = {}
+        self.ready = asyncio.Event()
+
+    async def run(self, url: str, stop: asyncio.Event) -> None:
+        ws_url = url.replace("http://", "ws://") + "/graphql"
+        async with websockets.connect(ws_url, subprotocols=["graphql-transport-ws"], max_queue=None) as ws:
+            await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+            assert json.loads(await ws.recv())["type"] == "connection_ack"
+            await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {
+                "query": SUBSCRIPTION, "variables": {"filter": {"kinds": ["RUN_STATE_CHANGED"]}}}}))
+            self.ready.set()
+            while not stop.is_set():
+                try:
+                    raw = await asyncio.wait_for(ws.recv(), 0.5)
+                except TimeoutError:
+                    continue
+                now = time.perf_counter()
+                message = json.loads(raw)
+                if message["type"] == "ping":
+                    await ws.send(json.dumps({"type": "pong"}))
+                elif message["type"] == "next":
+                    change = message["payload"]["data"]["lineageChanges"]
+                    self.arrivals.setdefault(change["details"]["runId"], now)
+
+
+def start_event(run_id: str) -> dict[str, object]:
+    return {
+        "eventType": "START",
+        "eventTime": "2026-01-01T00:00:00Z",
+        "producer": "https://example.com/headwater-bench",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": run_id},
+        "job": {"namespace": "bench", "name": "job"},
+        "inputs": [{"namespace": "bench", "name": "source"}],
+        "outputs": [{"namespace": "bench", "name": "target"}],
+    }
+
+
+async def measure(writer: str, reader: str, subscribers: int, events: int, gap: float) -> list[float]:
+    subs = [Subscriber() for _ in range(subscribers)]
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(s.run(reader, stop)) for s in subs]
+    await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subs)), 60)
+    await asyncio.sleep(1.0)  # let every subscribe message reach the server
+    sent: dict[str, float] = {}
+    async with httpx.AsyncClient(base_url=writer) as http:
+        for i in range(events + 3):
+            run_id = str(uuid.uuid4())
+            response = await http.post("/api/v1/lineage", json=start_event(run_id))
+            ok_at = time.perf_counter()
+            assert response.status_code == 201, response.text
+            if i >= 3:  # the first few warm up both servers
+                sent[run_id] = ok_at
+            await asyncio.sleep(gap)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not all(set(sent) <= set(s.arrivals) for s in subs):
+        await asyncio.sleep(0.1)
+    stop.set()
+    await asyncio.gather(*tasks)
+    missing = sum(len(set(sent) - set(s.arrivals)) for s in subs)
+    if missing:
+        print(f"warning: {missing} (subscriber, event) pairs never arrived")
+    return [(s.arrivals[r] - t) * 1000 for s in subs for r, t in sent.items() if r in s.arrivals]
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--subscribers", type=int, default=100)
+    parser.add_argument("--events", type=int, default=50)
+    parser.add_argument("--gap-ms", type=float, default=100)
+    args = parser.parse_args()
+
+    server = os.environ.get("HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    name = f"headwater_bench_subs_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(server)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    database_url = server.rsplit("/", 1)[0] + f"/{name}"
+    replicas: list[subprocess.Popen[bytes]] = []
+    try:
+        conn = await asyncpg.connect(database_url)
+        await migrate(conn)
+        await conn.close()
+        logs = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
+        (a, writer), (b, reader) = (start_replica(database_url, logs / "a.log"),
+                                    start_replica(database_url, logs / "b.log"))
+        replicas = [a, b]
+        await wait_ready(writer)
+        await wait_ready(reader)
+        latencies = sorted(await measure(writer, reader, args.subscribers, args.events, args.gap_ms / 1000))
+        p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
+        print(f"{args.subscribers} subscribers on replica B, {args.events} events posted to replica A")
+        print(f"ingest 201 -> change at subscriber: median {statistics.median(latencies):.1f} ms, "
+              f"p95 {p95:.1f} ms, max {latencies[-1]:.1f} ms ({len(latencies)} deliveries)")
+    finally:
+        for process in replicas:
+            process.terminate()
+            process.wait(timeout=10)
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
