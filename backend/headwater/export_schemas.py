@@ -27,7 +27,9 @@ def openapi_json() -> str:
 
     # The document is built from the routes alone: no database is opened.
     app = create_app(Settings(database_url="postgresql://localhost/unused"))
-    return json.dumps(app.openapi_schema.to_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(app.openapi_schema.to_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    )
 
 
 def export_schemas(out: str | Path = "schemas") -> int:

@@ -38,10 +38,24 @@ async def test_graphiql_is_served_on_get(client):
 
 async def test_dataset_with_fields_facets_tags_versions_and_writers(client):
     run_id = uuid.uuid4()
-    await post_all(client, job_run("load", inputs=["raw"], run_id=run_id,
-                                   outputs=[dataset("orders", fields=[("id", "int"), ("total", "decimal")],
-                                                    documentation={"description": "All orders"})]))
-    data = await gql(client, """{
+    await post_all(
+        client,
+        job_run(
+            "load",
+            inputs=["raw"],
+            run_id=run_id,
+            outputs=[
+                dataset(
+                    "orders",
+                    fields=[("id", "int"), ("total", "decimal")],
+                    documentation={"description": "All orders"},
+                )
+            ],
+        ),
+    )
+    data = await gql(
+        client,
+        """{
       dataset(namespace: "warehouse", name: "orders") {
         id namespace name deleted facets
         fields { name type tags { name } }
@@ -50,26 +64,35 @@ async def test_dataset_with_fields_facets_tags_versions_and_writers(client):
         versions { version }
         runs { id state job { id } }
       }
-    }""")
+    }""",
+    )
     ds = data["dataset"]
     assert ds["id"] == "dataset:warehouse:orders"
     assert ds["deleted"] is False
     assert set(ds["facets"]) >= {"schema", "documentation"}
-    assert ds["fields"] == [{"name": "id", "type": "int", "tags": []}, {"name": "total", "type": "decimal", "tags": []}]
+    assert ds["fields"] == [
+        {"name": "id", "type": "int", "tags": []},
+        {"name": "total", "type": "decimal", "tags": []},
+    ]
     assert ds["tags"] == []
-    assert ds["currentVersion"] == {"fields": [{"name": "id", "type": "int"}, {"name": "total", "type": "decimal"}],
-                                    "createdByRun": {"id": str(run_id)}}
+    assert ds["currentVersion"] == {
+        "fields": [{"name": "id", "type": "int"}, {"name": "total", "type": "decimal"}],
+        "createdByRun": {"id": str(run_id)},
+    }
     assert len(ds["versions"]) == 1
     assert ds["runs"] == [{"id": str(run_id), "state": "COMPLETE", "job": {"id": "job:pipelines:load"}}]
 
 
 async def test_unknown_dataset_job_and_run_are_null(client):
-    data = await gql(client, """{
+    data = await gql(
+        client,
+        """{
       dataset(namespace: "warehouse", name: "nope") { id }
       job(namespace: "pipelines", name: "nope") { id }
       run(id: "00000000-0000-0000-0000-000000000000") { id }
       namespace(name: "nope") { name }
-    }""")
+    }""",
+    )
     assert data == {"dataset": None, "job": None, "run": None, "namespace": None}
 
 
@@ -77,11 +100,31 @@ async def test_job_with_parent_versions_and_runs(client):
     parent_run = uuid.uuid4()
     await post_all(client, [run_event("dag", "START", run_id=parent_run)])
     first, second = uuid.uuid4(), uuid.uuid4()
-    await post_all(client, job_run("dag.task", inputs=["a"], outputs=["b"], run_id=first,
-                                   run_facets=parent_facet(parent_run, "dag")))
-    await post_all(client, job_run("dag.task", inputs=["a", "c"], outputs=["b"], run_id=second, start=10, end=11,
-                                   run_facets=parent_facet(parent_run, "dag")))
-    data = await gql(client, """{
+    await post_all(
+        client,
+        job_run(
+            "dag.task",
+            inputs=["a"],
+            outputs=["b"],
+            run_id=first,
+            run_facets=parent_facet(parent_run, "dag"),
+        ),
+    )
+    await post_all(
+        client,
+        job_run(
+            "dag.task",
+            inputs=["a", "c"],
+            outputs=["b"],
+            run_id=second,
+            start=10,
+            end=11,
+            run_facets=parent_facet(parent_run, "dag"),
+        ),
+    )
+    data = await gql(
+        client,
+        """{
       job(namespace: "pipelines", name: "dag.task") {
         id manual deleted
         parent { id children { id } }
@@ -92,7 +135,8 @@ async def test_job_with_parent_versions_and_runs(client):
                                  outputs { dataset { name } version { version } } }
                          pageInfo { hasNextPage endCursor } }
       }
-    }""")
+    }""",
+    )
     job = data["job"]
     assert job["parent"] == {"id": "job:pipelines:dag", "children": [{"id": "job:pipelines:dag.task"}]}
     assert job["currentVersion"]["inputs"] == [{"name": "a"}, {"name": "c"}]
@@ -103,16 +147,22 @@ async def test_job_with_parent_versions_and_runs(client):
     assert run["parentRun"] == {"id": str(parent_run)}
     assert [s["state"] for s in run["states"]] == ["START", "COMPLETE"]
     assert sorted(i["dataset"]["name"] for i in run["inputs"]) == ["a", "c"]
-    assert run["outputs"][0]["dataset"]["name"] == "b" and run["outputs"][0]["version"] is not None
+    assert run["outputs"][0]["dataset"]["name"] == "b"
+    assert run["outputs"][0]["version"] is not None
     assert job["runs"]["pageInfo"]["hasNextPage"] is True
-    more = await gql(client, """query($after: String) { job(namespace: "pipelines", name: "dag.task") {
+    more = await gql(
+        client,
+        """query($after: String) { job(namespace: "pipelines", name: "dag.task") {
         runs(first: 5, after: $after) { nodes { id } pageInfo { hasNextPage } } } }""",
-                     after=job["runs"]["pageInfo"]["endCursor"])
+        after=job["runs"]["pageInfo"]["endCursor"],
+    )
     assert more["job"]["runs"] == {"nodes": [{"id": str(first)}], "pageInfo": {"hasNextPage": False}}
 
 
 async def test_datasets_page_by_cursor_with_filters(client):
-    await post_all(client, [run_event("w", outputs=[dataset(f"t{i:02d}") for i in range(7)] + ["other"])])
+    await post_all(
+        client, [run_event("w", outputs=[dataset(f"t{i:02d}") for i in range(7)] + ["other"])]
+    )
     query = """query($after: String) {
       datasets(namespace: "warehouse", nameContains: "T0", first: 3, after: $after) {
         totalCount nodes { name } pageInfo { hasNextPage endCursor } } }"""
@@ -138,27 +188,43 @@ async def test_name_filter_matches_wildcards_literally(client):
 async def test_deleted_datasets_are_listed_only_when_asked(client):
     await post_all(client, [run_event("w", outputs=["kept", "gone"])])
     await gql(client, 'mutation { deleteDataset(namespace: "warehouse", name: "gone") { __typename } }')
-    data = await gql(client, """{ visible: datasets { nodes { name } }
-                                  all: datasets(includeDeleted: true) { nodes { name deleted } } }""")
+    data = await gql(
+        client,
+        """{ visible: datasets { nodes { name } }
+                                  all: datasets(includeDeleted: true) { nodes { name deleted } } }""",
+    )
     assert data["visible"]["nodes"] == [{"name": "kept"}]
-    assert data["all"]["nodes"] == [{"name": "gone", "deleted": True}, {"name": "kept", "deleted": False}]
+    assert data["all"]["nodes"] == [
+        {"name": "gone", "deleted": True},
+        {"name": "kept", "deleted": False},
+    ]
 
 
 async def test_namespaces_list_their_datasets_and_jobs(client):
     await post_all(client, job_run("etl", inputs=["a"], outputs=["b"]))
-    data = await gql(client, "{ namespaces { name datasets { nodes { name } } jobs { nodes { name } } } }")
+    data = await gql(
+        client, "{ namespaces { name datasets { nodes { name } } jobs { nodes { name } } } }"
+    )
     assert data["namespaces"] == [
         {"name": "pipelines", "datasets": {"nodes": []}, "jobs": {"nodes": [{"name": "etl"}]}},
-        {"name": "warehouse", "datasets": {"nodes": [{"name": "a"}, {"name": "b"}]}, "jobs": {"nodes": []}},
+        {
+            "name": "warehouse",
+            "datasets": {"nodes": [{"name": "a"}, {"name": "b"}]},
+            "jobs": {"nodes": []},
+        },
     ]
 
 
 async def test_search_ranks_exact_then_prefix_then_shorter(client):
-    await post_all(client, job_run("orders_job", inputs=["big_orders"], outputs=["orders", "orders_daily"]))
+    await post_all(
+        client, job_run("orders_job", inputs=["big_orders"], outputs=["orders", "orders_daily"])
+    )
     data = await gql(client, '{ search(query: "orders") { totalCount hits { nodeId type } } }')
     assert data["search"]["totalCount"] == 4
     assert [h["nodeId"] for h in data["search"]["hits"]] == [
-        "dataset:warehouse:orders", "job:pipelines:orders_job", "dataset:warehouse:orders_daily",
+        "dataset:warehouse:orders",
+        "job:pipelines:orders_job",
+        "dataset:warehouse:orders_daily",
         "dataset:warehouse:big_orders",
     ]
 
@@ -167,7 +233,9 @@ async def rest_graph(client, node_id, **params):
     response = await client.get("/api/v1/lineage", params={"nodeId": node_id, **params})
     assert response.status_code == 200, response.text
     graph = response.json()["graph"]
-    edges = sorted({(e["origin"], e["destination"]) for n in graph for e in n["inEdges"] + n["outEdges"]})
+    edges = sorted(
+        {(e["origin"], e["destination"]) for n in graph for e in n["inEdges"] + n["outEdges"]}
+    )
     return sorted(n["id"] for n in graph), edges
 
 
@@ -180,14 +248,17 @@ LINEAGE = """query($id: ID!, $depth: Int!, $direction: LineageDirection!, $asOf:
 }"""
 
 
-@pytest.mark.parametrize(("node", "depth", "direction"), [
-    ("dataset:warehouse:mart", 1, "UPSTREAM"),
-    ("dataset:warehouse:mart", 5, "UPSTREAM"),
-    ("dataset:warehouse:staged", 1, "DOWNSTREAM"),
-    ("dataset:warehouse:staged", 2, "BOTH"),
-    ("job:pipelines:transform", 0, "DOWNSTREAM"),
-    ("job:pipelines:transform", 1, "BOTH"),
-])
+@pytest.mark.parametrize(
+    ("node", "depth", "direction"),
+    [
+        ("dataset:warehouse:mart", 1, "UPSTREAM"),
+        ("dataset:warehouse:mart", 5, "UPSTREAM"),
+        ("dataset:warehouse:staged", 1, "DOWNSTREAM"),
+        ("dataset:warehouse:staged", 2, "BOTH"),
+        ("job:pipelines:transform", 0, "DOWNSTREAM"),
+        ("job:pipelines:transform", 1, "BOTH"),
+    ],
+)
 async def test_lineage_has_the_rest_semantics(client, node, depth, direction):
     await post_all(client, job_run("ingest", inputs=["raw"], outputs=["staged"]))
     await post_all(client, job_run("transform", inputs=["staged"], outputs=["mart"]))
@@ -205,9 +276,19 @@ async def test_lineage_has_the_rest_semantics(client, node, depth, direction):
 async def test_lineage_as_of_shows_the_past_graph(client):
     await post_all(client, job_run("etl", inputs=["old_source"], outputs=["target"], start=0, end=1))
     await post_all(client, job_run("etl", inputs=["new_source"], outputs=["target"], start=10, end=11))
-    past = (await gql(client, LINEAGE, id="dataset:warehouse:target", depth=1, direction="UPSTREAM",
-                      asOf="2026-01-01T12:05:00Z"))["lineage"]
-    now = (await gql(client, LINEAGE, id="dataset:warehouse:target", depth=1, direction="UPSTREAM"))["lineage"]
+    past = (
+        await gql(
+            client,
+            LINEAGE,
+            id="dataset:warehouse:target",
+            depth=1,
+            direction="UPSTREAM",
+            asOf="2026-01-01T12:05:00Z",
+        )
+    )["lineage"]
+    now = (await gql(client, LINEAGE, id="dataset:warehouse:target", depth=1, direction="UPSTREAM"))[
+        "lineage"
+    ]
     assert "dataset:warehouse:old_source" in {n["id"] for n in past["nodes"]}
     assert "dataset:warehouse:old_source" not in {n["id"] for n in now["nodes"]}
     assert "dataset:warehouse:new_source" in {n["id"] for n in now["nodes"]}
@@ -215,16 +296,28 @@ async def test_lineage_as_of_shows_the_past_graph(client):
 
 async def test_lineage_failures_are_union_members(client, settings):
     await post_all(client, [run_event("w", outputs=["a"])])
-    missing = (await gql(client, LINEAGE, id="dataset:warehouse:nope", depth=1, direction="BOTH"))["lineage"]
-    too_deep = (await gql(client, LINEAGE, id="dataset:warehouse:a", depth=10_000, direction="BOTH"))["lineage"]
+    missing = (await gql(client, LINEAGE, id="dataset:warehouse:nope", depth=1, direction="BOTH"))[
+        "lineage"
+    ]
+    too_deep = (await gql(client, LINEAGE, id="dataset:warehouse:a", depth=10_000, direction="BOTH"))[
+        "lineage"
+    ]
     invalid = (await gql(client, LINEAGE, id="nope", depth=1, direction="BOTH"))["lineage"]
-    assert missing == {"__typename": "NotFoundError", "code": "node_not_found",
-                       "message": "Node 'dataset:warehouse:nope' not found."}
-    assert too_deep["__typename"] == "DepthTooLargeError" and too_deep["code"] == "lineage_depth_too_large"
-    maximum = await gql(client, '{ lineage(nodeId: "dataset:warehouse:a", depth: 10000) '
-                                "{ ... on DepthTooLargeError { maximum } } }")
+    assert missing == {
+        "__typename": "NotFoundError",
+        "code": "node_not_found",
+        "message": "Node 'dataset:warehouse:nope' not found.",
+    }
+    assert too_deep["__typename"] == "DepthTooLargeError"
+    assert too_deep["code"] == "lineage_depth_too_large"
+    maximum = await gql(
+        client,
+        '{ lineage(nodeId: "dataset:warehouse:a", depth: 10000) '
+        "{ ... on DepthTooLargeError { maximum } } }",
+    )
     assert maximum["lineage"]["maximum"] == settings.max_lineage_depth
-    assert invalid["__typename"] == "InvalidInputError" and invalid["code"] == "invalid_node_id"
+    assert invalid["__typename"] == "InvalidInputError"
+    assert invalid["code"] == "invalid_node_id"
 
 
 async def test_errors_carry_the_rest_codes(client):
@@ -247,11 +340,12 @@ async def test_unexpected_errors_are_masked(client, monkeypatch):
     body = await execute(client, "{ namespaces { name } }")
     error = body["errors"][0]
     assert error["extensions"]["code"] == "internal_error"
-    assert "secret" not in error["message"] and error["extensions"]["requestId"] in error["message"]
+    assert "secret" not in error["message"]
+    assert error["extensions"]["requestId"] in error["message"]
 
 
 async def test_deep_queries_are_refused(client):
-    deep = "{ dataset(namespace: \"a\", name: \"b\") { " + "runs { job { " * 8 + "id" + " } }" * 8 + " } }"
+    deep = '{ dataset(namespace: "a", name: "b") { ' + "runs { job { " * 8 + "id" + " } }" * 8 + " } }"
     body = await execute(client, deep)
     assert body["data"] is None
     assert body["errors"][0]["extensions"]["code"] == "query_too_deep"
@@ -262,10 +356,13 @@ async def test_costly_queries_are_refused(client):
     body = await execute(client, costly)
     assert body["data"] is None
     assert body["errors"][0]["extensions"]["code"] == "query_too_complex"
-    cheap_with_variables = """query($n: Int!) { datasets(first: $n) { nodes { runs(limit: 50) { id } } } }"""
+    cheap_with_variables = (
+        """query($n: Int!) { datasets(first: $n) { nodes { runs(limit: 50) { id } } } }"""
+    )
     assert "errors" not in await execute(client, cheap_with_variables, n=50)
     assert (await execute(client, cheap_with_variables, n=500))["errors"][0]["extensions"]["code"] == (
-        "query_too_complex")
+        "query_too_complex"
+    )
 
 
 async def test_too_many_aliases_are_refused(client):

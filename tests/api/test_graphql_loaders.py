@@ -62,9 +62,14 @@ GRAPH = """query($id: ID!) {
 
 async def fan_out(client, width):
     """One source read by `width` jobs, each writing its own dataset: 2 * width + 1 nodes."""
-    events = [run_event(f"job{i}", inputs=["source"],
-                        outputs=[dataset(f"out{i}", fields=[("id", "int"), ("value", "text")])])
-              for i in range(width)]
+    events = [
+        run_event(
+            f"job{i}",
+            inputs=["source"],
+            outputs=[dataset(f"out{i}", fields=[("id", "int"), ("value", "text")])],
+        )
+        for i in range(width)
+    ]
     response = await client.post("/api/v1/lineage", json=events)
     assert response.status_code == 201, response.text
 
@@ -81,8 +86,13 @@ async def test_lineage_cost_does_not_grow_with_the_graph(client, db, settings):
     await fan_out(client, 10)
     small, small_statements = await statements_for(db, settings, GRAPH, id="dataset:warehouse:source")
     assert len(small["lineage"]["nodes"]) == 21
-    await client.post("/graphql", json={"query": 'mutation { tagDataset(namespace: "warehouse", name: "out3", '
-                                                 'tag: "pii", field: "id") { __typename } }'})
+    await client.post(
+        "/graphql",
+        json={
+            "query": 'mutation { tagDataset(namespace: "warehouse", name: "out3", '
+            'tag: "pii", field: "id") { __typename } }'
+        },
+    )
 
     await fan_out(client, 100)  # jobs 0..99: 201 nodes
     large, large_statements = await statements_for(db, settings, GRAPH, id="dataset:warehouse:source")
@@ -103,5 +113,6 @@ async def test_catalog_page_cost_does_not_grow_with_the_page(client, db, setting
                  runs(limit: 1) { job { name tags { name } } } } } }"""
     few, few_statements = await statements_for(db, settings, query, n=5)
     many, many_statements = await statements_for(db, settings, query, n=60)
-    assert len(few["datasets"]["nodes"]) == 5 and len(many["datasets"]["nodes"]) == 60
+    assert len(few["datasets"]["nodes"]) == 5
+    assert len(many["datasets"]["nodes"]) == 60
     assert len(many_statements) == len(few_statements)

@@ -46,9 +46,22 @@ def start_server(database_url: str, log: Path) -> tuple[subprocess.Popen[bytes],
     env = {**os.environ, "HEADWATER_DATABASE_URL": database_url, "HEADWATER_POOL_MAX_SIZE": "4"}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "headwater.app:create_app", "--factory", "--host", "127.0.0.1",
-             "--port", str(port), "--log-level", "warning"],
-            env=env, stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "headwater.app:create_app",
+                "--factory",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     return process, f"http://127.0.0.1:{port}"
 
@@ -71,9 +84,11 @@ def wait_ready(process: subprocess.Popen[bytes], url: str, log: Path, timeout: f
 async def replicas(database_url, pool, tmp_path_factory):
     """Two server processes on the test database, started on a clean model."""
     async with pool.acquire() as conn:
-        await conn.execute("TRUNCATE raw_events, change_log, column_lineage, lineage_edges, run_datasets, "
-                           "run_states, runs, job_versions, jobs, dataset_versions, dataset_fields, dataset_aliases, "
-                           "datasets, sources, namespaces, tags CASCADE")
+        await conn.execute(
+            "TRUNCATE raw_events, change_log, column_lineage, lineage_edges, run_datasets, "
+            "run_states, runs, job_versions, jobs, dataset_versions, dataset_fields, dataset_aliases, "
+            "datasets, sources, namespaces, tags CASCADE"
+        )
     logs = [tmp_path_factory.mktemp("replica") / "server.log" for _ in range(2)]
     servers = [start_server(database_url, log) for log in logs]
     try:
@@ -122,8 +137,18 @@ async def subscribe(url: str, after: str | None = None, change_filter: dict | No
     async with websockets.connect(ws_url, subprotocols=["graphql-transport-ws"]) as ws:
         await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
-        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {
-            "query": CHANGES, "variables": {"after": after, "filter": change_filter}}}))
+        await ws.send(
+            json.dumps(
+                {
+                    "id": "1",
+                    "type": "subscribe",
+                    "payload": {
+                        "query": CHANGES,
+                        "variables": {"after": after, "filter": change_filter},
+                    },
+                }
+            )
+        )
         yield Subscriber(ws)
 
 
@@ -141,8 +166,10 @@ async def latest_cursor(url: str) -> str:
 
 
 async def logged_after(pool, cursor: str) -> list[tuple[str, str, str]]:
-    rows = await pool.fetch("SELECT change_id, kind, node_id FROM change_log WHERE change_id > $1 ORDER BY change_id",
-                            int(cursor))
+    rows = await pool.fetch(
+        "SELECT change_id, kind, node_id FROM change_log WHERE change_id > $1 ORDER BY change_id",
+        int(cursor),
+    )
     return [(str(r["change_id"]), r["kind"], r["node_id"]) for r in rows]
 
 
@@ -163,12 +190,19 @@ async def test_changes_cross_replicas_and_resume_from_a_cursor(replicas, pool):
         assert len(expected) >= 5
         first = await sub.take(len(expected))
         assert seen(first) == expected
-        assert {c["kind"] for c in first} >= {"DATASET_CREATED", "JOB_CREATED", "RUN_STATE_CHANGED",
-                                              "EDGES_ADDED", "JOB_VERSION_CHANGED"}
+        assert {c["kind"] for c in first} >= {
+            "DATASET_CREATED",
+            "JOB_CREATED",
+            "RUN_STATE_CHANGED",
+            "EDGES_ADDED",
+            "JOB_VERSION_CHANGED",
+        }
         edges = next(c for c in first if c["kind"] == "EDGES_ADDED")
-        assert edges["nodeType"] == "JOB" and edges["namespace"] == "pipelines"
+        assert edges["nodeType"] == "JOB"
+        assert edges["namespace"] == "pipelines"
         assert {"origin": "dataset:warehouse:orders_raw", "destination": "job:pipelines:extract"} in (
-            edges["details"]["edges"])
+            edges["details"]["edges"]
+        )
         await sub.nothing_more()
     last = first[-1]["cursor"]
 
@@ -217,8 +251,10 @@ async def test_closing_a_subscription_frees_it(db, settings):
     feed = ChangeFeed(db)
     await feed.start()
     scopes = LineageScopes(db, feed)
-    context = Context(state=State({"pool": db, "settings": settings, "feed": feed, "lineage_scopes": scopes}),
-                      loaders=Loaders(db))
+    context = Context(
+        state=State({"pool": db, "settings": settings, "feed": feed, "lineage_scopes": scopes}),
+        loaders=Loaders(db),
+    )
     variables = {"filter": {"upstreamOf": {"nodeId": "dataset:warehouse:x", "depth": 1}}}
     stream = await schema.subscribe(CHANGES, variable_values=variables, context_value=context)
     task = asyncio.create_task(anext(stream))

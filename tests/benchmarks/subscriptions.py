@@ -49,9 +49,24 @@ def start_replica(database_url: str, log: Path) -> tuple[subprocess.Popen[bytes]
     env = {**os.environ, "HEADWATER_DATABASE_URL": database_url}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "headwater.app:create_app", "--factory", "--host", "127.0.0.1",
-             "--port", str(port), "--log-level", "warning", "--ws-max-queue", "1024"],
-            env=env, stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "headwater.app:create_app",
+                "--factory",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--ws-max-queue",
+                "1024",
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     return process, f"http://127.0.0.1:{port}"
 
@@ -78,11 +93,23 @@ class Subscriber:
 
     async def run(self, url: str, stop: asyncio.Event) -> None:
         ws_url = url.replace("http://", "ws://") + "/graphql"
-        async with websockets.connect(ws_url, subprotocols=["graphql-transport-ws"], max_queue=None) as ws:
+        async with websockets.connect(
+            ws_url, subprotocols=["graphql-transport-ws"], max_queue=None
+        ) as ws:
             await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
             assert json.loads(await ws.recv())["type"] == "connection_ack"
-            await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {
-                "query": SUBSCRIPTION, "variables": {"filter": {"kinds": ["RUN_STATE_CHANGED"]}}}}))
+            await ws.send(
+                json.dumps(
+                    {
+                        "id": "1",
+                        "type": "subscribe",
+                        "payload": {
+                            "query": SUBSCRIPTION,
+                            "variables": {"filter": {"kinds": ["RUN_STATE_CHANGED"]}},
+                        },
+                    }
+                )
+            )
             self.ready.set()
             while not stop.is_set():
                 try:
@@ -145,7 +172,9 @@ async def main() -> int:
     parser.add_argument("--gap-ms", type=float, default=100)
     args = parser.parse_args()
 
-    server = os.environ.get("HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    server = os.environ.get(
+        "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+    )
     name = f"headwater_bench_subs_{uuid.uuid4().hex[:8]}"
     admin = await asyncpg.connect(server)
     await admin.execute(f'CREATE DATABASE "{name}"')
@@ -156,16 +185,22 @@ async def main() -> int:
         await migrate(conn)
         await conn.close()
         logs = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
-        (a, writer), (b, reader) = (start_replica(database_url, logs / "a.log"),
-                                    start_replica(database_url, logs / "b.log"))
+        (a, writer), (b, reader) = (
+            start_replica(database_url, logs / "a.log"),
+            start_replica(database_url, logs / "b.log"),
+        )
         replicas = [a, b]
         await wait_ready(writer)
         await wait_ready(reader)
-        latencies = sorted(await measure(writer, reader, args.subscribers, args.events, args.gap_ms / 1000))
+        latencies = sorted(
+            await measure(writer, reader, args.subscribers, args.events, args.gap_ms / 1000)
+        )
         p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
         print(f"{args.subscribers} subscribers on replica B, {args.events} events posted to replica A")
-        print(f"ingest 201 -> change at subscriber: median {statistics.median(latencies):.1f} ms, "
-              f"p95 {p95:.1f} ms, max {latencies[-1]:.1f} ms ({len(latencies)} deliveries)")
+        print(
+            f"ingest 201 -> change at subscriber: median {statistics.median(latencies):.1f} ms, "
+            f"p95 {p95:.1f} ms, max {latencies[-1]:.1f} ms ({len(latencies)} deliveries)"
+        )
     finally:
         for process in replicas:
             process.terminate()

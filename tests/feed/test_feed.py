@@ -11,8 +11,8 @@ import asyncpg
 import pytest
 
 from headwater.feed.hub import ChangeFeed
-from headwater.feed.log import ChangeRecord
 from headwater.feed.listener import ChangeListener
+from headwater.feed.log import ChangeRecord
 from headwater.store.changes import Change, insert_changes
 
 pytestmark = pytest.mark.db
@@ -30,7 +30,9 @@ async def commit(pool: asyncpg.Pool, *nodes: str) -> list[int]:
 
 
 @asynccontextmanager
-async def running_feed(pool: asyncpg.Pool, database_url: str, **kwargs: float) -> AsyncIterator[ChangeFeed]:
+async def running_feed(
+    pool: asyncpg.Pool, database_url: str, **kwargs: float
+) -> AsyncIterator[ChangeFeed]:
     feed = ChangeFeed(pool, **kwargs)  # type: ignore[arg-type]
     await feed.start()
     listener = ChangeListener(database_url, feed.notify)
@@ -61,7 +63,9 @@ async def test_subscribers_get_committed_changes_in_order(db: asyncpg.Pool, data
         assert await take(b, 3) == ["one", "two", "three"]
 
 
-async def test_later_id_waits_for_an_earlier_one_still_committing(db: asyncpg.Pool, database_url: str) -> None:
+async def test_later_id_waits_for_an_earlier_one_still_committing(
+    db: asyncpg.Pool, database_url: str
+) -> None:
     async with running_feed(db, database_url) as feed:
         sub = feed.subscribe()
         stream = sub.changes()
@@ -69,11 +73,14 @@ async def test_later_id_waits_for_an_earlier_one_still_committing(db: asyncpg.Po
         try:
             tx = slow.transaction()
             await tx.start()
-            await slow.execute("SELECT pg_current_xact_id()")  # the transaction has an xid, as ingest's do
+            await slow.execute(
+                "SELECT pg_current_xact_id()"
+            )  # the transaction has an xid, as ingest's do
             await insert_changes(slow, [change("first")])  # id 1, not committed yet
             await commit(db, "second")  # id 2, committed
             await asyncio.sleep(0.3)
-            assert feed.position == 0 and sub.queue == type(sub.queue)()
+            assert feed.position == 0
+            assert sub.queue == type(sub.queue)()
             await tx.commit()
         finally:
             await db.release(slow)
@@ -95,7 +102,9 @@ async def test_rolled_back_id_is_skipped_quickly(db: asyncpg.Pool, database_url:
         assert asyncio.get_running_loop().time() - started < 2
 
 
-async def test_replay_after_cursor_then_live_without_gap_or_repeat(db: asyncpg.Pool, database_url: str) -> None:
+async def test_replay_after_cursor_then_live_without_gap_or_repeat(
+    db: asyncpg.Pool, database_url: str
+) -> None:
     ids = await commit(db, "a", "b", "c")
     async with running_feed(db, database_url) as feed:
         sub = feed.subscribe(after=ids[0]).changes()
@@ -105,7 +114,9 @@ async def test_replay_after_cursor_then_live_without_gap_or_repeat(db: asyncpg.P
         assert await take(sub, 1) == ["e"]
 
 
-async def test_slow_subscriber_rereads_from_the_log_and_others_keep_pace(db: asyncpg.Pool, database_url: str) -> None:
+async def test_slow_subscriber_rereads_from_the_log_and_others_keep_pace(
+    db: asyncpg.Pool, database_url: str
+) -> None:
     async with running_feed(db, database_url, queue_size=3, page_size=4) as feed:
         slow_sub = feed.subscribe()
         slow, fast = slow_sub.changes(), feed.subscribe().changes()

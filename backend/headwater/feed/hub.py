@@ -189,15 +189,20 @@ class ChangeFeed:
             del self._gaps[nxt]
             self.position = nxt
 
-    def _rolled_back(self, change_id: int, snapshot: Snapshot, oldest_writer: int | None, now: float) -> bool:
+    def _rolled_back(
+        self, change_id: int, snapshot: Snapshot, oldest_writer: int | None, now: float
+    ) -> bool:
         gap = self._gaps[change_id]
         if snapshot.xmin >= gap.xmax:
             return True  # no transaction that was running when it was missed is running now
         if gap.pump < self._pumps and (oldest_writer is None or oldest_writer >= gap.xmax):
             return True  # nothing that could own it still writes in this database
         if now - gap.missed_at >= self.gap_timeout:
-            logger.warning("change %d was not committed within %.0fs; going on without it",
-                           change_id, self.gap_timeout)
+            logger.warning(
+                "change %d was not committed within %.0fs; going on without it",
+                change_id,
+                self.gap_timeout,
+            )
             return True
         return False
 

@@ -109,7 +109,9 @@ class ChangeListener:
             except Exception as exc:
                 self._attempted.set()
                 await self._disconnect()
-                logger.warning("change listener connection failed (%s); reconnecting in %.2fs", exc, backoff)
+                logger.warning(
+                    "change listener connection failed (%s); reconnecting in %.2fs", exc, backoff
+                )
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
             finally:

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 
 
 # Kinds whose change adds or removes lineage edges.
-EDGE_KINDS = frozenset({"EDGES_ADDED", "JOB_VERSION_CHANGED", "MANUAL_EDGE_ADDED", "MANUAL_EDGE_REMOVED"})
+EDGE_KINDS = frozenset(
+    {"EDGES_ADDED", "JOB_VERSION_CHANGED", "MANUAL_EDGE_ADDED", "MANUAL_EDGE_REMOVED"}
+)
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,15 @@ class Snapshot:
 
 
 def _change(r: Any) -> ChangeRecord:
-    return ChangeRecord(r["change_id"], r["kind"], r["node_id"], r["namespace"], r["at"], r["details"] or {},
-                        r["created_at"])
+    return ChangeRecord(
+        r["change_id"],
+        r["kind"],
+        r["node_id"],
+        r["namespace"],
+        r["at"],
+        r["details"] or {},
+        r["created_at"],
+    )
 
 
 async def fetch_latest_change_id(conn: asyncpg.Connection) -> int:
@@ -72,6 +81,8 @@ async def fetch_oldest_running_xid(conn: asyncpg.Connection) -> int | None:
     return oldest
 
 
-async def fetch_changes_between(conn: asyncpg.Connection, after: int, upto: int, limit: int) -> list[ChangeRecord]:
+async def fetch_changes_between(
+    conn: asyncpg.Connection, after: int, upto: int, limit: int
+) -> list[ChangeRecord]:
     """Up to ``limit`` changes with ``after < id <= upto``, in id order."""
     return [_change(r) for r in await conn.fetch(QUERIES["fetch_changes_between"], after, upto, limit)]

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from headwater.feed.hub import ChangeFeed
     from headwater.feed.log import ChangeRecord
 
+
 @dataclass(frozen=True)
 class ScopeSpec:
     """The nodes within ``depth`` jobs of ``node_id`` in ``direction``."""
@@ -88,7 +89,9 @@ class LineageScopes:
     async def _compute(self, spec: ScopeSpec) -> tuple[frozenset[str], bool]:
         try:
             async with self.pool.acquire() as conn:
-                graph = await fetch_lineage(conn, [spec.node_id], depth=spec.depth, direction=spec.direction)
+                graph = await fetch_lineage(
+                    conn, [spec.node_id], depth=spec.depth, direction=spec.direction
+                )
         except NodeNotFoundError:
             return frozenset({spec.node_id}), True
         return frozenset({spec.node_id, *(n.id for n in graph.nodes)}), False

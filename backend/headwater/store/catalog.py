@@ -165,39 +165,82 @@ def _filter_args(f: NodeFilter) -> tuple[str | None, str | None, bool]:
 
 def _dataset(r: Any) -> DatasetRecord:
     return DatasetRecord(
-        r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], r["source_name"], r["description"],
-        r["facets"] or {}, r["created_at"], r["updated_at"], r["current_version_uuid"], r["current_version_at"],
+        r["dataset_uuid"],
+        r["node_id"],
+        r["namespace"],
+        r["name"],
+        r["source_name"],
+        r["description"],
+        r["facets"] or {},
+        r["created_at"],
+        r["updated_at"],
+        r["current_version_uuid"],
+        r["current_version_at"],
         r["deleted_at"],
     )
 
 
 def _job(r: Any) -> JobRecord:
     return JobRecord(
-        r["job_uuid"], r["node_id"], r["namespace"], r["name"], r["parent_job_uuid"], r["job_type"],
-        r["description"], r["facets"] or {}, r["created_at"], r["updated_at"], r["current_version_uuid"],
-        r["latest_run_uuid"], r["deleted_at"], r["manual"],
+        r["job_uuid"],
+        r["node_id"],
+        r["namespace"],
+        r["name"],
+        r["parent_job_uuid"],
+        r["job_type"],
+        r["description"],
+        r["facets"] or {},
+        r["created_at"],
+        r["updated_at"],
+        r["current_version_uuid"],
+        r["latest_run_uuid"],
+        r["deleted_at"],
+        r["manual"],
     )
 
 
 def _run(r: Any) -> RunRecord:
     return RunRecord(
-        r["run_uuid"], r["job_uuid"], r["job_version_uuid"], r["parent_run_uuid"], r["root_run_uuid"],
-        r["current_state"], r["current_state_at"], r["started_at"], r["ended_at"], r["nominal_start_time"],
-        r["nominal_end_time"], r["error_message"], r["facets"] or {}, r["created_at"], r["updated_at"],
+        r["run_uuid"],
+        r["job_uuid"],
+        r["job_version_uuid"],
+        r["parent_run_uuid"],
+        r["root_run_uuid"],
+        r["current_state"],
+        r["current_state_at"],
+        r["started_at"],
+        r["ended_at"],
+        r["nominal_start_time"],
+        r["nominal_end_time"],
+        r["error_message"],
+        r["facets"] or {},
+        r["created_at"],
+        r["updated_at"],
     )
 
 
 def _dataset_version(r: Any) -> DatasetVersionRecord:
     return DatasetVersionRecord(
-        r["dataset_version_uuid"], r["dataset_uuid"], r["version"], r["schema_fields"], r["storage_version"],
-        r["created_by_run_uuid"], r["created_at"],
+        r["dataset_version_uuid"],
+        r["dataset_uuid"],
+        r["version"],
+        r["schema_fields"],
+        r["storage_version"],
+        r["created_by_run_uuid"],
+        r["created_at"],
     )
 
 
 def _job_version(r: Any) -> JobVersionRecord:
     return JobVersionRecord(
-        r["job_version_uuid"], r["job_uuid"], r["version"], list(r["input_uuids"]), list(r["output_uuids"]),
-        r["code_hash"], r["created_by_run_uuid"], r["created_at"],
+        r["job_version_uuid"],
+        r["job_uuid"],
+        r["version"],
+        list(r["input_uuids"]),
+        list(r["output_uuids"]),
+        r["code_hash"],
+        r["created_by_run_uuid"],
+        r["created_at"],
     )
 
 
@@ -210,7 +253,9 @@ async def list_namespaces(conn: asyncpg.Connection) -> list[NamespaceRecord]:
     return [NamespaceRecord(r["name"], r["created_at"], r["updated_at"]) for r in rows]
 
 
-async def fetch_namespaces_by_names(conn: asyncpg.Connection, names: list[str]) -> dict[str, NamespaceRecord]:
+async def fetch_namespaces_by_names(
+    conn: asyncpg.Connection, names: list[str]
+) -> dict[str, NamespaceRecord]:
     """Namespaces by name; unknown names are absent."""
     rows = await conn.fetch(QUERIES["fetch_namespaces_by_names"], names)
     return {r["name"]: NamespaceRecord(r["name"], r["created_at"], r["updated_at"]) for r in rows}
@@ -223,23 +268,36 @@ async def fetch_datasets_by_keys(
     conn: asyncpg.Connection, keys: list[tuple[str, str]]
 ) -> dict[tuple[str, str], DatasetRecord]:
     """Datasets by (namespace, name) as asked; an alias finds its dataset."""
-    rows = await conn.fetch(QUERIES["fetch_datasets_by_keys"], [k[0] for k in keys], [k[1] for k in keys])
+    rows = await conn.fetch(
+        QUERIES["fetch_datasets_by_keys"], [k[0] for k in keys], [k[1] for k in keys]
+    )
     return {(r["asked_namespace"], r["asked_name"]): _dataset(r) for r in rows}
 
 
-async def fetch_datasets_by_uuids(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> dict[uuid.UUID, DatasetRecord]:
+async def fetch_datasets_by_uuids(
+    conn: asyncpg.Connection, uuids: list[uuid.UUID]
+) -> dict[uuid.UUID, DatasetRecord]:
     """Datasets by uuid."""
     rows = await conn.fetch(QUERIES["fetch_datasets_by_uuids"], uuids)
     return {r["dataset_uuid"]: _dataset(r) for r in rows}
 
 
 async def page_datasets(
-    conn: asyncpg.Connection, f: NodeFilter, *, after: tuple[str, str] | None, limit: int, offset: int = 0
+    conn: asyncpg.Connection,
+    f: NodeFilter,
+    *,
+    after: tuple[str, str] | None,
+    limit: int,
+    offset: int = 0,
 ) -> list[DatasetRecord]:
     """Datasets by (namespace, name), after a keyset and/or an offset."""
     rows = await conn.fetch(
-        QUERIES["page_datasets"], *_filter_args(f), after[0] if after else None, after[1] if after else None,
-        limit, offset,
+        QUERIES["page_datasets"],
+        *_filter_args(f),
+        after[0] if after else None,
+        after[1] if after else None,
+        limit,
+        offset,
     )
     return [_dataset(r) for r in rows]
 
@@ -255,8 +313,9 @@ async def fetch_fields_by_datasets(
     """The current fields of datasets, in schema order."""
     out: dict[uuid.UUID, list[FieldRecord]] = {u: [] for u in uuids}
     for r in await conn.fetch(QUERIES["fetch_fields_by_datasets"], uuids):
-        out[r["dataset_uuid"]].append(FieldRecord(r["dataset_uuid"], r["name"], r["type"], r["description"],
-                                                  r["position"]))
+        out[r["dataset_uuid"]].append(
+            FieldRecord(r["dataset_uuid"], r["name"], r["type"], r["description"], r["position"])
+        )
     return out
 
 
@@ -299,19 +358,25 @@ async def set_dataset_deleted(
 # -- jobs and runs ------------------------------------------------------------------------------
 
 
-async def fetch_jobs_by_keys(conn: asyncpg.Connection, keys: list[tuple[str, str]]) -> dict[tuple[str, str], JobRecord]:
+async def fetch_jobs_by_keys(
+    conn: asyncpg.Connection, keys: list[tuple[str, str]]
+) -> dict[tuple[str, str], JobRecord]:
     """Jobs by (namespace, name)."""
     rows = await conn.fetch(QUERIES["fetch_jobs_by_keys"], [k[0] for k in keys], [k[1] for k in keys])
     return {(r["namespace"], r["name"]): _job(r) for r in rows}
 
 
-async def fetch_jobs_by_uuids(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> dict[uuid.UUID, JobRecord]:
+async def fetch_jobs_by_uuids(
+    conn: asyncpg.Connection, uuids: list[uuid.UUID]
+) -> dict[uuid.UUID, JobRecord]:
     """Jobs by uuid."""
     rows = await conn.fetch(QUERIES["fetch_jobs_by_uuids"], uuids)
     return {r["job_uuid"]: _job(r) for r in rows}
 
 
-async def fetch_child_jobs(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> dict[uuid.UUID, list[JobRecord]]:
+async def fetch_child_jobs(
+    conn: asyncpg.Connection, uuids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[JobRecord]]:
     """The jobs whose parent is each of the given jobs."""
     out: dict[uuid.UUID, list[JobRecord]] = {u: [] for u in uuids}
     for r in await conn.fetch(QUERIES["fetch_child_jobs"], uuids):
@@ -320,12 +385,21 @@ async def fetch_child_jobs(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> 
 
 
 async def page_jobs(
-    conn: asyncpg.Connection, f: NodeFilter, *, after: tuple[str, str] | None, limit: int, offset: int = 0
+    conn: asyncpg.Connection,
+    f: NodeFilter,
+    *,
+    after: tuple[str, str] | None,
+    limit: int,
+    offset: int = 0,
 ) -> list[JobRecord]:
     """Jobs by (namespace, name), after a keyset and/or an offset."""
     rows = await conn.fetch(
-        QUERIES["page_jobs"], *_filter_args(f), after[0] if after else None, after[1] if after else None,
-        limit, offset,
+        QUERIES["page_jobs"],
+        *_filter_args(f),
+        after[0] if after else None,
+        after[1] if after else None,
+        limit,
+        offset,
     )
     return [_job(r) for r in rows]
 
@@ -353,7 +427,9 @@ async def fetch_job_versions_by_uuids(
     return {r["job_version_uuid"]: _job_version(r) for r in rows}
 
 
-async def fetch_runs_by_uuids(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> dict[uuid.UUID, RunRecord]:
+async def fetch_runs_by_uuids(
+    conn: asyncpg.Connection, uuids: list[uuid.UUID]
+) -> dict[uuid.UUID, RunRecord]:
     """Runs by uuid."""
     rows = await conn.fetch(QUERIES["fetch_runs_by_uuids"], uuids)
     return {r["run_uuid"]: _run(r) for r in rows}
@@ -369,14 +445,20 @@ async def fetch_runs_by_jobs(
     """The latest ``limit`` runs of each job, newest first; older than ``before`` when given."""
     out: dict[uuid.UUID, list[RunRecord]] = {u: [] for u in uuids}
     rows = await conn.fetch(
-        QUERIES["fetch_runs_by_jobs"], uuids, limit, before[0] if before else None, before[1] if before else None
+        QUERIES["fetch_runs_by_jobs"],
+        uuids,
+        limit,
+        before[0] if before else None,
+        before[1] if before else None,
     )
     for r in rows:
         out[r["job_uuid"]].append(_run(r))
     return out
 
 
-async def page_job_runs(conn: asyncpg.Connection, job_uuid: uuid.UUID, *, limit: int, offset: int) -> list[RunRecord]:
+async def page_job_runs(
+    conn: asyncpg.Connection, job_uuid: uuid.UUID, *, limit: int, offset: int
+) -> list[RunRecord]:
     """One page of a job's runs, newest first."""
     return [_run(r) for r in await conn.fetch(QUERIES["page_job_runs"], job_uuid, limit, offset)]
 
@@ -386,7 +468,9 @@ async def count_job_runs(conn: asyncpg.Connection, job_uuid: uuid.UUID) -> int:
     return int(await conn.fetchval(QUERIES["count_job_runs"], job_uuid))
 
 
-async def fetch_run_states(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> dict[uuid.UUID, list[RunStateRecord]]:
+async def fetch_run_states(
+    conn: asyncpg.Connection, uuids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[RunStateRecord]]:
     """Every state transition of runs, oldest first."""
     out: dict[uuid.UUID, list[RunStateRecord]] = {u: [] for u in uuids}
     for r in await conn.fetch(QUERIES["fetch_run_states"], uuids):
@@ -400,8 +484,9 @@ async def fetch_run_datasets_by_runs(
     """The datasets each run read and wrote."""
     out: dict[uuid.UUID, list[RunDatasetRecord]] = {u: [] for u in uuids}
     for r in await conn.fetch(QUERIES["fetch_run_datasets_by_runs"], uuids):
-        out[r["run_uuid"]].append(RunDatasetRecord(r["run_uuid"], r["dataset_uuid"], r["direction"],
-                                                   r["dataset_version_uuid"]))
+        out[r["run_uuid"]].append(
+            RunDatasetRecord(r["run_uuid"], r["dataset_uuid"], r["direction"], r["dataset_version_uuid"])
+        )
     return out
 
 
@@ -429,7 +514,9 @@ async def search_nodes(
     limit: int = 20,
 ) -> list[SearchHit]:
     """Datasets and jobs whose name contains ``text``, best matches first unless sorted otherwise."""
-    rows = await conn.fetch(QUERIES["search_nodes"], like_fragment(text), namespace, limit, text, kind, sort)
+    rows = await conn.fetch(
+        QUERIES["search_nodes"], like_fragment(text), namespace, limit, text, kind, sort
+    )
     return [SearchHit(r["kind"], r["namespace"], r["name"], r["updated_at"]) for r in rows]
 
 

@@ -31,7 +31,9 @@ class LineageEdgeExistsError(AppError):
     title = "Edge exists"
 
     def __init__(self, origin: str, destination: str) -> None:
-        super().__init__(f"An observed edge '{origin}' -> '{destination}' already exists; it cannot be declared.")
+        super().__init__(
+            f"An observed edge '{origin}' -> '{destination}' already exists; it cannot be declared."
+        )
 
 
 class ManualEdgeNotFoundError(NotFoundError):
@@ -88,7 +90,10 @@ class ManualEdgeRecord:
 async def fetch_node_refs(conn: asyncpg.Connection, node_ids: list[int]) -> dict[int, NodeRef]:
     """The dataset or job behind each graph node id."""
     rows = await conn.fetch(QUERIES["fetch_node_refs"], node_ids)
-    return {r["node_id"]: NodeRef(r["node_id"], r["node_type"], r["uuid"], r["namespace"], r["name"]) for r in rows}
+    return {
+        r["node_id"]: NodeRef(r["node_id"], r["node_type"], r["uuid"], r["namespace"], r["name"])
+        for r in rows
+    }
 
 
 async def fetch_manual_edges_of_jobs(
@@ -96,11 +101,20 @@ async def fetch_manual_edges_of_jobs(
 ) -> dict[tuple[str, str], list[ManualEdgeRecord]]:
     """The manual edges of jobs (namespace, name), current or valid at ``as_of``."""
     out: dict[tuple[str, str], list[ManualEdgeRecord]] = {j: [] for j in jobs}
-    rows = await conn.fetch(QUERIES["fetch_manual_edges_of_jobs"], [j[0] for j in jobs], [j[1] for j in jobs], as_of)
+    rows = await conn.fetch(
+        QUERIES["fetch_manual_edges_of_jobs"], [j[0] for j in jobs], [j[1] for j in jobs], as_of
+    )
     for r in rows:
         out[(r["job_namespace"], r["job_name"])].append(
-            ManualEdgeRecord(r["job_namespace"], r["job_name"], r["edge_type"], r["dataset_namespace"],
-                             r["dataset_name"], r["description"], r["valid_from"])
+            ManualEdgeRecord(
+                r["job_namespace"],
+                r["job_name"],
+                r["edge_type"],
+                r["dataset_namespace"],
+                r["dataset_name"],
+                r["description"],
+                r["valid_from"],
+            )
         )
     return out
 
@@ -131,7 +145,9 @@ async def _open_edge(
 ) -> bool:
     """Open a manual edge; False when the same manual edge is open already. Observed ones conflict."""
     s, d, job_uuid, dataset_uuid, edge_type = _graph_edge(src, dst)
-    if await conn.fetchval(QUERIES["insert_manual_edge"], s, d, job_uuid, dataset_uuid, edge_type, description, at):
+    if await conn.fetchval(
+        QUERIES["insert_manual_edge"], s, d, job_uuid, dataset_uuid, edge_type, description, at
+    ):
         return True
     existing = await conn.fetchrow(QUERIES["fetch_open_edge"], s, d)
     if existing is not None and not existing["manual"]:
@@ -139,20 +155,34 @@ async def _open_edge(
     return False
 
 
-async def _manual_job(conn: asyncpg.Connection, destination: NodeRef, at: dt.datetime) -> tuple[NodeRef, bool]:
+async def _manual_job(
+    conn: asyncpg.Connection, destination: NodeRef, at: dt.datetime
+) -> tuple[NodeRef, bool]:
     name = MANUAL_JOB_PREFIX + destination.name
     row = await conn.fetchrow(
-        QUERIES["upsert_manual_job"], destination.namespace, name,
-        f"Declared lineage into '{destination.namespace}'.'{destination.name}'.", at,
+        QUERIES["upsert_manual_job"],
+        destination.namespace,
+        name,
+        f"Declared lineage into '{destination.namespace}'.'{destination.name}'.",
+        at,
     )
     assert row is not None
     if not row["manual"]:
-        raise InvalidRequestError(f"Job '{destination.namespace}'.'{name}' exists and was not declared by hand.")
-    return NodeRef(row["node_id"], "JOB", row["job_uuid"], destination.namespace, name), bool(row["created"])
+        raise InvalidRequestError(
+            f"Job '{destination.namespace}'.'{name}' exists and was not declared by hand."
+        )
+    return NodeRef(row["node_id"], "JOB", row["job_uuid"], destination.namespace, name), bool(
+        row["created"]
+    )
 
 
 async def add_manual_edge(
-    conn: asyncpg.Connection, origin: NodeRef, destination: NodeRef, *, description: str | None, at: dt.datetime
+    conn: asyncpg.Connection,
+    origin: NodeRef,
+    destination: NodeRef,
+    *,
+    description: str | None,
+    at: dt.datetime,
 ) -> ManualEdge:
     """Declare origin -> destination (dataset -> job, job -> dataset or dataset -> dataset).
 
@@ -172,9 +202,13 @@ async def add_manual_edge(
             job, hops = None, [(origin, destination)]
         opened = [(s.id, d.id) for s, d in hops if await _open_edge(conn, s, d, description, at)]
         if opened:
-            changes.append(_edge_change("MANUAL_EDGE_ADDED", origin, destination, job, opened, description, at))
+            changes.append(
+                _edge_change("MANUAL_EDGE_ADDED", origin, destination, job, opened, description, at)
+            )
         await insert_changes(conn, changes)
-    return ManualEdge(origin.id, destination.id, job, [(s.id, d.id) for s, d in hops], changed=bool(opened))
+    return ManualEdge(
+        origin.id, destination.id, job, [(s.id, d.id) for s, d in hops], changed=bool(opened)
+    )
 
 
 async def remove_manual_edge(
@@ -197,14 +231,19 @@ async def remove_manual_edge(
             first = (origin, job)
         else:
             first = (origin, destination)
-        if await conn.fetchrow(QUERIES["close_manual_edge"], first[0].node_id, first[1].node_id, at) is None:
+        if (
+            await conn.fetchrow(QUERIES["close_manual_edge"], first[0].node_id, first[1].node_id, at)
+            is None
+        ):
             raise ManualEdgeNotFoundError(origin.id, destination.id)
         closed = [(first[0].id, first[1].id)]
         if job is not None and not await conn.fetchval(QUERIES["count_open_manual_reads"], job.uuid):
             if await conn.fetch(QUERIES["close_manual_job_writes"], job.uuid, at):
                 closed.append((job.id, destination.id))
             await conn.execute(QUERIES["retire_manual_job"], job.uuid, at)
-        await insert_changes(conn, [_edge_change("MANUAL_EDGE_REMOVED", origin, destination, job, closed, None, at)])
+        await insert_changes(
+            conn, [_edge_change("MANUAL_EDGE_REMOVED", origin, destination, job, closed, None, at)]
+        )
     return ManualEdge(origin.id, destination.id, job, closed, changed=True)
 
 

@@ -37,7 +37,9 @@ class TagRecord:
 
 
 def _tag(r: Any, tagged: bool = True) -> TagRecord:
-    return TagRecord(r["tag_uuid"], r["name"], r["description"], r["created_at"], r["tagged_at"] if tagged else None)
+    return TagRecord(
+        r["tag_uuid"], r["name"], r["description"], r["created_at"], r["tagged_at"] if tagged else None
+    )
 
 
 def check_tag_name(name: str) -> str:
@@ -54,7 +56,9 @@ async def list_tags(conn: asyncpg.Connection) -> list[TagRecord]:
     return [_tag(r, tagged=False) for r in await conn.fetch(QUERIES["list_tags"])]
 
 
-async def fetch_dataset_tags(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> dict[uuid.UUID, list[TagRecord]]:
+async def fetch_dataset_tags(
+    conn: asyncpg.Connection, uuids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[TagRecord]]:
     """The tags of each dataset, by name."""
     out: dict[uuid.UUID, list[TagRecord]] = {u: [] for u in uuids}
     for r in await conn.fetch(QUERIES["fetch_dataset_tags"], uuids):
@@ -72,7 +76,9 @@ async def fetch_dataset_field_tags(
     return out
 
 
-async def fetch_job_tags(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> dict[uuid.UUID, list[TagRecord]]:
+async def fetch_job_tags(
+    conn: asyncpg.Connection, uuids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[TagRecord]]:
     """The tags of each job, by name."""
     out: dict[uuid.UUID, list[TagRecord]] = {u: [] for u in uuids}
     for r in await conn.fetch(QUERIES["fetch_job_tags"], uuids):
@@ -80,7 +86,9 @@ async def fetch_job_tags(conn: asyncpg.Connection, uuids: list[uuid.UUID]) -> di
     return out
 
 
-async def _tag_for(conn: asyncpg.Connection, name: str, description: str | None, *, create: bool) -> TagRecord | None:
+async def _tag_for(
+    conn: asyncpg.Connection, name: str, description: str | None, *, create: bool
+) -> TagRecord | None:
     if create:
         row = await conn.fetchrow(QUERIES["upsert_tag"], name, description)
     else:
@@ -106,7 +114,9 @@ async def set_dataset_tag(
     """
     check_tag_name(tag)
     async with conn.transaction():
-        dataset = (await catalog.fetch_datasets_by_keys(conn, [(namespace, name)])).get((namespace, name))
+        dataset = (await catalog.fetch_datasets_by_keys(conn, [(namespace, name)])).get(
+            (namespace, name)
+        )
         if dataset is None:
             raise DatasetNotFoundError(namespace, name)
         if field is not None and not await conn.fetchval(
@@ -151,15 +161,23 @@ async def set_job_tag(
         changed = False
         if record is not None:
             if tagged:
-                changed = await conn.fetchrow(QUERIES["insert_job_tag"], job.job_uuid, record.tag_uuid, at) is not None
+                changed = (
+                    await conn.fetchrow(QUERIES["insert_job_tag"], job.job_uuid, record.tag_uuid, at)
+                    is not None
+                )
             else:
-                changed = await conn.fetchrow(QUERIES["delete_job_tag"], job.job_uuid, record.tag_uuid) is not None
+                changed = (
+                    await conn.fetchrow(QUERIES["delete_job_tag"], job.job_uuid, record.tag_uuid)
+                    is not None
+                )
         if changed:
             node = format_node_id("JOB", job.namespace, job.name)
             await insert_changes(conn, [_tag_change(node, job.namespace, tag, tagged, None, at)])
     return job
 
 
-def _tag_change(node: str, namespace: str, tag: str, tagged: bool, field: str | None, at: dt.datetime) -> Change:
+def _tag_change(
+    node: str, namespace: str, tag: str, tagged: bool, field: str | None, at: dt.datetime
+) -> Change:
     action: Literal["ADDED", "REMOVED"] = "ADDED" if tagged else "REMOVED"
     return Change("TAG_CHANGED", node, namespace, at, {"tag": tag, "action": action, "field": field})

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     import asyncpg
+
     from headwater.feed.hub import ChangeFeed
     from headwater.feed.scopes import LineageScopes
     from headwater.settings import Settings

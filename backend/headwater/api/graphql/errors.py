@@ -40,8 +40,11 @@ def annotate_error(error: GraphQLError) -> None:
         error.message = cause.message
     elif cause is None or isinstance(cause, GraphQLError | StrawberryGraphQLError):
         if "code" not in extensions:
-            extensions["code"] = "graphql_parse_failed" if isinstance(error, GraphQLSyntaxError) else (
-                "graphql_validation_failed")
+            extensions["code"] = (
+                "graphql_parse_failed"
+                if isinstance(error, GraphQLSyntaxError)
+                else ("graphql_validation_failed")
+            )
     elif is_database_unavailable(cause):
         extensions["code"] = "database_unavailable"
         error.message = f"The database is unavailable: {type(cause).__name__}. Retry later."
@@ -56,7 +59,11 @@ def annotate_error(error: GraphQLError) -> None:
 class HeadwaterSchema(strawberry.Schema):
     """The schema, with every error given a code before it is returned or logged."""
 
-    def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
+    def process_errors(
+        self,
+        errors: list[GraphQLError],
+        execution_context: ExecutionContext | None = None,  # noqa: ARG002
+    ) -> None:
         for error in errors:
             annotate_error(error)
             if error.extensions and error.extensions.get("code") == "internal_error":

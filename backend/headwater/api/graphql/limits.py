@@ -27,7 +27,12 @@ from graphql import (
     VariableNode,
     get_named_type,
 )
-from strawberry.extensions import AddValidationRules, MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+from strawberry.extensions import (
+    AddValidationRules,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    QueryDepthLimiter,
+)
 from strawberry.extensions.base_extension import SchemaExtension
 
 from headwater.errors import InvalidRequestError
@@ -44,8 +49,10 @@ class QueryTooComplexError(InvalidRequestError):
     code = "query_too_complex"
 
     def __init__(self, cost: int, maximum: int) -> None:
-        super().__init__(f"The operation may resolve about {cost} objects; the maximum is {maximum}. "
-                         "Ask for smaller pages or fewer nested lists.")
+        super().__init__(
+            f"The operation may resolve about {cost} objects; the maximum is {maximum}. "
+            "Ask for smaller pages or fewer nested lists."
+        )
 
 
 class _CodedContext:
@@ -120,16 +127,26 @@ def operation_cost(
                 factor = 1
             count = multiplier * max(factor, 1) if isinstance(output, GraphQLList) else multiplier
             total += count
-            total += operation_cost(schema, sel.selection_set, get_named_type(field.type), fragments, variables,
-                                    multiplier * max(factor, 1), paged=page is not None
-                                    and not isinstance(output, GraphQLList))
+            total += operation_cost(
+                schema,
+                sel.selection_set,
+                get_named_type(field.type),
+                fragments,
+                variables,
+                multiplier * max(factor, 1),
+                paged=page is not None and not isinstance(output, GraphQLList),
+            )
         elif isinstance(sel, InlineFragmentNode):
             target = schema.get_type(sel.type_condition.name.value) if sel.type_condition else parent
-            total += operation_cost(schema, sel.selection_set, target, fragments, variables, multiplier, paged)
+            total += operation_cost(
+                schema, sel.selection_set, target, fragments, variables, multiplier, paged
+            )
         elif isinstance(sel, FragmentSpreadNode) and sel.name.value in fragments:
             fragment = fragments[sel.name.value]
             target = schema.get_type(fragment.type_condition.name.value)
-            total += operation_cost(schema, fragment.selection_set, target, fragments, variables, multiplier, paged)
+            total += operation_cost(
+                schema, fragment.selection_set, target, fragments, variables, multiplier, paged
+            )
     return total
 
 
@@ -144,7 +161,9 @@ class CostLimiter(SchemaExtension):
         document = ctx.graphql_document
         if document is not None:
             schema = ctx.schema._schema
-            fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+            fragments = {
+                d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+            }
             for op in document.definitions:
                 if not isinstance(op, OperationDefinitionNode):
                     continue

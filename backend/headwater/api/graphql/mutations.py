@@ -26,14 +26,16 @@ from headwater.store import catalog, manual_lineage, tags
 
 DatasetResult = Annotated[Dataset | NotFound | InvalidInput, strawberry.union("DatasetResult")]
 JobResult = Annotated[Job | NotFound | InvalidInput, strawberry.union("JobResult")]
-ManualEdgeResult = Annotated[ManualEdge | NotFound | InvalidInput | Conflict, strawberry.union("ManualEdgeResult")]
+ManualEdgeResult = Annotated[
+    ManualEdge | NotFound | InvalidInput | Conflict, strawberry.union("ManualEdgeResult")
+]
 
 
 class CanWrite(BasePermission):
     """With an API key configured, writes need `Authorization: Bearer <key>`."""
 
     message = "Missing or wrong API key: send 'Authorization: Bearer <key>'."
-    error_extensions = {"code": "unauthorized"}  # noqa: RUF012 - strawberry reads it from the class
+    error_extensions = {"code": "unauthorized"}
 
     def has_permission(self, source: Any, info: Info, **kwargs: Any) -> bool:  # noqa: ARG002
         key = info.context.settings.api_key
@@ -53,50 +55,80 @@ def _mutation(description: str) -> Any:
     return strawberry.mutation(permission_classes=[CanWrite], description=description)
 
 
-async def _dataset_tag(info: Info, namespace: str, name: str, tag: str, *, tagged: bool, field: str | None,
-                       description: str | None) -> Any:
+async def _dataset_tag(
+    info: Info,
+    namespace: str,
+    name: str,
+    tag: str,
+    *,
+    tagged: bool,
+    field: str | None,
+    description: str | None,
+) -> Any:
     try:
         async with info.context.pool.acquire() as conn:
-            record = await tags.set_dataset_tag(conn, namespace, name, tag, tagged=tagged, field=field,
-                                                description=description, at=_now())
+            record = await tags.set_dataset_tag(
+                conn,
+                namespace,
+                name,
+                tag,
+                tagged=tagged,
+                field=field,
+                description=description,
+                at=_now(),
+            )
     except AppError as exc:
         return problem_from_error(exc)
     return Dataset.from_record(record)
 
 
-async def _job_tag(info: Info, namespace: str, name: str, tag: str, *, tagged: bool, description: str | None) -> Any:
+async def _job_tag(
+    info: Info, namespace: str, name: str, tag: str, *, tagged: bool, description: str | None
+) -> Any:
     try:
         async with info.context.pool.acquire() as conn:
-            record = await tags.set_job_tag(conn, namespace, name, tag, tagged=tagged, description=description,
-                                            at=_now())
+            record = await tags.set_job_tag(
+                conn, namespace, name, tag, tagged=tagged, description=description, at=_now()
+            )
     except AppError as exc:
         return problem_from_error(exc)
     return Job.from_record(record)
 
 
-async def _manual_edge(info: Info, origin: str, destination: str, *, add: bool, description: str | None) -> Any:
+async def _manual_edge(
+    info: Info, origin: str, destination: str, *, add: bool, description: str | None
+) -> Any:
     try:
         async with info.context.pool.acquire() as conn:
             roots = [await resolve_root(conn, origin), await resolve_root(conn, destination)]
             refs = await manual_lineage.fetch_node_refs(conn, [r.node_id for r in roots])
             ends = (refs[roots[0].node_id], refs[roots[1].node_id])
             if add:
-                edge = await manual_lineage.add_manual_edge(conn, *ends, description=description, at=_now())
+                edge = await manual_lineage.add_manual_edge(
+                    conn, *ends, description=description, at=_now()
+                )
             else:
                 edge = await manual_lineage.remove_manual_edge(conn, *ends, at=_now())
     except AppError as exc:
         return problem_from_error(exc)
     return ManualEdge(
-        origin=strawberry.ID(edge.origin), destination=strawberry.ID(edge.destination),
-        edges=[LineageEdge(origin=strawberry.ID(o), destination=strawberry.ID(d), manual=add) for o, d in edge.edges],
-        changed=edge.changed, via_job=(edge.via.namespace, edge.via.name) if edge.via else None,
+        origin=strawberry.ID(edge.origin),
+        destination=strawberry.ID(edge.destination),
+        edges=[
+            LineageEdge(origin=strawberry.ID(o), destination=strawberry.ID(d), manual=add)
+            for o, d in edge.edges
+        ],
+        changed=edge.changed,
+        via_job=(edge.via.namespace, edge.via.name) if edge.via else None,
     )
 
 
 async def _dataset_deleted(info: Info, namespace: str, name: str, *, deleted: bool) -> Any:
     try:
         async with info.context.pool.acquire() as conn:
-            record = await catalog.mark_dataset_deleted(conn, namespace, name, deleted=deleted, at=_now())
+            record = await catalog.mark_dataset_deleted(
+                conn, namespace, name, deleted=deleted, at=_now()
+            )
     except AppError as exc:
         return problem_from_error(exc)
     return Dataset.from_record(record)
@@ -111,25 +143,40 @@ async def _job_deleted(info: Info, namespace: str, name: str, *, deleted: bool) 
     return Job.from_record(record)
 
 
-FieldArg = Annotated[str | None, strawberry.argument(description="Tag this field of the dataset instead.")]
+FieldArg = Annotated[
+    str | None, strawberry.argument(description="Tag this field of the dataset instead.")
+]
 TagDescription = Annotated[str | None, strawberry.argument(description="Sets the tag's description.")]
 
 
 @strawberry.type
 class Mutation:
     @_mutation("Tag a dataset or one of its fields; an unknown tag is created.")
-    async def tag_dataset(self, info: Info, namespace: str, name: str, tag: str, field: FieldArg = None,
-                          description: TagDescription = None) -> DatasetResult:
-        return await _dataset_tag(info, namespace, name, tag, tagged=True, field=field, description=description)
+    async def tag_dataset(
+        self,
+        info: Info,
+        namespace: str,
+        name: str,
+        tag: str,
+        field: FieldArg = None,
+        description: TagDescription = None,
+    ) -> DatasetResult:
+        return await _dataset_tag(
+            info, namespace, name, tag, tagged=True, field=field, description=description
+        )
 
     @_mutation("Remove a tag from a dataset or one of its fields.")
-    async def untag_dataset(self, info: Info, namespace: str, name: str, tag: str,
-                            field: FieldArg = None) -> DatasetResult:
-        return await _dataset_tag(info, namespace, name, tag, tagged=False, field=field, description=None)
+    async def untag_dataset(
+        self, info: Info, namespace: str, name: str, tag: str, field: FieldArg = None
+    ) -> DatasetResult:
+        return await _dataset_tag(
+            info, namespace, name, tag, tagged=False, field=field, description=None
+        )
 
     @_mutation("Tag a job; an unknown tag is created.")
-    async def tag_job(self, info: Info, namespace: str, name: str, tag: str,
-                      description: TagDescription = None) -> JobResult:
+    async def tag_job(
+        self, info: Info, namespace: str, name: str, tag: str, description: TagDescription = None
+    ) -> JobResult:
         return await _job_tag(info, namespace, name, tag, tagged=True, description=description)
 
     @_mutation("Remove a tag from a job.")
@@ -140,13 +187,19 @@ class Mutation:
         "Declare lineage by hand: dataset -> job, job -> dataset, or dataset -> dataset (through the "
         "destination's manual job). Ingest never closes a manual edge."
     )
-    async def add_manual_edge(self, info: Info, origin: strawberry.ID, destination: strawberry.ID,
-                              description: str | None = None) -> ManualEdgeResult:
+    async def add_manual_edge(
+        self,
+        info: Info,
+        origin: strawberry.ID,
+        destination: strawberry.ID,
+        description: str | None = None,
+    ) -> ManualEdgeResult:
         return await _manual_edge(info, origin, destination, add=True, description=description)
 
     @_mutation("Remove an edge declared by hand (observed edges stay).")
-    async def remove_manual_edge(self, info: Info, origin: strawberry.ID,
-                                 destination: strawberry.ID) -> ManualEdgeResult:
+    async def remove_manual_edge(
+        self, info: Info, origin: strawberry.ID, destination: strawberry.ID
+    ) -> ManualEdgeResult:
         return await _manual_edge(info, origin, destination, add=False, description=None)
 
     @_mutation("Soft-delete a dataset: hidden from listings and search, kept with its history.")

@@ -69,9 +69,13 @@ class Query:
         first: int = 50,
         after: str | None = None,
     ) -> DatasetConnection:
-        return await page_of_datasets(info, NodeFilter(namespace, name_contains, include_deleted), first, after)
+        return await page_of_datasets(
+            info, NodeFilter(namespace, name_contains, include_deleted), first, after
+        )
 
-    @strawberry.field(description="A dataset by namespace and name (or an alias of it), null if unknown.")
+    @strawberry.field(
+        description="A dataset by namespace and name (or an alias of it), null if unknown."
+    )
     async def dataset(self, info: Info, namespace: str, name: str) -> Dataset | None:
         record = await info.context.loaders.dataset.load((namespace, name))
         return Dataset.from_record(record) if record else None
@@ -86,7 +90,9 @@ class Query:
         first: int = 50,
         after: str | None = None,
     ) -> JobConnection:
-        return await page_of_jobs(info, NodeFilter(namespace, name_contains, include_deleted), first, after)
+        return await page_of_jobs(
+            info, NodeFilter(namespace, name_contains, include_deleted), first, after
+        )
 
     @strawberry.field(description="A job by namespace and name, null if unknown.")
     async def job(self, info: Info, namespace: str, name: str) -> Job | None:
@@ -94,7 +100,7 @@ class Query:
         return Job.from_record(record) if record else None
 
     @strawberry.field(description="A run by its runId, null if unknown.")
-    async def run(self, info: Info, id: strawberry.ID) -> Run | None:  # noqa: A002 - GraphQL's own word
+    async def run(self, info: Info, id: strawberry.ID) -> Run | None:
         record = await info.context.loaders.run.load(parse_run_id(id))
         return Run.from_record(record) if record else None
 
@@ -102,15 +108,24 @@ class Query:
     async def lineage(
         self,
         info: Info,
-        node_id: Annotated[strawberry.ID, strawberry.argument(description="dataset:NAMESPACE:NAME or job:NAMESPACE:NAME")],
-        depth: Annotated[int, strawberry.argument(
-            description=f"Jobs away from the root to include: default {DEFAULT_DEPTH}, at most the server's "
-            "limit (HEADWATER_MAX_LINEAGE_DEPTH, 100 by default)."
-        )] = DEFAULT_DEPTH,
+        node_id: Annotated[
+            strawberry.ID,
+            strawberry.argument(description="dataset:NAMESPACE:NAME or job:NAMESPACE:NAME"),
+        ],
+        depth: Annotated[
+            int,
+            strawberry.argument(
+                description=f"Jobs away from the root to include: default {DEFAULT_DEPTH}, at most the server's "
+                "limit (HEADWATER_MAX_LINEAGE_DEPTH, 100 by default)."
+            ),
+        ] = DEFAULT_DEPTH,
         direction: LineageDirection = LineageDirection.BOTH,
-        as_of: Annotated[dt.datetime | None, strawberry.argument(
-            description="The graph as it was at this time; the current graph when null."
-        )] = None,
+        as_of: Annotated[
+            dt.datetime | None,
+            strawberry.argument(
+                description="The graph as it was at this time; the current graph when null."
+            ),
+        ] = None,
     ) -> LineageResult:
         maximum = info.context.settings.max_lineage_depth
         try:
@@ -120,7 +135,9 @@ class Query:
                 raise LineageDepthTooLargeError(depth, maximum)
             when = as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
             async with info.context.pool.acquire() as conn:
-                graph = await fetch_lineage(conn, [node_id], depth=depth, direction=direction.value, as_of=when)
+                graph = await fetch_lineage(
+                    conn, [node_id], depth=depth, direction=direction.value, as_of=when
+                )
         except (NotFoundError, InvalidRequestError) as exc:
             return problem_from_error(exc, maximum)  # type: ignore[return-value]
         return LineageGraph.from_graph(graph, when)

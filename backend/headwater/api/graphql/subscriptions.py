@@ -9,8 +9,8 @@ from typing import Annotated
 import strawberry
 
 from headwater.api.graphql.context import Info
-from headwater.api.graphql.types.paging import InvalidCursorError
 from headwater.api.graphql.types.change import LineageChange, LineageChangeFilter, LineageScopeInput
+from headwater.api.graphql.types.paging import InvalidCursorError
 from headwater.errors import InvalidRequestError, LineageDepthTooLargeError
 from headwater.feed.filters import ChangeFilter, ChangeMatcher
 from headwater.feed.scopes import ScopeSpec
@@ -62,10 +62,11 @@ class Subscription:
         self,
         info: Info,
         after: Annotated[str | None, strawberry.argument(description="A LineageChange cursor.")] = None,
-        filter: LineageChangeFilter | None = None,  # noqa: A002 - GraphQL's own word
+        filter: LineageChangeFilter | None = None,
     ) -> AsyncGenerator[LineageChange, None]:
-        matcher = ChangeMatcher(change_filter(filter, info.context.settings.max_lineage_depth),
-                                info.context.lineage_scopes)
+        matcher = ChangeMatcher(
+            change_filter(filter, info.context.settings.max_lineage_depth), info.context.lineage_scopes
+        )
         subscription = info.context.feed.subscribe(None if after is None else parse_change_cursor(after))
         try:
             async with contextlib.aclosing(subscription.changes()) as changes:

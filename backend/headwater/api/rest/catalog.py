@@ -22,10 +22,21 @@ from litestar import get
 from litestar.datastructures import State
 from litestar.params import Parameter
 
-from headwater.errors import DatasetNotFoundError, InvalidRequestError, JobNotFoundError, RunNotFoundError
+from headwater.errors import (
+    DatasetNotFoundError,
+    InvalidRequestError,
+    JobNotFoundError,
+    RunNotFoundError,
+)
 from headwater.store import catalog
 from headwater.store import tags as tag_store
-from headwater.store.catalog import DatasetRecord, JobRecord, NamespaceNotFoundError, NodeFilter, RunRecord
+from headwater.store.catalog import (
+    DatasetRecord,
+    JobRecord,
+    NamespaceNotFoundError,
+    NodeFilter,
+    RunRecord,
+)
 
 if TYPE_CHECKING:
     from litestar import Litestar
@@ -34,10 +45,19 @@ if TYPE_CHECKING:
 NAMESPACES_PREFIX = "/api/v1/namespaces/"
 MAX_LIMIT = 1000
 # OpenLineage run states in Marquez's words.
-_RUN_STATES = {"START": "RUNNING", "RUNNING": "RUNNING", "COMPLETE": "COMPLETED", "FAIL": "FAILED",
-               "ABORT": "ABORTED", "OTHER": "NEW", None: "NEW"}
+_RUN_STATES = {
+    "START": "RUNNING",
+    "RUNNING": "RUNNING",
+    "COMPLETE": "COMPLETED",
+    "FAIL": "FAILED",
+    "ABORT": "ABORTED",
+    "OTHER": "NEW",
+    None: "NEW",
+}
 
-Limit = Annotated[int, Parameter(ge=1, le=MAX_LIMIT, description=f"Page size (default 100, at most {MAX_LIMIT}).")]
+Limit = Annotated[
+    int, Parameter(ge=1, le=MAX_LIMIT, description=f"Page size (default 100, at most {MAX_LIMIT}).")
+]
 Offset = Annotated[int, Parameter(ge=0, description="Items to skip.")]
 
 
@@ -95,11 +115,20 @@ async def datasets_json(conn: asyncpg.Connection, records: list[DatasetRecord]) 
             "updatedAt": _iso(r.updated_at),
             "namespace": r.namespace,
             "sourceName": r.source_name,
-            "fields": [{"name": f.name, "type": f.type, "tags": _tags(field_tags[r.dataset_uuid].get(f.name, [])),
-                        "description": f.description} for f in fields[r.dataset_uuid]],
+            "fields": [
+                {
+                    "name": f.name,
+                    "type": f.type,
+                    "tags": _tags(field_tags[r.dataset_uuid].get(f.name, [])),
+                    "description": f.description,
+                }
+                for f in fields[r.dataset_uuid]
+            ],
             "tags": _tags(tags[r.dataset_uuid]),
             "lastModifiedAt": _iso(r.last_modified_at),
-            "lastLifecycleState": (r.facets.get("lifecycleStateChange") or {}).get("lifecycleStateChange"),
+            "lastLifecycleState": (r.facets.get("lifecycleStateChange") or {}).get(
+                "lifecycleStateChange"
+            ),
             "description": r.description,
             "currentVersion": str(r.current_version_uuid) if r.current_version_uuid else None,
             "facets": r.facets,
@@ -111,7 +140,9 @@ async def datasets_json(conn: asyncpg.Connection, records: list[DatasetRecord]) 
 
 async def runs_json(conn: asyncpg.Connection, runs: list[RunRecord]) -> list[dict[str, Any]]:
     """Marquez run objects, with job versions and dataset versions loaded for all of them at once."""
-    versions = await catalog.fetch_job_versions_by_uuids(conn, [r.job_version_uuid for r in runs if r.job_version_uuid])
+    versions = await catalog.fetch_job_versions_by_uuids(
+        conn, [r.job_version_uuid for r in runs if r.job_version_uuid]
+    )
     jobs = await catalog.fetch_jobs_by_uuids(conn, list({r.job_uuid for r in runs}))
     touched = await catalog.fetch_run_datasets_by_runs(conn, [r.run_uuid for r in runs])
     every = [t for ts in touched.values() for t in ts]
@@ -123,8 +154,14 @@ async def runs_json(conn: asyncpg.Connection, runs: list[RunRecord]) -> list[dic
     def version_id(t: catalog.RunDatasetRecord) -> dict[str, Any]:
         d = datasets[t.dataset_uuid]
         v = dataset_versions.get(t.dataset_version_uuid) if t.dataset_version_uuid else None
-        return {"datasetVersionId": {"namespace": d.namespace, "name": d.name, "version": v.version if v else None},
-                "facets": {}}
+        return {
+            "datasetVersionId": {
+                "namespace": d.namespace,
+                "name": d.name,
+                "version": v.version if v else None,
+            },
+            "facets": {},
+        }
 
     out = []
     for r in runs:
@@ -133,24 +170,31 @@ async def runs_json(conn: asyncpg.Connection, runs: list[RunRecord]) -> list[dic
         duration = None
         if r.started_at is not None and r.ended_at is not None:
             duration = int((r.ended_at - r.started_at).total_seconds() * 1000)
-        out.append({
-            "id": str(r.run_uuid),
-            "createdAt": _iso(r.created_at),
-            "updatedAt": _iso(r.updated_at),
-            "nominalStartTime": _iso(r.nominal_start_time),
-            "nominalEndTime": _iso(r.nominal_end_time),
-            "state": _RUN_STATES.get(r.state, "NEW"),
-            "startedAt": _iso(r.started_at),
-            "endedAt": _iso(r.ended_at),
-            "durationMs": duration,
-            "args": {},
-            "jobVersion": {"namespace": job.namespace, "name": job.name, "version": version.version}
-            if version else None,
-            "inputDatasetVersions": [version_id(t) for t in touched[r.run_uuid] if t.direction == "INPUT"],
-            "outputDatasetVersions": [version_id(t) for t in touched[r.run_uuid] if t.direction == "OUTPUT"],
-            "context": {},
-            "facets": r.facets,
-        })
+        out.append(
+            {
+                "id": str(r.run_uuid),
+                "createdAt": _iso(r.created_at),
+                "updatedAt": _iso(r.updated_at),
+                "nominalStartTime": _iso(r.nominal_start_time),
+                "nominalEndTime": _iso(r.nominal_end_time),
+                "state": _RUN_STATES.get(r.state, "NEW"),
+                "startedAt": _iso(r.started_at),
+                "endedAt": _iso(r.ended_at),
+                "durationMs": duration,
+                "args": {},
+                "jobVersion": {"namespace": job.namespace, "name": job.name, "version": version.version}
+                if version
+                else None,
+                "inputDatasetVersions": [
+                    version_id(t) for t in touched[r.run_uuid] if t.direction == "INPUT"
+                ],
+                "outputDatasetVersions": [
+                    version_id(t) for t in touched[r.run_uuid] if t.direction == "OUTPUT"
+                ],
+                "context": {},
+                "facets": r.facets,
+            }
+        )
     return out
 
 
@@ -163,43 +207,64 @@ async def jobs_json(conn: asyncpg.Connection, records: list[JobRecord]) -> list[
     io = {u for v in versions.values() for u in v.input_uuids + v.output_uuids}
     datasets = await catalog.fetch_datasets_by_uuids(conn, list(io))
     latest = await catalog.fetch_runs_by_jobs(conn, uuids, 1)
-    latest_json = dict(zip([r.run_uuid for rs in latest.values() for r in rs],
-                           await runs_json(conn, [r for rs in latest.values() for r in rs]), strict=True))
+    latest_json = dict(
+        zip(
+            [r.run_uuid for rs in latest.values() for r in rs],
+            await runs_json(conn, [r for rs in latest.values() for r in rs]),
+            strict=True,
+        )
+    )
     tags = await tag_store.fetch_job_tags(conn, uuids)
-    parents = await catalog.fetch_jobs_by_uuids(conn, [r.parent_job_uuid for r in records if r.parent_job_uuid])
+    parents = await catalog.fetch_jobs_by_uuids(
+        conn, [r.parent_job_uuid for r in records if r.parent_job_uuid]
+    )
 
     def ids(dataset_uuids: list[uuid.UUID]) -> list[dict[str, str]]:
-        return [{"namespace": datasets[u].namespace, "name": datasets[u].name} for u in dataset_uuids if u in datasets]
+        return [
+            {"namespace": datasets[u].namespace, "name": datasets[u].name}
+            for u in dataset_uuids
+            if u in datasets
+        ]
 
     out = []
     for r in records:
         version = versions.get(r.current_version_uuid) if r.current_version_uuid else None
         parent = parents.get(r.parent_job_uuid) if r.parent_job_uuid else None
-        out.append({
-            "id": {"namespace": r.namespace, "name": r.name},
-            "type": r.job_type or "BATCH",
-            "name": r.name,
-            "simpleName": r.name.rsplit(".", 1)[-1],
-            "parentJobName": parent.name if parent else None,
-            "createdAt": _iso(r.created_at),
-            "updatedAt": _iso(r.updated_at),
-            "namespace": r.namespace,
-            "inputs": ids(version.input_uuids) if version else [],
-            "outputs": ids(version.output_uuids) if version else [],
-            "location": None,
-            "description": r.description,
-            "latestRun": latest_json.get(latest[r.job_uuid][0].run_uuid) if latest[r.job_uuid] else None,
-            "facets": r.facets,
-            "currentVersion": str(r.current_version_uuid) if r.current_version_uuid else None,
-            "tags": _tags(tags[r.job_uuid]),
-            "deleted": r.deleted_at is not None,
-        })
+        out.append(
+            {
+                "id": {"namespace": r.namespace, "name": r.name},
+                "type": r.job_type or "BATCH",
+                "name": r.name,
+                "simpleName": r.name.rsplit(".", 1)[-1],
+                "parentJobName": parent.name if parent else None,
+                "createdAt": _iso(r.created_at),
+                "updatedAt": _iso(r.updated_at),
+                "namespace": r.namespace,
+                "inputs": ids(version.input_uuids) if version else [],
+                "outputs": ids(version.output_uuids) if version else [],
+                "location": None,
+                "description": r.description,
+                "latestRun": latest_json.get(latest[r.job_uuid][0].run_uuid)
+                if latest[r.job_uuid]
+                else None,
+                "facets": r.facets,
+                "currentVersion": str(r.current_version_uuid) if r.current_version_uuid else None,
+                "tags": _tags(tags[r.job_uuid]),
+                "deleted": r.deleted_at is not None,
+            }
+        )
     return out
 
 
 def _namespace_json(r: catalog.NamespaceRecord) -> dict[str, Any]:
-    return {"name": r.name, "createdAt": _iso(r.created_at), "updatedAt": _iso(r.updated_at), "ownerName": None,
-            "description": None, "isHidden": False}
+    return {
+        "name": r.name,
+        "createdAt": _iso(r.created_at),
+        "updatedAt": _iso(r.updated_at),
+        "ownerName": None,
+        "description": None,
+        "isHidden": False,
+    }
 
 
 async def _require_namespace(conn: asyncpg.Connection, namespace: str) -> None:
@@ -229,16 +294,25 @@ async def get_namespace(state: State, namespace: str) -> dict[str, Any]:
 
 
 @get("/api/v1/namespaces/{namespace:str}/datasets", summary="List datasets", tags=["catalog"])
-async def list_datasets(state: State, namespace: str, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
+async def list_datasets(
+    state: State, namespace: str, limit: Limit = 100, offset: Offset = 0
+) -> dict[str, Any]:
     """The namespace's datasets by name (not deleted), with the total count."""
     f = NodeFilter(namespace=_name(namespace))
     async with state.pool.acquire() as conn:
         await _require_namespace(conn, f.namespace or "")
         records = await catalog.page_datasets(conn, f, after=None, limit=limit, offset=offset)
-        return {"totalCount": await catalog.count_datasets(conn, f), "datasets": await datasets_json(conn, records)}
+        return {
+            "totalCount": await catalog.count_datasets(conn, f),
+            "datasets": await datasets_json(conn, records),
+        }
 
 
-@get("/api/v1/namespaces/{namespace:str}/datasets/{dataset:str}", summary="Get a dataset", tags=["catalog"])
+@get(
+    "/api/v1/namespaces/{namespace:str}/datasets/{dataset:str}",
+    summary="Get a dataset",
+    tags=["catalog"],
+)
 async def get_dataset(state: State, namespace: str, dataset: str) -> dict[str, Any]:
     """One dataset (an alias finds it too); 404 dataset_not_found."""
     key = (_name(namespace), _name(dataset))
@@ -250,7 +324,9 @@ async def get_dataset(state: State, namespace: str, dataset: str) -> dict[str, A
 
 
 @get("/api/v1/namespaces/{namespace:str}/jobs", summary="List jobs", tags=["catalog"])
-async def list_jobs(state: State, namespace: str, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
+async def list_jobs(
+    state: State, namespace: str, limit: Limit = 100, offset: Offset = 0
+) -> dict[str, Any]:
     """The namespace's jobs by name (not deleted), with the total count."""
     f = NodeFilter(namespace=_name(namespace))
     async with state.pool.acquire() as conn:
@@ -274,9 +350,14 @@ async def get_job(state: State, namespace: str, job: str) -> dict[str, Any]:
         return (await jobs_json(conn, [await _job(conn, namespace, job)]))[0]
 
 
-@get("/api/v1/namespaces/{namespace:str}/jobs/{job:str}/runs", summary="List a job's runs", tags=["catalog"])
-async def list_job_runs(state: State, namespace: str, job: str, limit: Limit = 100,
-                        offset: Offset = 0) -> dict[str, Any]:
+@get(
+    "/api/v1/namespaces/{namespace:str}/jobs/{job:str}/runs",
+    summary="List a job's runs",
+    tags=["catalog"],
+)
+async def list_job_runs(
+    state: State, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
+) -> dict[str, Any]:
     """The job's runs, newest first."""
     async with state.pool.acquire() as conn:
         record = await _job(conn, namespace, job)
@@ -285,7 +366,11 @@ async def list_job_runs(state: State, namespace: str, job: str, limit: Limit = 1
         return {"totalCount": total, "runs": await runs_json(conn, runs)}
 
 
-@get(["/api/v1/jobs/runs/{run_id:str}", "/api/v1/runs/{run_id:str}"], summary="Get a run", tags=["catalog"])
+@get(
+    ["/api/v1/jobs/runs/{run_id:str}", "/api/v1/runs/{run_id:str}"],
+    summary="Get a run",
+    tags=["catalog"],
+)
 async def get_run(state: State, run_id: str) -> dict[str, Any]:
     """One run by its runId; 404 run_not_found."""
     try:
@@ -303,23 +388,45 @@ async def get_run(state: State, run_id: str) -> dict[str, Any]:
 async def search(
     state: State,
     q: Annotated[str, Parameter(min_length=1, description="A part of the name, any case.")],
-    filter: Annotated[Literal["DATASET", "JOB"] | None, Parameter(description="Only this kind.")] = None,  # noqa: A002
-    sort: Annotated[Literal["NAME", "UPDATE_AT"] | None, Parameter(
-        description="NAME, or UPDATE_AT (newest first); by relevance when absent.")] = None,
-    limit: Annotated[int, Parameter(ge=1, le=100, description="At most this many results (default 10).")] = 10,
+    filter: Annotated[Literal["DATASET", "JOB"] | None, Parameter(description="Only this kind.")] = None,
+    sort: Annotated[
+        Literal["NAME", "UPDATE_AT"] | None,
+        Parameter(description="NAME, or UPDATE_AT (newest first); by relevance when absent."),
+    ] = None,
+    limit: Annotated[
+        int, Parameter(ge=1, le=100, description="At most this many results (default 10).")
+    ] = 10,
     namespace: str | None = None,
 ) -> dict[str, Any]:
     """Marquez's search: {totalCount, results: [{type, name, updatedAt, namespace, nodeId}]}."""
     async with state.pool.acquire() as conn:
-        hits = await catalog.search_nodes(conn, q, namespace=namespace, kind=filter, sort=sort or "RELEVANCE",
-                                          limit=limit)
+        hits = await catalog.search_nodes(
+            conn, q, namespace=namespace, kind=filter, sort=sort or "RELEVANCE", limit=limit
+        )
         total = await catalog.count_search_nodes(conn, q, namespace=namespace, kind=filter)
     return {
         "totalCount": total,
-        "results": [{"type": h.kind, "name": h.name, "updatedAt": _iso(h.updated_at), "namespace": h.namespace,
-                     "nodeId": f"{h.kind.lower()}:{h.namespace}:{h.name}"} for h in hits],
+        "results": [
+            {
+                "type": h.kind,
+                "name": h.name,
+                "updatedAt": _iso(h.updated_at),
+                "namespace": h.namespace,
+                "nodeId": f"{h.kind.lower()}:{h.namespace}:{h.name}",
+            }
+            for h in hits
+        ],
     }
 
 
-catalog_handlers = [list_namespaces, get_namespace, list_datasets, get_dataset, list_jobs, get_job, list_job_runs,
-                    get_run, search]
+catalog_handlers = [
+    list_namespaces,
+    get_namespace,
+    list_datasets,
+    get_dataset,
+    list_jobs,
+    get_job,
+    list_job_runs,
+    get_run,
+    search,
+]

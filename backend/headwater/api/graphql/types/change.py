@@ -23,34 +23,50 @@ class LineageChange:
     node_id: strawberry.ID = strawberry.field(description="The dataset or job the change is about.")
     node_type: NodeType
     namespace: str | None
-    at: dt.datetime = strawberry.field(description="When it happened (the event time for ingested events).")
+    at: dt.datetime = strawberry.field(
+        description="When it happened (the event time for ingested events)."
+    )
     recorded_at: dt.datetime | None = strawberry.field(description="When the server recorded it.")
     details: JSON = strawberry.field(description="What changed; the shape depends on the kind.")
 
     @classmethod
     def from_record(cls, r: ChangeRecord) -> LineageChange:
         node_type = NodeType.JOB if r.node_id.startswith("job:") else NodeType.DATASET
-        return cls(cursor=str(r.change_id), kind=r.kind, node_id=strawberry.ID(r.node_id), node_type=node_type,
-                   namespace=r.namespace, at=r.at, recorded_at=r.recorded_at, details=r.details)
+        return cls(
+            cursor=str(r.change_id),
+            kind=r.kind,
+            node_id=strawberry.ID(r.node_id),
+            node_type=node_type,
+            namespace=r.namespace,
+            at=r.at,
+            recorded_at=r.recorded_at,
+            details=r.details,
+        )
 
 
 @strawberry.input(description="The lineage around a node: every node within `depth` jobs of it.")
 class LineageScopeInput:
     node_id: strawberry.ID
-    depth: int = strawberry.field(default=5, description="Jobs away from the node (default 5, at most the "
-                                  "server's lineage depth limit).")
+    depth: int = strawberry.field(
+        default=5,
+        description="Jobs away from the node (default 5, at most the server's lineage depth limit).",
+    )
 
 
-@strawberry.input(description="Every criterion given must match; within a list, any entry matches. A change "
-                  "touches a node when it is about it or adds or removes an edge at it.")
+@strawberry.input(
+    description="Every criterion given must match; within a list, any entry matches. A change "
+    "touches a node when it is about it or adds or removes an edge at it."
+)
 class LineageChangeFilter:
     kinds: list[str] | None = None
     namespaces: list[str] | None = None
-    node_ids: list[strawberry.ID] | None = strawberry.field(default=None,
-                                                            description="Changes touching any of these nodes.")
+    node_ids: list[strawberry.ID] | None = strawberry.field(
+        default=None, description="Changes touching any of these nodes."
+    )
     upstream_of: LineageScopeInput | None = strawberry.field(
         default=None, description="Changes touching the node's upstream lineage, followed as it changes."
     )
     downstream_of: LineageScopeInput | None = strawberry.field(
-        default=None, description="Changes touching the node's downstream lineage, followed as it changes."
+        default=None,
+        description="Changes touching the node's downstream lineage, followed as it changes.",
     )

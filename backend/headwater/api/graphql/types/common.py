@@ -9,8 +9,17 @@ from strawberry.scalars import JSON
 
 from headwater.errors import AppError, InvalidRequestError, LineageDepthTooLargeError, NotFoundError
 
-__all__ = ["JSON", "Conflict", "DepthTooLarge", "InvalidInput", "LineageDirection", "NodeType", "NotFound",
-           "Problem", "problem_from_error"]
+__all__ = [
+    "JSON",
+    "Conflict",
+    "DepthTooLarge",
+    "InvalidInput",
+    "LineageDirection",
+    "NodeType",
+    "NotFound",
+    "Problem",
+    "problem_from_error",
+]
 
 
 @strawberry.enum(description="What a lineage node is.")
@@ -21,9 +30,15 @@ class NodeType(Enum):
 
 @strawberry.enum(description="Which way a lineage walk follows edges.")
 class LineageDirection(Enum):
-    UPSTREAM = strawberry.enum_value("UPSTREAM", description="Towards the sources: edges followed backwards.")
-    DOWNSTREAM = strawberry.enum_value("DOWNSTREAM", description="Towards the consumers: edges followed forwards.")
-    BOTH = strawberry.enum_value("BOTH", description="The union of the upstream and the downstream walks.")
+    UPSTREAM = strawberry.enum_value(
+        "UPSTREAM", description="Towards the sources: edges followed backwards."
+    )
+    DOWNSTREAM = strawberry.enum_value(
+        "DOWNSTREAM", description="Towards the consumers: edges followed forwards."
+    )
+    BOTH = strawberry.enum_value(
+        "BOTH", description="The union of the upstream and the downstream walks."
+    )
 
 
 @strawberry.interface(description="An expected failure, with the same stable code the REST API uses.")

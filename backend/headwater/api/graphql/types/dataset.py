@@ -62,8 +62,10 @@ class DatasetVersion:
     def fields(self) -> list[SchemaField] | None:
         if self.schema_fields is None:
             return None
-        return [SchemaField(name=f.get("name", ""), type=f.get("type"), description=f.get("description"))
-                for f in self.schema_fields]
+        return [
+            SchemaField(name=f.get("name", ""), type=f.get("type"), description=f.get("description"))
+            for f in self.schema_fields
+        ]
 
     @strawberry.field(description="The run that first wrote this version.")
     async def created_by_run(self, info: Info) -> RunType | None:
@@ -81,9 +83,15 @@ class DatasetVersion:
 
     @classmethod
     def from_record(cls, r: DatasetVersionRecord) -> DatasetVersion:
-        return cls(id=strawberry.ID(str(r.dataset_version_uuid)), version=r.version, storage_version=r.storage_version,
-                   created_at=r.created_at, schema_fields=r.schema_fields, dataset_uuid=r.dataset_uuid,
-                   created_by_run_uuid=r.created_by_run_uuid)
+        return cls(
+            id=strawberry.ID(str(r.dataset_version_uuid)),
+            version=r.version,
+            storage_version=r.storage_version,
+            created_at=r.created_at,
+            schema_fields=r.schema_fields,
+            dataset_uuid=r.dataset_uuid,
+            created_by_run_uuid=r.created_by_run_uuid,
+        )
 
 
 @strawberry.type(description="A dataset (table, file, topic ...) as OpenLineage names it.")
@@ -106,11 +114,17 @@ class Dataset:
 
     @strawberry.field(description="The current schema, in order.")
     async def fields(self, info: Info) -> list[DatasetField]:
-        return [DatasetField.from_record(f) for f in await info.context.loaders.fields.load(self.record.dataset_uuid)]
+        return [
+            DatasetField.from_record(f)
+            for f in await info.context.loaders.fields.load(self.record.dataset_uuid)
+        ]
 
     @strawberry.field
     async def tags(self, info: Info) -> list[Tag]:
-        return [Tag.from_record(t) for t in await info.context.loaders.dataset_tags.load(self.record.dataset_uuid)]
+        return [
+            Tag.from_record(t)
+            for t in await info.context.loaders.dataset_tags.load(self.record.dataset_uuid)
+        ]
 
     @strawberry.field(description="The version of its latest write.")
     async def current_version(self, info: Info) -> DatasetVersion | None:
@@ -125,7 +139,9 @@ class Dataset:
         rows = await info.context.loaders.dataset_versions.load((self.record.dataset_uuid, limit))
         return [DatasetVersion.from_record(r) for r in rows]
 
-    @strawberry.field(description="The runs that wrote it, newest first (limit: default 20, at most 100).")
+    @strawberry.field(
+        description="The runs that wrote it, newest first (limit: default 20, at most 100)."
+    )
     async def runs(self, info: Info, limit: int = 20) -> list[RunType]:
         from headwater.api.graphql.types.run import Run
 
@@ -136,9 +152,17 @@ class Dataset:
     @classmethod
     def from_record(cls, r: DatasetRecord) -> Dataset:
         return cls(
-            id=strawberry.ID(format_node_id("DATASET", r.namespace, r.name)), namespace=r.namespace, name=r.name,
-            source_name=r.source_name, description=r.description, facets=r.facets, created_at=r.created_at,
-            updated_at=r.updated_at, last_modified_at=r.last_modified_at, deleted_at=r.deleted_at, record=r,
+            id=strawberry.ID(format_node_id("DATASET", r.namespace, r.name)),
+            namespace=r.namespace,
+            name=r.name,
+            source_name=r.source_name,
+            description=r.description,
+            facets=r.facets,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            last_modified_at=r.last_modified_at,
+            deleted_at=r.deleted_at,
+            record=r,
         )
 
 
@@ -154,7 +178,9 @@ class DatasetConnection:
             return await catalog.count_datasets(conn, self.filter)
 
 
-async def page_of_datasets(info: Info, f: NodeFilter, first: int, after: str | None) -> DatasetConnection:
+async def page_of_datasets(
+    info: Info, f: NodeFilter, first: int, after: str | None
+) -> DatasetConnection:
     """One page of datasets after the cursor ``after``."""
     check_page_size(first)
     keyset = tuple(decode_cursor(after, 2)) if after else None
@@ -162,5 +188,8 @@ async def page_of_datasets(info: Info, f: NodeFilter, first: int, after: str | N
         rows = await catalog.page_datasets(conn, f, after=keyset, limit=first + 1)  # type: ignore[arg-type]
     page = rows[:first]
     end = encode_cursor(page[-1].namespace, page[-1].name) if page else None
-    return DatasetConnection(nodes=[Dataset.from_record(r) for r in page],
-                             page_info=PageInfo(has_next_page=len(rows) > first, end_cursor=end), filter=f)
+    return DatasetConnection(
+        nodes=[Dataset.from_record(r) for r in page],
+        page_info=PageInfo(has_next_page=len(rows) > first, end_cursor=end),
+        filter=f,
+    )

@@ -29,17 +29,25 @@ MAX_LIST = 100
 class JobVersion:
     id: strawberry.ID
     version: str
-    code_hash: str | None = strawberry.field(description="SHA-256 of the job's SQL or source, when reported.")
+    code_hash: str | None = strawberry.field(
+        description="SHA-256 of the job's SQL or source, when reported."
+    )
     created_at: dt.datetime
     record: strawberry.Private[JobVersionRecord]
 
     @strawberry.field
     async def inputs(self, info: Info) -> list[Dataset]:
-        return [Dataset.from_record(d) for d in await info.context.loaders.datasets_by_uuids(self.record.input_uuids)]
+        return [
+            Dataset.from_record(d)
+            for d in await info.context.loaders.datasets_by_uuids(self.record.input_uuids)
+        ]
 
     @strawberry.field
     async def outputs(self, info: Info) -> list[Dataset]:
-        return [Dataset.from_record(d) for d in await info.context.loaders.datasets_by_uuids(self.record.output_uuids)]
+        return [
+            Dataset.from_record(d)
+            for d in await info.context.loaders.datasets_by_uuids(self.record.output_uuids)
+        ]
 
     @strawberry.field(description="The run that first produced this version.")
     async def created_by_run(self, info: Info) -> RunType | None:
@@ -56,8 +64,13 @@ class JobVersion:
 
     @classmethod
     def from_record(cls, r: JobVersionRecord) -> JobVersion:
-        return cls(id=strawberry.ID(str(r.job_version_uuid)), version=r.version, code_hash=r.code_hash,
-                   created_at=r.created_at, record=r)
+        return cls(
+            id=strawberry.ID(str(r.job_version_uuid)),
+            version=r.version,
+            code_hash=r.code_hash,
+            created_at=r.created_at,
+            record=r,
+        )
 
 
 @strawberry.type(description="A page of runs, newest first.")
@@ -93,11 +106,15 @@ class Job:
 
     @strawberry.field(description="The jobs that run inside this one.")
     async def children(self, info: Info) -> list[Job]:
-        return [Job.from_record(j) for j in await info.context.loaders.child_jobs.load(self.record.job_uuid)]
+        return [
+            Job.from_record(j) for j in await info.context.loaders.child_jobs.load(self.record.job_uuid)
+        ]
 
     @strawberry.field
     async def tags(self, info: Info) -> list[Tag]:
-        return [Tag.from_record(t) for t in await info.context.loaders.job_tags.load(self.record.job_uuid)]
+        return [
+            Tag.from_record(t) for t in await info.context.loaders.job_tags.load(self.record.job_uuid)
+        ]
 
     @strawberry.field(description="The version its latest completed run defined.")
     async def current_version(self, info: Info) -> JobVersion | None:
@@ -130,20 +147,32 @@ class Job:
             created_at, run_id = decode_cursor(after, 2)
             before = (dt.datetime.fromisoformat(created_at), uuid.UUID(run_id))
             async with info.context.pool.acquire() as conn:
-                rows = (await catalog.fetch_runs_by_jobs(conn, [self.record.job_uuid], first + 1, before=before))[
-                    self.record.job_uuid
-                ]
+                rows = (
+                    await catalog.fetch_runs_by_jobs(
+                        conn, [self.record.job_uuid], first + 1, before=before
+                    )
+                )[self.record.job_uuid]
         page = rows[:first]
         end = encode_cursor(page[-1].created_at.isoformat(), str(page[-1].run_uuid)) if page else None
-        return RunConnection(nodes=[Run.from_record(r) for r in page],
-                             page_info=PageInfo(has_next_page=len(rows) > first, end_cursor=end))
+        return RunConnection(
+            nodes=[Run.from_record(r) for r in page],
+            page_info=PageInfo(has_next_page=len(rows) > first, end_cursor=end),
+        )
 
     @classmethod
     def from_record(cls, r: JobRecord) -> Job:
         return cls(
-            id=strawberry.ID(format_node_id("JOB", r.namespace, r.name)), namespace=r.namespace, name=r.name,
-            type=r.job_type, description=r.description, facets=r.facets, created_at=r.created_at,
-            updated_at=r.updated_at, deleted_at=r.deleted_at, manual=r.manual, record=r,
+            id=strawberry.ID(format_node_id("JOB", r.namespace, r.name)),
+            namespace=r.namespace,
+            name=r.name,
+            type=r.job_type,
+            description=r.description,
+            facets=r.facets,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            deleted_at=r.deleted_at,
+            manual=r.manual,
+            record=r,
         )
 
 
@@ -167,5 +196,8 @@ async def page_of_jobs(info: Info, f: NodeFilter, first: int, after: str | None)
         rows = await catalog.page_jobs(conn, f, after=keyset, limit=first + 1)  # type: ignore[arg-type]
     page = rows[:first]
     end = encode_cursor(page[-1].namespace, page[-1].name) if page else None
-    return JobConnection(nodes=[Job.from_record(r) for r in page],
-                         page_info=PageInfo(has_next_page=len(rows) > first, end_cursor=end), filter=f)
+    return JobConnection(
+        nodes=[Job.from_record(r) for r in page],
+        page_info=PageInfo(has_next_page=len(rows) > first, end_cursor=end),
+        filter=f,
+    )

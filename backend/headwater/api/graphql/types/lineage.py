@@ -28,8 +28,10 @@ class _Answer:
         keys = self.job_keys(pairs)
         found = await info.context.loaders.manual_edges.load_many([(k, self.as_of) for k in keys])
         manual = {record.pair for records in found for record in records}
-        return [LineageEdge(origin=strawberry.ID(o), destination=strawberry.ID(d), manual=(o, d) in manual)
-                for o, d in pairs]
+        return [
+            LineageEdge(origin=strawberry.ID(o), destination=strawberry.ID(d), manual=(o, d) in manual)
+            for o, d in pairs
+        ]
 
 
 @strawberry.type(description="A directed edge: a dataset read by a job, or a job writing a dataset.")
@@ -87,8 +89,16 @@ class LineageGraph:
     def from_graph(cls, graph: Graph, as_of: dt.datetime | None) -> LineageGraph:
         answer = _Answer(graph, as_of)
         nodes = [
-            LineageNode(id=strawberry.ID(n.id), type=NodeType(n.type), namespace=n.namespace, name=n.name, hops=n.hops,
-                        answer=answer, in_pairs=list(n.in_edges), out_pairs=list(n.out_edges))
+            LineageNode(
+                id=strawberry.ID(n.id),
+                type=NodeType(n.type),
+                namespace=n.namespace,
+                name=n.name,
+                hops=n.hops,
+                answer=answer,
+                in_pairs=list(n.in_edges),
+                out_pairs=list(n.out_edges),
+            )
             for n in graph.nodes
         ]
         return cls(nodes=nodes, truncated=graph.truncated, answer=answer)

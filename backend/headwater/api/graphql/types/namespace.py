@@ -12,7 +12,9 @@ from headwater.api.graphql.types.job import JobConnection, page_of_jobs
 from headwater.store.catalog import NamespaceRecord, NodeFilter
 
 
-@strawberry.type(description="A namespace of datasets (postgres://host:5432, s3://bucket ...) or of jobs.")
+@strawberry.type(
+    description="A namespace of datasets (postgres://host:5432, s3://bucket ...) or of jobs."
+)
 class Namespace:
     name: str
     created_at: dt.datetime
@@ -20,17 +22,29 @@ class Namespace:
 
     @strawberry.field(description="Its datasets by name (first: default 50, at most 500).")
     async def datasets(
-        self, info: Info, first: int = 50, after: str | None = None, name_contains: str | None = None,
+        self,
+        info: Info,
+        first: int = 50,
+        after: str | None = None,
+        name_contains: str | None = None,
         include_deleted: bool = False,
     ) -> DatasetConnection:
-        return await page_of_datasets(info, NodeFilter(self.name, name_contains, include_deleted), first, after)
+        return await page_of_datasets(
+            info, NodeFilter(self.name, name_contains, include_deleted), first, after
+        )
 
     @strawberry.field(description="Its jobs by name (first: default 50, at most 500).")
     async def jobs(
-        self, info: Info, first: int = 50, after: str | None = None, name_contains: str | None = None,
+        self,
+        info: Info,
+        first: int = 50,
+        after: str | None = None,
+        name_contains: str | None = None,
         include_deleted: bool = False,
     ) -> JobConnection:
-        return await page_of_jobs(info, NodeFilter(self.name, name_contains, include_deleted), first, after)
+        return await page_of_jobs(
+            info, NodeFilter(self.name, name_contains, include_deleted), first, after
+        )
 
     @classmethod
     def from_record(cls, r: NamespaceRecord) -> Namespace:

@@ -40,7 +40,9 @@ class RunDataset:
 
     @strawberry.field
     async def dataset(self, info: Info) -> Dataset:
-        return Dataset.from_record(await info.context.loaders.dataset_by_uuid.load(self.record.dataset_uuid))
+        return Dataset.from_record(
+            await info.context.loaders.dataset_by_uuid.load(self.record.dataset_uuid)
+        )
 
     @strawberry.field
     async def version(self, info: Info) -> DatasetVersion | None:
@@ -106,8 +108,15 @@ class Run:
     @classmethod
     def from_record(cls, r: RunRecord) -> Run:
         return cls(
-            id=strawberry.ID(str(r.run_uuid)), state=_state(r.state), started_at=r.started_at, ended_at=r.ended_at,
-            nominal_start_time=r.nominal_start_time, nominal_end_time=r.nominal_end_time,
-            error_message=r.error_message, facets=r.facets, created_at=r.created_at, updated_at=r.updated_at,
+            id=strawberry.ID(str(r.run_uuid)),
+            state=_state(r.state),
+            started_at=r.started_at,
+            ended_at=r.ended_at,
+            nominal_start_time=r.nominal_start_time,
+            nominal_end_time=r.nominal_end_time,
+            error_message=r.error_message,
+            facets=r.facets,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
             record=r,
         )

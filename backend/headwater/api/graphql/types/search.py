@@ -38,8 +38,13 @@ class SearchHit:
 
     @classmethod
     def from_record(cls, r: HitRecord) -> SearchHit:
-        return cls(node_id=strawberry.ID(format_node_id(r.kind, r.namespace, r.name)), type=NodeType(r.kind),
-                   namespace=r.namespace, name=r.name, updated_at=r.updated_at)
+        return cls(
+            node_id=strawberry.ID(format_node_id(r.kind, r.namespace, r.name)),
+            type=NodeType(r.kind),
+            namespace=r.namespace,
+            name=r.name,
+            updated_at=r.updated_at,
+        )
 
 
 @strawberry.type(description="The best matches first: exact names, then prefixes, then shorter names.")
