@@ -17,7 +17,8 @@ from headwater.api.problems import app_error_handler, http_error_handler, unexpe
 from headwater.api.rest.catalog import catalog_handlers, keep_encoded_slashes
 from headwater.api.rest.health import healthz, readyz
 from headwater.api.rest.ingest import post_lineage, post_lineage_batch
-from headwater.api.rest.lineage import get_lineage
+from headwater.api.rest.column_lineage import get_column_lineage
+from headwater.api.rest.lineage import get_lineage, get_lineage_path
 from headwater.api.rest.trino import post_trino_event
 from headwater.db.pool import create_pool
 from headwater.errors import AppError
@@ -41,7 +42,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await app.state.pool.close()
 
     return keep_encoded_slashes(Litestar(
-        route_handlers=[post_lineage, post_lineage_batch, get_lineage, post_trino_event, healthz, readyz, MetricsController,
+        route_handlers=[post_lineage, post_lineage_batch, get_lineage, get_lineage_path, get_column_lineage, post_trino_event, healthz, readyz, MetricsController,
                         GraphQLController, *catalog_handlers],
         middleware=[prometheus_config.middleware],
         lifespan=[lifespan, change_feed],

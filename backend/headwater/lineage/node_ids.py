@@ -1,4 +1,5 @@
-"""Node ids as the REST and GraphQL APIs spell them: ``dataset:NS:NAME`` and ``job:NS:NAME``.
+"""Node ids as the REST and GraphQL APIs spell them: ``dataset:NS:NAME``, ``job:NS:NAME`` and,
+for column lineage, ``datasetField:NS:DATASET:FIELD``.
 
 Namespaces contain ``://`` and ``:port`` and names may contain ``:`` too, so the split between
 namespace and name is not knowable from the text alone: every split is a candidate, and the store
@@ -34,7 +35,9 @@ def parse_node_id(node_id: str) -> ParsedNodeId:
         )
     candidates = split_candidates(rest)
     if not candidates:
-        raise InvalidNodeIdError(f"Invalid node id '{node_id}': expected a namespace and a name after '{prefix}:'.")
+        raise InvalidNodeIdError(
+            f"Invalid node id '{node_id}': expected a namespace and a name after '{prefix}:'."
+        )
     return ParsedNodeId(node_id, _PREFIXES[prefix], candidates)
 
 
@@ -50,3 +53,38 @@ def split_candidates(rest: str) -> list[tuple[str, str]]:
 def format_node_id(node_type: NodeType, namespace: str, name: str) -> str:
     """The id of a dataset or job node."""
     return f"{node_type.lower()}:{namespace}:{name}"
+
+
+@dataclass(frozen=True)
+class ParsedFieldId:
+    """A ``datasetField:NS:DATASET:FIELD`` id and every plausible (namespace, dataset, field) split."""
+
+    raw: str
+    candidates: list[tuple[str, str, str]]
+
+
+FIELD_PREFIX = "datasetField"
+
+
+def parse_field_id(node_id: str) -> ParsedFieldId:
+    """Split ``datasetField:NS:DATASET:FIELD``; raise InvalidNodeIdError naming the problem."""
+    prefix, sep, rest = node_id.partition(":")
+    if not sep or prefix != FIELD_PREFIX:
+        raise InvalidNodeIdError(
+            f"Invalid node id '{node_id}': expected 'datasetField:NAMESPACE:DATASET:FIELD' or 'dataset:NAMESPACE:NAME'."
+        )
+    candidates = [
+        (namespace, dataset, field)
+        for namespace, tail in split_candidates(rest)
+        for dataset, field in split_candidates(tail)
+    ]
+    if not candidates:
+        raise InvalidNodeIdError(
+            f"Invalid node id '{node_id}': expected a namespace, a dataset and a field after 'datasetField:'."
+        )
+    return ParsedFieldId(node_id, candidates)
+
+
+def format_field_id(namespace: str, dataset: str, field: str) -> str:
+    """The id of a dataset field node."""
+    return f"{FIELD_PREFIX}:{namespace}:{dataset}:{field}"

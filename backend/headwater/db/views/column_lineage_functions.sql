@@ -1,0 +1,23 @@
+-- Helpers of the column lineage queries (re-created after every migrate).
+
+-- The column edges leaving the frontier fields (parallel arrays of dataset uuid and field name):
+-- downstream from an input field to the output fields computed from it, upstream from an output
+-- field to its input fields; open edges, or those valid at as_of. Returns (from, to) fields.
+DROP FUNCTION IF EXISTS column_lineage_neighbours(uuid[], text[], boolean, timestamptz);
+CREATE FUNCTION column_lineage_neighbours(
+    frontier_datasets uuid[], frontier_fields text[], downstream boolean, as_of timestamptz
+)
+RETURNS TABLE (from_dataset uuid, from_field text, to_dataset uuid, to_field text)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT c.input_dataset_uuid, c.input_field, c.output_dataset_uuid, c.output_field
+    FROM unnest(frontier_datasets, frontier_fields) AS f(ds, field)
+    JOIN column_lineage c ON c.input_dataset_uuid = f.ds AND c.input_field = f.field
+    WHERE downstream AND (CASE WHEN as_of IS NULL THEN c.valid_to IS NULL
+                               ELSE c.valid_from <= as_of AND (c.valid_to IS NULL OR c.valid_to > as_of) END)
+    UNION ALL
+    SELECT c.output_dataset_uuid, c.output_field, c.input_dataset_uuid, c.input_field
+    FROM unnest(frontier_datasets, frontier_fields) AS f(ds, field)
+    JOIN column_lineage c ON c.output_dataset_uuid = f.ds AND c.output_field = f.field
+    WHERE NOT downstream AND (CASE WHEN as_of IS NULL THEN c.valid_to IS NULL
+                                   ELSE c.valid_from <= as_of AND (c.valid_to IS NULL OR c.valid_to > as_of) END)
+$$;
