@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -12,10 +11,9 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from headwater.app import create_app
-from headwater.db.migrate import migrate
 from headwater.db.pool import register_codecs
 from headwater.settings import Settings
-from tests.pg import test_server, with_database
+from tests.pg import migrated_database, test_server
 
 # Tables derived from events, emptied between tests (schema_migrations stays).
 MODEL_TABLES = [
@@ -48,18 +46,8 @@ def pg_server() -> Iterator[str]:
 async def database_url(pg_server: str) -> AsyncIterator[str]:
     """A fresh, migrated database for this session (one per xdist worker), dropped at the end."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    name = f"headwater_test_{worker}_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(pg_server)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    url = with_database(pg_server, name)
-    conn = await asyncpg.connect(url)
-    try:
-        await migrate(conn)
-    finally:
-        await conn.close()
-    yield url
-    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await admin.close()
+    async with migrated_database(pg_server, f"headwater_test_{worker}") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

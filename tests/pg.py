@@ -14,7 +14,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 
@@ -121,3 +122,26 @@ def with_database(server_url: str, database: str) -> str:
     base, _, query = server_url.partition("?")
     head, _, _ = base.rpartition("/")
     return f"{head}/{database}" + (f"?{query}" if query else "")
+
+
+@contextlib.asynccontextmanager
+async def migrated_database(server_url: str, prefix: str) -> AsyncIterator[str]:
+    """A new database named ``<prefix>_<random>``, migrated; dropped (even if in use) afterwards."""
+    import asyncpg
+
+    from headwater.db.migrate import migrate
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(server_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        url = with_database(server_url, name)
+        conn = await asyncpg.connect(url)
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+        yield url
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-import asyncpg
 import pytest
 
-from headwater.db.migrate import migrate
-from tests.pg import with_database
+from tests.pg import migrated_database
 
 if importlib.util.find_spec("pyspark") is None or shutil.which("java") is None:
     pytest.skip("pyspark and a Java runtime are needed", allow_module_level=True)
@@ -37,24 +34,10 @@ def progress(spark: Any) -> Any:
 
 
 @pytest.fixture
-def make_database(pg_server: str) -> Iterator[Callable[[], AbstractAsyncContextManager[str]]]:
+def make_database(pg_server: str) -> Callable[[], AbstractAsyncContextManager[str]]:
     """Makes empty, migrated databases like the session's, dropped afterwards."""
 
-    @asynccontextmanager
-    async def make() -> AsyncIterator[str]:
-        name = f"headwater_pipeline_{uuid.uuid4().hex[:8]}"
-        admin = await asyncpg.connect(pg_server)
-        try:
-            await admin.execute(f'CREATE DATABASE "{name}"')
-            url = with_database(pg_server, name)
-            conn = await asyncpg.connect(url)
-            try:
-                await migrate(conn)
-            finally:
-                await conn.close()
-            yield url
-        finally:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            await admin.close()
+    def make() -> AbstractAsyncContextManager[str]:
+        return migrated_database(pg_server, "headwater_pipeline")
 
-    yield make
+    return make

@@ -120,10 +120,9 @@ _MODELS: dict[str, type[AnyEvent]] = {
 def validate_event(raw: Any, prefix: str = "$") -> ValidEvent:
     """Check one decoded JSON value against the core model; raise InvalidEventError with its path."""
     if not isinstance(raw, dict):
-        kind_name = "array" if isinstance(raw, list) else type(raw).__name__
         raise InvalidEventError(
             "An OpenLineage event must be a JSON object.",
-            [FieldError(prefix, f"Expected `object`, got `{_json_type(raw) or kind_name}`")],
+            [FieldError(prefix, f"Expected `object`, got `{json_type(raw)}`")],
         )
     kind = event_kind(raw)
     try:
@@ -163,7 +162,8 @@ def _check_names(model: AnyEvent, prefix: str) -> None:
         raise InvalidEventError(f"Invalid event: {first.path} {first.message}", problems)
 
 
-def _json_type(value: Any) -> str | None:
+def json_type(value: Any) -> str:
+    """The JSON type of a decoded value, in the words msgspec's errors use."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -172,4 +172,8 @@ def _json_type(value: Any) -> str | None:
         return "number"
     if isinstance(value, str):
         return "str"
-    return None
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

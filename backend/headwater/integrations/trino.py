@@ -33,6 +33,7 @@ import msgspec
 from headwater import __version__
 from headwater.errors import FieldError, InvalidRequestError
 from headwater.ingest.aliases import PrefixRule
+from headwater.ingest.validate import json_type
 
 PRODUCER = f"https://github.com/headwater/headwater/tree/{__version__}/integrations/trino"
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -205,7 +206,7 @@ def event_kind(raw: Any, prefix: str = "$") -> TrinoEventKind:
     if not isinstance(raw, dict):
         raise InvalidTrinoEventError(
             "A Trino event must be a JSON object (a QueryCompletedEvent).",
-            [FieldError(prefix, f"Expected `object`, got `{_json_type(raw)}`")],
+            [FieldError(prefix, f"Expected `object`, got `{json_type(raw)}`")],
         )
     if "eventType" in raw and "run" in raw and "job" in raw:
         raise InvalidTrinoEventError(
@@ -655,16 +656,3 @@ def _column_name(column: Any) -> str | None:
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "str"
-    if isinstance(value, list):
-        return "array"
-    return type(value).__name__
