@@ -369,3 +369,81 @@ async def test_too_many_aliases_are_refused(client):
     query = "{ " + " ".join(f"a{i}: tags {{ name }}" for i in range(40)) + " }"
     body = await execute(client, query)
     assert body["errors"][0]["extensions"]["code"] == "too_many_aliases"
+
+
+COLUMNS = """query($id: ID!, $direction: LineageDirection!) {
+  columnLineage(nodeId: $id, depth: 5, direction: $direction) {
+    __typename
+    ... on ColumnLineageGraph {
+      nodes { id field type level inputFields { id transformations { type subtype } } }
+      edges { origin destination }
+      truncated
+    }
+    ... on Problem { code }
+  }
+}"""
+
+
+async def test_column_lineage_follows_fields_through_jobs(client):
+    await post_all(
+        client,
+        [
+            run_event(
+                "stage",
+                inputs=[dataset("raw", fields=["id", "amount"])],
+                outputs=[
+                    dataset(
+                        "staged",
+                        fields=["id", "amount_eur"],
+                        column_lineage={
+                            "id": [("warehouse", "raw", "id")],
+                            "amount_eur": [("warehouse", "raw", "amount")],
+                        },
+                    )
+                ],
+            )
+        ],
+    )
+    await post_all(
+        client,
+        [
+            run_event(
+                "report",
+                inputs=["staged"],
+                outputs=[
+                    dataset(
+                        "report",
+                        fields=["total"],
+                        column_lineage={"total": [("warehouse", "staged", "amount_eur")]},
+                    )
+                ],
+            )
+        ],
+    )
+    data = await gql(client, COLUMNS, id="datasetField:warehouse:report:total", direction="UPSTREAM")
+    graph = data["columnLineage"]
+    assert graph["__typename"] == "ColumnLineageGraph"
+    assert [(n["id"], n["level"]) for n in graph["nodes"]] == [
+        ("datasetField:warehouse:report:total", 0),
+        ("datasetField:warehouse:staged:amount_eur", 1),
+        ("datasetField:warehouse:raw:amount", 2),
+    ]
+    assert graph["edges"] == [
+        {
+            "origin": "datasetField:warehouse:raw:amount",
+            "destination": "datasetField:warehouse:staged:amount_eur",
+        },
+        {
+            "origin": "datasetField:warehouse:staged:amount_eur",
+            "destination": "datasetField:warehouse:report:total",
+        },
+    ]
+    total = graph["nodes"][0]
+    assert total["inputFields"] == [
+        {
+            "id": "datasetField:warehouse:staged:amount_eur",
+            "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}],
+        }
+    ]
+    missing = await gql(client, COLUMNS, id="dataset:warehouse:nope", direction="BOTH")
+    assert missing["columnLineage"] == {"__typename": "NotFoundError", "code": "node_not_found"}

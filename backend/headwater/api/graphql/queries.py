@@ -9,6 +9,7 @@ from typing import Annotated
 import strawberry
 
 from headwater.api.graphql.context import Info
+from headwater.api.graphql.types.column_lineage import ColumnLineageGraph
 from headwater.api.graphql.types.common import (
     DepthTooLarge,
     InvalidInput,
@@ -25,6 +26,7 @@ from headwater.api.graphql.types.run import Run
 from headwater.api.graphql.types.search import SearchHit, SearchResult
 from headwater.api.graphql.types.tag import Tag
 from headwater.errors import InvalidRequestError, LineageDepthTooLargeError, NotFoundError
+from headwater.lineage.columns import fetch_column_lineage
 from headwater.lineage.graph import fetch_lineage
 from headwater.store import catalog, tags
 from headwater.store.catalog import NodeFilter
@@ -33,10 +35,23 @@ DEFAULT_DEPTH = 20
 
 NameContains = Annotated[str | None, strawberry.argument(description="A part of the name, any case.")]
 
+ColumnLineageResult = Annotated[
+    ColumnLineageGraph | NotFound | DepthTooLarge | InvalidInput,
+    strawberry.union("ColumnLineageResult", description="The column graph, or why there is none."),
+]
 LineageResult = Annotated[
     LineageGraph | NotFound | DepthTooLarge | InvalidInput,
     strawberry.union("LineageResult", description="The graph, or why there is none."),
 ]
+
+
+def check_walk(depth: int, maximum: int, as_of: dt.datetime | None) -> dt.datetime | None:
+    """Check a lineage depth against the server's maximum; a time without offset is read as UTC."""
+    if depth < 0:
+        raise InvalidRequestError(f"Lineage depth must be 0 or more, got {depth}.")
+    if depth > maximum:
+        raise LineageDepthTooLargeError(depth, maximum)
+    return as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
 
 
 def parse_run_id(run_id: str) -> uuid.UUID:
@@ -129,11 +144,7 @@ class Query:
     ) -> LineageResult:
         maximum = info.context.settings.max_lineage_depth
         try:
-            if depth < 0:
-                raise InvalidRequestError(f"Lineage depth must be 0 or more, got {depth}.")
-            if depth > maximum:
-                raise LineageDepthTooLargeError(depth, maximum)
-            when = as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
+            when = check_walk(depth, maximum, as_of)
             async with info.context.pool.acquire() as conn:
                 graph = await fetch_lineage(
                     conn, [node_id], depth=depth, direction=direction.value, as_of=when
@@ -141,6 +152,44 @@ class Query:
         except (NotFoundError, InvalidRequestError) as exc:
             return problem_from_error(exc, maximum)  # type: ignore[return-value]
         return LineageGraph.from_graph(graph, when)
+
+    @strawberry.field(
+        description="The column lineage around a field, or around every field of a dataset."
+    )
+    async def column_lineage(
+        self,
+        info: Info,
+        node_id: Annotated[
+            strawberry.ID,
+            strawberry.argument(
+                description="datasetField:NAMESPACE:DATASET:FIELD, or dataset:NAMESPACE:NAME for all its fields"
+            ),
+        ],
+        depth: Annotated[
+            int,
+            strawberry.argument(
+                description=f"Column hops (one per job) from the root: default {DEFAULT_DEPTH}, at most the "
+                "server's limit (HEADWATER_MAX_LINEAGE_DEPTH, 100 by default)."
+            ),
+        ] = DEFAULT_DEPTH,
+        direction: LineageDirection = LineageDirection.BOTH,
+        as_of: Annotated[
+            dt.datetime | None,
+            strawberry.argument(
+                description="The graph as it was at this time; the current graph when null."
+            ),
+        ] = None,
+    ) -> ColumnLineageResult:
+        maximum = info.context.settings.max_lineage_depth
+        try:
+            when = check_walk(depth, maximum, as_of)
+            async with info.context.pool.acquire() as conn:
+                graph = await fetch_column_lineage(
+                    conn, [node_id], depth=depth, direction=direction.value, as_of=when
+                )
+        except (NotFoundError, InvalidRequestError) as exc:
+            return problem_from_error(exc, maximum)  # type: ignore[return-value]
+        return ColumnLineageGraph.from_graph(graph)
 
     @strawberry.field(description="Datasets and jobs whose name contains the text (any case).")
     async def search(
