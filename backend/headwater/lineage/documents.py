@@ -12,8 +12,9 @@ simply rebuilt.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from headwater.db.queries import QUERIES
 
@@ -24,12 +25,15 @@ if TYPE_CHECKING:
 
     from headwater.lineage.node_ids import NodeType
 
-DEFAULT_CACHE_SIZE = 50_000
+DEFAULT_CACHE_SIZE = 20_000  # about 30 MB of documents of 1-2 KB
 
 
-@dataclass(frozen=True, slots=True)
-class NodeDocument:
-    """A dataset or job as a lineage node: its id, identity and encoded ``data`` object."""
+class NodeDocument(msgspec.Struct, frozen=True, gc=False):
+    """A dataset or job as a lineage node: its id, identity and encoded ``data`` object.
+
+    Not tracked by the garbage collector (no reference cycles): a full cache would otherwise make
+    every full collection walk tens of thousands of entries.
+    """
 
     node_id: int
     stamp: int

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -47,9 +47,11 @@ class Root:
     name: str
 
 
-@dataclass(slots=True)
-class LineageNode:
-    """A dataset or job of a lineage answer; ``data_json`` is its Marquez ``data`` object, encoded."""
+class LineageNode(msgspec.Struct, gc=False):
+    """A dataset or job of a lineage answer; ``data_json`` is its Marquez ``data`` object, encoded.
+
+    Not tracked by the garbage collector (no reference cycles), as answers hold thousands of them.
+    """
 
     id: str
     type: NodeType
@@ -57,8 +59,8 @@ class LineageNode:
     name: str
     hops: int
     data_json: bytes
-    in_edges: list[tuple[str, str]] = field(default_factory=list)
-    out_edges: list[tuple[str, str]] = field(default_factory=list)
+    in_edges: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    out_edges: list[tuple[str, str]] = msgspec.field(default_factory=list)
 
     @property
     def data(self) -> dict[str, Any]:

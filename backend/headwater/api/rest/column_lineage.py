@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 _encoder = msgspec.json.Encoder()
 
 
-class FieldNode(msgspec.Struct, rename="camel"):
+class FieldNode(msgspec.Struct, rename="camel", gc=False):
     id: str
     type: str
     data: FieldData

@@ -108,12 +108,12 @@ def parse_as_of(as_of: str | None) -> dt.datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
-class _WireEdge(msgspec.Struct):
+class _WireEdge(msgspec.Struct, gc=False):
     origin: str
     destination: str
 
 
-class _WireNode(msgspec.Struct, rename="camel"):
+class _WireNode(msgspec.Struct, rename="camel", gc=False):
     id: str
     type: str
     data: msgspec.Raw
