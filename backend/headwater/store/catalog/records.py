@@ -1,0 +1,143 @@
+"""The catalog's records: what its reads answer, and the filter of dataset and job listings."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from headwater.errors import NotFoundError
+
+NodeKind = Literal["DATASET", "JOB"]
+
+
+class NamespaceNotFoundError(NotFoundError):
+    code = "namespace_not_found"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Namespace '{name}' not found.")
+
+
+@dataclass(frozen=True)
+class NamespaceRecord:
+    name: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    dataset_uuid: uuid.UUID
+    node_id: int
+    namespace: str
+    name: str
+    source_name: str | None
+    description: str | None
+    facets: dict[str, Any]
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    current_version_uuid: uuid.UUID | None
+    last_modified_at: dt.datetime | None
+    deleted_at: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class FieldRecord:
+    dataset_uuid: uuid.UUID
+    name: str
+    type: str | None
+    description: str | None
+    position: int
+
+
+@dataclass(frozen=True)
+class DatasetVersionRecord:
+    dataset_version_uuid: uuid.UUID
+    dataset_uuid: uuid.UUID
+    version: str
+    schema_fields: list[dict[str, Any]] | None
+    storage_version: str | None
+    created_by_run_uuid: uuid.UUID | None
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    job_uuid: uuid.UUID
+    node_id: int
+    namespace: str
+    name: str
+    parent_job_uuid: uuid.UUID | None
+    job_type: str | None
+    description: str | None
+    facets: dict[str, Any]
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    current_version_uuid: uuid.UUID | None
+    latest_run_uuid: uuid.UUID | None
+    deleted_at: dt.datetime | None
+    manual: bool
+
+
+@dataclass(frozen=True)
+class JobVersionRecord:
+    job_version_uuid: uuid.UUID
+    job_uuid: uuid.UUID
+    version: str
+    input_uuids: list[uuid.UUID]
+    output_uuids: list[uuid.UUID]
+    code_hash: str | None
+    created_by_run_uuid: uuid.UUID | None
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_uuid: uuid.UUID
+    job_uuid: uuid.UUID
+    job_version_uuid: uuid.UUID | None
+    parent_run_uuid: uuid.UUID | None
+    root_run_uuid: uuid.UUID | None
+    state: str | None
+    state_at: dt.datetime | None
+    started_at: dt.datetime | None
+    ended_at: dt.datetime | None
+    nominal_start_time: dt.datetime | None
+    nominal_end_time: dt.datetime | None
+    error_message: str | None
+    facets: dict[str, Any]
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class RunStateRecord:
+    run_uuid: uuid.UUID
+    state: str
+    event_time: dt.datetime
+
+
+@dataclass(frozen=True)
+class RunDatasetRecord:
+    run_uuid: uuid.UUID
+    dataset_uuid: uuid.UUID
+    direction: Literal["INPUT", "OUTPUT"]
+    dataset_version_uuid: uuid.UUID | None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    kind: NodeKind
+    namespace: str
+    name: str
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class NodeFilter:
+    """Which datasets or jobs a listing shows: namespace, a name fragment (any case), deleted ones."""
+
+    namespace: str | None = None
+    name_contains: str | None = None
+    include_deleted: bool = False

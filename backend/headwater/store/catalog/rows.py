@@ -1,0 +1,106 @@
+"""Database rows to catalog records, and the parameters of a listing filter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headwater.store.catalog.records import (
+    DatasetRecord,
+    DatasetVersionRecord,
+    JobRecord,
+    JobVersionRecord,
+    NodeFilter,
+    RunRecord,
+)
+
+
+def like_fragment(text: str) -> str:
+    """``text`` with LIKE's wildcards escaped, to match it literally inside '%...%'."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def filter_args(f: NodeFilter) -> tuple[str | None, str | None, bool]:
+    """The first three parameters of the page_* and count_* queries."""
+    fragment = like_fragment(f.name_contains) if f.name_contains else None
+    return f.namespace, fragment, f.include_deleted
+
+
+def dataset_from_row(r: Any) -> DatasetRecord:
+    return DatasetRecord(
+        r["dataset_uuid"],
+        r["node_id"],
+        r["namespace"],
+        r["name"],
+        r["source_name"],
+        r["description"],
+        r["facets"] or {},
+        r["created_at"],
+        r["updated_at"],
+        r["current_version_uuid"],
+        r["current_version_at"],
+        r["deleted_at"],
+    )
+
+
+def job_from_row(r: Any) -> JobRecord:
+    return JobRecord(
+        r["job_uuid"],
+        r["node_id"],
+        r["namespace"],
+        r["name"],
+        r["parent_job_uuid"],
+        r["job_type"],
+        r["description"],
+        r["facets"] or {},
+        r["created_at"],
+        r["updated_at"],
+        r["current_version_uuid"],
+        r["latest_run_uuid"],
+        r["deleted_at"],
+        r["manual"],
+    )
+
+
+def run_from_row(r: Any) -> RunRecord:
+    return RunRecord(
+        r["run_uuid"],
+        r["job_uuid"],
+        r["job_version_uuid"],
+        r["parent_run_uuid"],
+        r["root_run_uuid"],
+        r["current_state"],
+        r["current_state_at"],
+        r["started_at"],
+        r["ended_at"],
+        r["nominal_start_time"],
+        r["nominal_end_time"],
+        r["error_message"],
+        r["facets"] or {},
+        r["created_at"],
+        r["updated_at"],
+    )
+
+
+def dataset_version_from_row(r: Any) -> DatasetVersionRecord:
+    return DatasetVersionRecord(
+        r["dataset_version_uuid"],
+        r["dataset_uuid"],
+        r["version"],
+        r["schema_fields"],
+        r["storage_version"],
+        r["created_by_run_uuid"],
+        r["created_at"],
+    )
+
+
+def job_version_from_row(r: Any) -> JobVersionRecord:
+    return JobVersionRecord(
+        r["job_version_uuid"],
+        r["job_uuid"],
+        r["version"],
+        list(r["input_uuids"]),
+        list(r["output_uuids"]),
+        r["code_hash"],
+        r["created_by_run_uuid"],
+        r["created_at"],
+    )
