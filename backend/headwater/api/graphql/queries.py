@@ -21,7 +21,7 @@ from headwater.api.graphql.types.dataset import Dataset, DatasetConnection, page
 from headwater.api.graphql.types.job import Job, JobConnection, page_of_jobs
 from headwater.api.graphql.types.lineage import LineageGraph
 from headwater.api.graphql.types.namespace import Namespace
-from headwater.api.graphql.types.paging import check_page_size
+from headwater.api.graphql.types.paging import CatalogOrder, OrderBy, check_page_size
 from headwater.api.graphql.types.run import Run
 from headwater.api.graphql.types.search import SearchHit, SearchResult
 from headwater.api.graphql.types.tag import Tag
@@ -33,6 +33,12 @@ from headwater.store.catalog import NodeFilter
 
 DEFAULT_DEPTH = 20
 
+# The search store spells UPDATED_AT as Marquez does.
+_SEARCH_SORTS: dict[CatalogOrder, catalog.SearchSort] = {
+    CatalogOrder.NAME: "NAME",
+    CatalogOrder.HEAT: "HEAT",
+    CatalogOrder.UPDATED_AT: "UPDATE_AT",
+}
 NameContains = Annotated[str | None, strawberry.argument(description="A part of the name, any case.")]
 
 ColumnLineageResult = Annotated[
@@ -74,7 +80,10 @@ class Query:
         record = await info.context.loaders.namespace.load(name)
         return Namespace.from_record(record) if record else None
 
-    @strawberry.field(description="Datasets by namespace and name (first: default 50, at most 500).")
+    @strawberry.field(
+        description="Datasets, by namespace and name unless `orderBy` says otherwise (first: default "
+        "50, at most 500)."
+    )
     async def datasets(
         self,
         info: Info,
@@ -83,9 +92,10 @@ class Query:
         include_deleted: bool = False,
         first: int = 50,
         after: str | None = None,
+        order_by: OrderBy = CatalogOrder.NAME,
     ) -> DatasetConnection:
         return await page_of_datasets(
-            info, NodeFilter(namespace, name_contains, include_deleted), first, after
+            info, NodeFilter(namespace, name_contains, include_deleted), first, after, order_by
         )
 
     @strawberry.field(
@@ -95,7 +105,10 @@ class Query:
         record = await info.context.loaders.dataset.load((namespace, name))
         return Dataset.from_record(record) if record else None
 
-    @strawberry.field(description="Jobs by namespace and name (first: default 50, at most 500).")
+    @strawberry.field(
+        description="Jobs, by namespace and name unless `orderBy` says otherwise (first: default 50, "
+        "at most 500)."
+    )
     async def jobs(
         self,
         info: Info,
@@ -104,9 +117,10 @@ class Query:
         include_deleted: bool = False,
         first: int = 50,
         after: str | None = None,
+        order_by: OrderBy = CatalogOrder.NAME,
     ) -> JobConnection:
         return await page_of_jobs(
-            info, NodeFilter(namespace, name_contains, include_deleted), first, after
+            info, NodeFilter(namespace, name_contains, include_deleted), first, after, order_by
         )
 
     @strawberry.field(description="A job by namespace and name, null if unknown.")
@@ -193,13 +207,24 @@ class Query:
 
     @strawberry.field(description="Datasets and jobs whose name contains the text (any case).")
     async def search(
-        self, info: Info, query: str, namespace: str | None = None, first: int = 20
+        self,
+        info: Info,
+        query: str,
+        namespace: str | None = None,
+        first: int = 20,
+        order_by: Annotated[
+            CatalogOrder | None,
+            strawberry.argument(
+                description="By relevance when null: exact names, then prefixes, then shorter names."
+            ),
+        ] = None,
     ) -> SearchResult:
         check_page_size(first, 100)
         if not query.strip():
             raise InvalidRequestError("The search text is empty.")
+        sort = _SEARCH_SORTS[order_by] if order_by else "RELEVANCE"
         async with info.context.pool.acquire() as conn:
-            hits = await catalog.search_nodes(conn, query, namespace=namespace, limit=first)
+            hits = await catalog.search_nodes(conn, query, namespace=namespace, sort=sort, limit=first)
             total = await catalog.count_search_nodes(conn, query, namespace=namespace)
         return SearchResult(total_count=total, hits=[SearchHit.from_record(h) for h in hits])
 

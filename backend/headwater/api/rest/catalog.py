@@ -2,7 +2,9 @@
 
 Shapes follow Marquez's API (``{"totalCount", "datasets": [...]}``, ``id: {namespace, name}``,
 run states NEW / RUNNING / COMPLETED / FAILED / ABORTED), so Marquez clients and its web UI can
-read Headwater. Lists page with ``limit`` and ``offset`` as Marquez does.
+read Headwater. Lists page with ``limit`` and ``offset`` as Marquez does. Datasets, jobs and search
+results carry ``heat`` besides, Headwater's importance score (see ``headwater spark heat``): N·h,
+1.0 on average, null until computed.
 
 Namespaces are usually URIs (``postgres://host:5432``) that clients percent-encode, slashes
 included. Routing splits on decoded slashes, so ``keep_encoded_slashes`` re-encodes ``/`` and
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 from urllib.parse import unquote
 
 import asyncpg
@@ -54,6 +56,9 @@ _RUN_STATES = {
     "OTHER": "NEW",
     None: "NEW",
 }
+
+# Search orders as Marquez spells them, plus HEAT; upper or lower case.
+SortParam = Literal["NAME", "UPDATE_AT", "HEAT", "name", "update_at", "heat"]
 
 Limit = Annotated[
     int, Parameter(ge=1, le=MAX_LIMIT, description=f"Page size (default 100, at most {MAX_LIMIT}).")
@@ -133,6 +138,7 @@ async def datasets_json(conn: asyncpg.Connection, records: list[DatasetRecord]) 
             "currentVersion": str(r.current_version_uuid) if r.current_version_uuid else None,
             "facets": r.facets,
             "deleted": r.deleted_at is not None,
+            "heat": r.heat,
         }
         for r in records
     ]
@@ -251,6 +257,7 @@ async def jobs_json(conn: asyncpg.Connection, records: list[JobRecord]) -> list[
                 "currentVersion": str(r.current_version_uuid) if r.current_version_uuid else None,
                 "tags": _tags(tags[r.job_uuid]),
                 "deleted": r.deleted_at is not None,
+                "heat": r.heat,
             }
         )
     return out
@@ -384,24 +391,31 @@ async def get_run(state: State, run_id: str) -> dict[str, Any]:
         return (await runs_json(conn, [record]))[0]
 
 
+def _search_sort(sort: SortParam | None) -> catalog.SearchSort:
+    return cast("catalog.SearchSort", sort.upper()) if sort else "RELEVANCE"
+
+
 @get("/api/v1/search", summary="Search datasets and jobs by name", tags=["catalog"])
 async def search(
     state: State,
     q: Annotated[str, Parameter(min_length=1, description="A part of the name, any case.")],
     filter: Annotated[Literal["DATASET", "JOB"] | None, Parameter(description="Only this kind.")] = None,
     sort: Annotated[
-        Literal["NAME", "UPDATE_AT"] | None,
-        Parameter(description="NAME, or UPDATE_AT (newest first); by relevance when absent."),
+        SortParam | None,
+        Parameter(
+            description="NAME, UPDATE_AT (newest first) or HEAT (hottest first, never computed "
+            "last), in either case; by relevance when absent."
+        ),
     ] = None,
     limit: Annotated[
         int, Parameter(ge=1, le=100, description="At most this many results (default 10).")
     ] = 10,
     namespace: str | None = None,
 ) -> dict[str, Any]:
-    """Marquez's search: {totalCount, results: [{type, name, updatedAt, namespace, nodeId}]}."""
+    """Marquez's search: {totalCount, results: [{type, name, updatedAt, namespace, nodeId, heat}]}."""
     async with state.pool.acquire() as conn:
         hits = await catalog.search_nodes(
-            conn, q, namespace=namespace, kind=filter, sort=sort or "RELEVANCE", limit=limit
+            conn, q, namespace=namespace, kind=filter, sort=_search_sort(sort), limit=limit
         )
         total = await catalog.count_search_nodes(conn, q, namespace=namespace, kind=filter)
     return {
@@ -413,6 +427,7 @@ async def search(
                 "updatedAt": _iso(h.updated_at),
                 "namespace": h.namespace,
                 "nodeId": f"{h.kind.lower()}:{h.namespace}:{h.name}",
+                "heat": h.heat,
             }
             for h in hits
         ],

@@ -3,7 +3,7 @@
 -- asked identity next to the dataset's own.
 SELECT t.namespace AS asked_namespace, t.name AS asked_name,
        d.dataset_uuid, d.node_id, d.namespace, d.name, d.source_name, d.description, d.facets, d.created_at,
-       d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at
+       d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at, d.heat
 FROM unnest($1::text[], $2::text[]) AS t(namespace, name)
 JOIN dataset_aliases a ON a.namespace = t.namespace AND a.name = t.name
 JOIN datasets d ON d.dataset_uuid = a.dataset_uuid;
@@ -11,7 +11,7 @@ JOIN datasets d ON d.dataset_uuid = a.dataset_uuid;
 -- name: fetch_datasets_by_uuids
 -- Datasets by uuid.
 SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, d.source_name, d.description, d.facets, d.created_at,
-       d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at
+       d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at, d.heat
 FROM datasets d
 WHERE d.dataset_uuid = ANY($1::uuid[]);
 
@@ -20,13 +20,44 @@ WHERE d.dataset_uuid = ANY($1::uuid[]);
 -- by namespace ($1), a case-insensitive name fragment ($2, LIKE-escaped) and deletion ($3); $7
 -- rows skipped (offset paging, as Marquez's REST API pages).
 SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, d.source_name, d.description, d.facets, d.created_at,
-       d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at
+       d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at, d.heat
 FROM datasets d
 WHERE ($1::text IS NULL OR d.namespace = $1)
   AND ($2::text IS NULL OR lower(d.name) LIKE '%' || lower($2) || '%')
   AND ($3 OR d.deleted_at IS NULL)
   AND ($4::text IS NULL OR (d.namespace, d.name) > ($4, $5::text))
 ORDER BY d.namespace, d.name
+LIMIT $6 OFFSET $7;
+
+-- name: page_datasets_by_heat
+-- page_datasets ordered by heat, hottest first and never computed (NULL) last, then (namespace,
+-- name); the keyset is the last row's heat ($8, NULL for a row without heat) and ($4, $5).
+SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, d.source_name, d.description, d.facets, d.created_at,
+       d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at, d.heat
+FROM datasets d
+WHERE ($1::text IS NULL OR d.namespace = $1)
+  AND ($2::text IS NULL OR lower(d.name) LIKE '%' || lower($2) || '%')
+  AND ($3 OR d.deleted_at IS NULL)
+  AND ($4::text IS NULL
+       OR CASE WHEN $8::double precision IS NULL
+               THEN d.heat IS NULL AND (d.namespace, d.name) > ($4, $5::text)
+               ELSE d.heat < $8 OR d.heat IS NULL
+                    OR (d.heat = $8 AND (d.namespace, d.name) > ($4, $5::text)) END)
+ORDER BY d.heat DESC NULLS LAST, d.namespace, d.name
+LIMIT $6 OFFSET $7;
+
+-- name: page_datasets_by_updated_at
+-- page_datasets ordered by updated_at, newest first, then (namespace, name); the keyset is the last
+-- row's updated_at ($8) and ($4, $5).
+SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, d.source_name, d.description, d.facets, d.created_at,
+       d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at, d.heat
+FROM datasets d
+WHERE ($1::text IS NULL OR d.namespace = $1)
+  AND ($2::text IS NULL OR lower(d.name) LIKE '%' || lower($2) || '%')
+  AND ($3 OR d.deleted_at IS NULL)
+  AND ($4::text IS NULL OR d.updated_at < $8::timestamptz
+       OR (d.updated_at = $8 AND (d.namespace, d.name) > ($4, $5::text)))
+ORDER BY d.updated_at DESC, d.namespace, d.name
 LIMIT $6 OFFSET $7;
 
 -- name: count_datasets
@@ -84,5 +115,5 @@ UPDATE datasets d SET deleted_at = CASE WHEN $3 THEN coalesce(d.deleted_at, $4) 
 FROM target t
 WHERE d.dataset_uuid = t.dataset_uuid
 RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, d.source_name, d.description, d.facets, d.created_at,
-          d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at,
+          d.updated_at, d.current_version_uuid, d.current_version_at, d.deleted_at, d.heat,
           (t.was_deleted_at IS NULL) = $3 AS changed;

@@ -38,11 +38,14 @@ from headwater.store.catalog.records import (
     NamespaceNotFoundError,
     NamespaceRecord,
     NodeFilter,
+    NodeKey,
     NodeKind,
+    NodeOrder,
     RunDatasetRecord,
     RunRecord,
     RunStateRecord,
     SearchHit,
+    page_key,
 )
 from headwater.store.catalog.rows import like_fragment
 from headwater.store.catalog.runs import (
@@ -64,7 +67,9 @@ __all__ = [
     "NamespaceNotFoundError",
     "NamespaceRecord",
     "NodeFilter",
+    "NodeKey",
     "NodeKind",
+    "NodeOrder",
     "RunDatasetRecord",
     "RunRecord",
     "RunStateRecord",
@@ -97,6 +102,7 @@ __all__ = [
     "page_datasets",
     "page_job_runs",
     "page_jobs",
+    "page_key",
     "search_nodes",
     "set_dataset_deleted",
     "set_job_deleted",

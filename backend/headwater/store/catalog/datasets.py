@@ -14,12 +14,15 @@ from headwater.store.catalog.records import (
     DatasetVersionRecord,
     FieldRecord,
     NodeFilter,
+    NodeKey,
+    NodeOrder,
     RunRecord,
 )
 from headwater.store.catalog.rows import (
     dataset_from_row,
     dataset_version_from_row,
     filter_args,
+    page_args,
     run_from_row,
 )
 from headwater.store.changes import Change, insert_changes
@@ -46,23 +49,25 @@ async def fetch_datasets_by_uuids(
     return {r["dataset_uuid"]: dataset_from_row(r) for r in rows}
 
 
+# The query of each order (the only ORDER BY clauses a listing runs).
+_PAGE_QUERIES: dict[NodeOrder, str] = {
+    "NAME": "page_datasets",
+    "HEAT": "page_datasets_by_heat",
+    "UPDATED_AT": "page_datasets_by_updated_at",
+}
+
+
 async def page_datasets(
     conn: asyncpg.Connection,
     f: NodeFilter,
     *,
-    after: tuple[str, str] | None,
+    order: NodeOrder = "NAME",
+    after: NodeKey | None,
     limit: int,
     offset: int = 0,
 ) -> list[DatasetRecord]:
-    """Datasets by (namespace, name), after a keyset and/or an offset."""
-    rows = await conn.fetch(
-        QUERIES["page_datasets"],
-        *filter_args(f),
-        after[0] if after else None,
-        after[1] if after else None,
-        limit,
-        offset,
-    )
+    """Datasets in ``order`` (see NodeOrder), after a keyset (from ``page_key``) and/or an offset."""
+    rows = await conn.fetch(QUERIES[_PAGE_QUERIES[order]], *page_args(f, order, after, limit, offset))
     return [dataset_from_row(r) for r in rows]
 
 

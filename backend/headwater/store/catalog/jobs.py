@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from headwater.db.queries import QUERIES
 from headwater.errors import JobNotFoundError
 from headwater.lineage.node_ids import format_node_id
-from headwater.store.catalog.records import JobRecord, JobVersionRecord, NodeFilter
-from headwater.store.catalog.rows import filter_args, job_from_row, job_version_from_row
+from headwater.store.catalog.records import JobRecord, JobVersionRecord, NodeFilter, NodeKey, NodeOrder
+from headwater.store.catalog.rows import filter_args, job_from_row, job_version_from_row, page_args
 from headwater.store.changes import Change, insert_changes
 
 if TYPE_CHECKING:
@@ -43,23 +43,25 @@ async def fetch_child_jobs(
     return out
 
 
+# The query of each order (the only ORDER BY clauses a listing runs).
+_PAGE_QUERIES: dict[NodeOrder, str] = {
+    "NAME": "page_jobs",
+    "HEAT": "page_jobs_by_heat",
+    "UPDATED_AT": "page_jobs_by_updated_at",
+}
+
+
 async def page_jobs(
     conn: asyncpg.Connection,
     f: NodeFilter,
     *,
-    after: tuple[str, str] | None,
+    order: NodeOrder = "NAME",
+    after: NodeKey | None,
     limit: int,
     offset: int = 0,
 ) -> list[JobRecord]:
-    """Jobs by (namespace, name), after a keyset and/or an offset."""
-    rows = await conn.fetch(
-        QUERIES["page_jobs"],
-        *filter_args(f),
-        after[0] if after else None,
-        after[1] if after else None,
-        limit,
-        offset,
-    )
+    """Jobs in ``order`` (see NodeOrder), after a keyset (from ``page_key``) and/or an offset."""
+    rows = await conn.fetch(QUERIES[_PAGE_QUERIES[order]], *page_args(f, order, after, limit, offset))
     return [job_from_row(r) for r in rows]
 
 

@@ -10,6 +10,9 @@ from typing import Any, Literal
 from headwater.errors import NotFoundError
 
 NodeKind = Literal["DATASET", "JOB"]
+# How a page of datasets or jobs is ordered: by (namespace, name); by heat, hottest first and never
+# computed last; or by updated_at, newest first. Ties go by (namespace, name).
+NodeOrder = Literal["NAME", "HEAT", "UPDATED_AT"]
 
 
 class NamespaceNotFoundError(NotFoundError):
@@ -40,6 +43,7 @@ class DatasetRecord:
     current_version_uuid: uuid.UUID | None
     last_modified_at: dt.datetime | None
     deleted_at: dt.datetime | None
+    heat: float | None
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class JobRecord:
     latest_run_uuid: uuid.UUID | None
     deleted_at: dt.datetime | None
     manual: bool
+    heat: float | None
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,7 @@ class SearchHit:
     namespace: str
     name: str
     updated_at: dt.datetime
+    heat: float | None
 
 
 @dataclass(frozen=True)
@@ -141,3 +147,19 @@ class NodeFilter:
     namespace: str | None = None
     name_contains: str | None = None
     include_deleted: bool = False
+
+
+@dataclass(frozen=True)
+class NodeKey:
+    """Where a page of datasets or jobs ended: its last row's namespace and name and, for the HEAT
+    and UPDATED_AT orders, that row's heat (None when never computed) or update time."""
+
+    namespace: str
+    name: str
+    value: float | dt.datetime | None = None
+
+
+def page_key(r: DatasetRecord | JobRecord, order: NodeOrder) -> NodeKey:
+    """The key of ``r`` in a listing in ``order``: the next page starts after it."""
+    value = r.heat if order == "HEAT" else r.updated_at if order == "UPDATED_AT" else None
+    return NodeKey(r.namespace, r.name, value)

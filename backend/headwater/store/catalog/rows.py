@@ -10,6 +10,8 @@ from headwater.store.catalog.records import (
     JobRecord,
     JobVersionRecord,
     NodeFilter,
+    NodeKey,
+    NodeOrder,
     RunRecord,
 )
 
@@ -23,6 +25,23 @@ def filter_args(f: NodeFilter) -> tuple[str | None, str | None, bool]:
     """The first three parameters of the page_* and count_* queries."""
     fragment = like_fragment(f.name_contains) if f.name_contains else None
     return f.namespace, fragment, f.include_deleted
+
+
+def page_args(
+    f: NodeFilter, order: NodeOrder, after: NodeKey | None, limit: int, offset: int
+) -> list[Any]:
+    """The parameters of a page_* query: the filter, the keyset's namespace and name, the limit and
+    offset, and for the HEAT and UPDATED_AT orders the keyset's sort value last ($8)."""
+    args: list[Any] = [
+        *filter_args(f),
+        after.namespace if after else None,
+        after.name if after else None,
+        limit,
+        offset,
+    ]
+    if order != "NAME":
+        args.append(after.value if after else None)
+    return args
 
 
 def dataset_from_row(r: Any) -> DatasetRecord:
@@ -39,6 +58,7 @@ def dataset_from_row(r: Any) -> DatasetRecord:
         r["current_version_uuid"],
         r["current_version_at"],
         r["deleted_at"],
+        r["heat"],
     )
 
 
@@ -58,6 +78,7 @@ def job_from_row(r: Any) -> JobRecord:
         r["latest_run_uuid"],
         r["deleted_at"],
         r["manual"],
+        r["heat"],
     )
 
 

@@ -11,7 +11,9 @@ from headwater.store.catalog.rows import like_fragment
 if TYPE_CHECKING:
     import asyncpg
 
-SearchSort = Literal["RELEVANCE", "NAME", "UPDATE_AT"]
+# RELEVANCE: exact names, then prefixes, then shorter names; NAME; UPDATE_AT: newest first (Marquez's
+# spelling); HEAT: hottest first, never computed last.
+SearchSort = Literal["RELEVANCE", "NAME", "UPDATE_AT", "HEAT"]
 
 
 async def search_nodes(
@@ -27,7 +29,7 @@ async def search_nodes(
     rows = await conn.fetch(
         QUERIES["search_nodes"], like_fragment(text), namespace, limit, text, kind, sort
     )
-    return [SearchHit(r["kind"], r["namespace"], r["name"], r["updated_at"]) for r in rows]
+    return [SearchHit(r["kind"], r["namespace"], r["name"], r["updated_at"], r["heat"]) for r in rows]
 
 
 async def count_search_nodes(

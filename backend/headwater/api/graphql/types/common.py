@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 from headwater.errors import AppError, InvalidRequestError, LineageDepthTooLargeError, NotFoundError
 
 __all__ = [
+    "HEAT_DESCRIPTION",
     "JSON",
     "Conflict",
     "DepthTooLarge",
@@ -20,6 +21,14 @@ __all__ = [
     "Problem",
     "problem_from_error",
 ]
+
+HEAT_DESCRIPTION = (
+    "Asset heat: how much of the lineage graph depends on it, a PageRank in which importance flows "
+    "upstream from each dataset or job to what it reads. Scaled as N·h (N nodes), so scores average "
+    "1.0: 1.0 is an ordinary node, 10 one ten times as important. Only order and ratios mean "
+    "something, and they change as the graph does. Null until `headwater spark heat` has run since "
+    "the node appeared, and for nodes deleted when it last ran."
+)
 
 
 @strawberry.enum(description="What a lineage node is.")

@@ -9,8 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 
 from headwater.api.graphql.context import Info
-from headwater.api.graphql.types.common import JSON
-from headwater.api.graphql.types.paging import PageInfo, check_page_size, decode_cursor, encode_cursor
+from headwater.api.graphql.types.common import HEAT_DESCRIPTION, JSON
+from headwater.api.graphql.types.paging import (
+    CatalogOrder,
+    PageInfo,
+    check_page_size,
+    decode_node_cursor,
+    encode_node_cursor,
+)
 from headwater.api.graphql.types.tag import Tag
 from headwater.lineage.node_ids import format_node_id
 from headwater.store import catalog
@@ -106,6 +112,7 @@ class Dataset:
     updated_at: dt.datetime
     last_modified_at: dt.datetime | None = strawberry.field(description="When a run last wrote it.")
     deleted_at: dt.datetime | None = strawberry.field(description="Set while it is soft-deleted.")
+    heat: float | None = strawberry.field(description=HEAT_DESCRIPTION)
     record: strawberry.Private[DatasetRecord]
 
     @strawberry.field
@@ -162,11 +169,12 @@ class Dataset:
             updated_at=r.updated_at,
             last_modified_at=r.last_modified_at,
             deleted_at=r.deleted_at,
+            heat=r.heat,
             record=r,
         )
 
 
-@strawberry.type(description="A page of datasets ordered by namespace and name.")
+@strawberry.type(description="A page of datasets in the order asked (by namespace and name by default).")
 class DatasetConnection:
     nodes: list[Dataset]
     page_info: PageInfo
@@ -179,15 +187,15 @@ class DatasetConnection:
 
 
 async def page_of_datasets(
-    info: Info, f: NodeFilter, first: int, after: str | None
+    info: Info, f: NodeFilter, first: int, after: str | None, order: CatalogOrder = CatalogOrder.NAME
 ) -> DatasetConnection:
-    """One page of datasets after the cursor ``after``."""
+    """One page of datasets in ``order`` after the cursor ``after`` (made for the same order)."""
     check_page_size(first)
-    keyset = tuple(decode_cursor(after, 2)) if after else None
+    keyset = decode_node_cursor(after, order) if after else None
     async with info.context.pool.acquire() as conn:
-        rows = await catalog.page_datasets(conn, f, after=keyset, limit=first + 1)  # type: ignore[arg-type]
+        rows = await catalog.page_datasets(conn, f, order=order.value, after=keyset, limit=first + 1)
     page = rows[:first]
-    end = encode_cursor(page[-1].namespace, page[-1].name) if page else None
+    end = encode_node_cursor(page[-1], order) if page else None
     return DatasetConnection(
         nodes=[Dataset.from_record(r) for r in page],
         page_info=PageInfo(has_next_page=len(rows) > first, end_cursor=end),

@@ -9,9 +9,17 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from headwater.api.graphql.context import Info
-from headwater.api.graphql.types.common import JSON
+from headwater.api.graphql.types.common import HEAT_DESCRIPTION, JSON
 from headwater.api.graphql.types.dataset import Dataset
-from headwater.api.graphql.types.paging import PageInfo, check_page_size, decode_cursor, encode_cursor
+from headwater.api.graphql.types.paging import (
+    CatalogOrder,
+    PageInfo,
+    check_page_size,
+    decode_cursor,
+    decode_node_cursor,
+    encode_cursor,
+    encode_node_cursor,
+)
 from headwater.api.graphql.types.tag import Tag
 from headwater.lineage.node_ids import format_node_id
 from headwater.store import catalog
@@ -90,6 +98,7 @@ class Job:
     created_at: dt.datetime
     updated_at: dt.datetime
     deleted_at: dt.datetime | None = strawberry.field(description="Set while it is soft-deleted.")
+    heat: float | None = strawberry.field(description=HEAT_DESCRIPTION)
     manual: bool = strawberry.field(description="Declared by hand to carry manual lineage.")
     record: strawberry.Private[JobRecord]
 
@@ -171,12 +180,13 @@ class Job:
             created_at=r.created_at,
             updated_at=r.updated_at,
             deleted_at=r.deleted_at,
+            heat=r.heat,
             manual=r.manual,
             record=r,
         )
 
 
-@strawberry.type(description="A page of jobs ordered by namespace and name.")
+@strawberry.type(description="A page of jobs in the order asked (by namespace and name by default).")
 class JobConnection:
     nodes: list[Job]
     page_info: PageInfo
@@ -188,14 +198,16 @@ class JobConnection:
             return await catalog.count_jobs(conn, self.filter)
 
 
-async def page_of_jobs(info: Info, f: NodeFilter, first: int, after: str | None) -> JobConnection:
-    """One page of jobs after the cursor ``after``."""
+async def page_of_jobs(
+    info: Info, f: NodeFilter, first: int, after: str | None, order: CatalogOrder = CatalogOrder.NAME
+) -> JobConnection:
+    """One page of jobs in ``order`` after the cursor ``after`` (made for the same order)."""
     check_page_size(first)
-    keyset = tuple(decode_cursor(after, 2)) if after else None
+    keyset = decode_node_cursor(after, order) if after else None
     async with info.context.pool.acquire() as conn:
-        rows = await catalog.page_jobs(conn, f, after=keyset, limit=first + 1)  # type: ignore[arg-type]
+        rows = await catalog.page_jobs(conn, f, order=order.value, after=keyset, limit=first + 1)
     page = rows[:first]
-    end = encode_cursor(page[-1].namespace, page[-1].name) if page else None
+    end = encode_node_cursor(page[-1], order) if page else None
     return JobConnection(
         nodes=[Job.from_record(r) for r in page],
         page_info=PageInfo(has_next_page=len(rows) > first, end_cursor=end),

@@ -9,6 +9,7 @@ import strawberry
 from headwater.api.graphql.context import Info
 from headwater.api.graphql.types.dataset import DatasetConnection, page_of_datasets
 from headwater.api.graphql.types.job import JobConnection, page_of_jobs
+from headwater.api.graphql.types.paging import CatalogOrder, OrderBy
 from headwater.store.catalog import NamespaceRecord, NodeFilter
 
 
@@ -20,7 +21,10 @@ class Namespace:
     created_at: dt.datetime
     updated_at: dt.datetime = strawberry.field(description="When a dataset or job in it last changed.")
 
-    @strawberry.field(description="Its datasets by name (first: default 50, at most 500).")
+    @strawberry.field(
+        description="Its datasets, by name unless `orderBy` says otherwise (first: default 50, at "
+        "most 500)."
+    )
     async def datasets(
         self,
         info: Info,
@@ -28,12 +32,15 @@ class Namespace:
         after: str | None = None,
         name_contains: str | None = None,
         include_deleted: bool = False,
+        order_by: OrderBy = CatalogOrder.NAME,
     ) -> DatasetConnection:
         return await page_of_datasets(
-            info, NodeFilter(self.name, name_contains, include_deleted), first, after
+            info, NodeFilter(self.name, name_contains, include_deleted), first, after, order_by
         )
 
-    @strawberry.field(description="Its jobs by name (first: default 50, at most 500).")
+    @strawberry.field(
+        description="Its jobs, by name unless `orderBy` says otherwise (first: default 50, at most 500)."
+    )
     async def jobs(
         self,
         info: Info,
@@ -41,9 +48,10 @@ class Namespace:
         after: str | None = None,
         name_contains: str | None = None,
         include_deleted: bool = False,
+        order_by: OrderBy = CatalogOrder.NAME,
     ) -> JobConnection:
         return await page_of_jobs(
-            info, NodeFilter(self.name, name_contains, include_deleted), first, after
+            info, NodeFilter(self.name, name_contains, include_deleted), first, after, order_by
         )
 
     @classmethod

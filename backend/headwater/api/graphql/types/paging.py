@@ -1,15 +1,24 @@
-"""Cursor paging: opaque cursors over a keyset, and the page size bounds."""
+"""Cursor paging: opaque cursors over a keyset, the orders of dataset and job lists, and the page
+size bounds.
+
+A cursor of a list in NAME order holds the last row's (namespace, name); in the other orders it
+also holds the order and the last row's sort value, so a page follows on from exactly where the
+previous one ended, and a cursor made for one order is refused by another.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 import json
-from typing import Any
+from enum import Enum
+from typing import Annotated, Any
 
 import strawberry
 
 from headwater.errors import InvalidRequestError
+from headwater.store.catalog import DatasetRecord, JobRecord, NodeKey, page_key
 
 MAX_PAGE = 500
 
@@ -19,6 +28,26 @@ class InvalidCursorError(InvalidRequestError):
 
     def __init__(self, cursor: str) -> None:
         super().__init__(f"Invalid cursor '{cursor}': pass back a cursor this API returned.")
+
+
+@strawberry.enum(description="How a list of datasets or jobs is ordered.")
+class CatalogOrder(Enum):
+    NAME = strawberry.enum_value("NAME", description="By namespace, then name.")
+    HEAT = strawberry.enum_value(
+        "HEAT",
+        description="Hottest first (see `heat`), those without heat last; ties by namespace and name.",
+    )
+    UPDATED_AT = strawberry.enum_value(
+        "UPDATED_AT", description="Most recently updated first; ties by namespace and name."
+    )
+
+
+OrderBy = Annotated[
+    CatalogOrder,
+    strawberry.argument(
+        description="NAME by default; a cursor only continues the order it was made in."
+    ),
+]
 
 
 @strawberry.type(description="Where a page ends and whether another follows.")
@@ -48,3 +77,44 @@ def check_page_size(first: int, maximum: int = MAX_PAGE, name: str = "first") ->
     if not 1 <= first <= maximum:
         raise InvalidRequestError(f"`{name}` must be between 1 and {maximum}, got {first}.")
     return first
+
+
+def encode_node_cursor(r: DatasetRecord | JobRecord, order: CatalogOrder) -> str:
+    """The cursor after dataset or job ``r`` in a list in ``order``."""
+    key = page_key(r, order.value)
+    if order is CatalogOrder.NAME:
+        return encode_cursor(key.namespace, key.name)
+    value = key.value.isoformat() if isinstance(key.value, dt.datetime) else key.value
+    return encode_cursor(order.value, value, key.namespace, key.name)
+
+
+def decode_node_cursor(cursor: str, order: CatalogOrder) -> NodeKey:
+    """The keyset of a cursor made by ``encode_node_cursor`` for the same order."""
+    if order is CatalogOrder.NAME:
+        namespace, name = decode_cursor(cursor, 2)
+        value: float | dt.datetime | None = None
+    else:
+        tag, raw, namespace, name = decode_cursor(cursor, 4)
+        if tag != order.value:
+            raise InvalidCursorError(cursor)
+        value = _sort_value(cursor, order, raw)
+    if not isinstance(namespace, str) or not isinstance(name, str):
+        raise InvalidCursorError(cursor)
+    return NodeKey(namespace, name, value)
+
+
+def _sort_value(cursor: str, order: CatalogOrder, raw: Any) -> float | dt.datetime | None:
+    if order is CatalogOrder.HEAT:
+        if raw is None:
+            return None
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            try:
+                return float(raw)
+            except OverflowError:
+                pass
+    elif isinstance(raw, str):
+        try:
+            return dt.datetime.fromisoformat(raw)
+        except ValueError:
+            pass
+    raise InvalidCursorError(cursor)

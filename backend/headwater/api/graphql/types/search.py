@@ -7,7 +7,7 @@ import datetime as dt
 import strawberry
 
 from headwater.api.graphql.context import Info
-from headwater.api.graphql.types.common import NodeType
+from headwater.api.graphql.types.common import HEAT_DESCRIPTION, NodeType
 from headwater.api.graphql.types.dataset import Dataset
 from headwater.api.graphql.types.job import Job
 from headwater.lineage.node_ids import format_node_id
@@ -21,6 +21,7 @@ class SearchHit:
     namespace: str
     name: str
     updated_at: dt.datetime
+    heat: float | None = strawberry.field(description=HEAT_DESCRIPTION)
 
     @strawberry.field(description="The dataset, when the hit is one.")
     async def dataset(self, info: Info) -> Dataset | None:
@@ -44,10 +45,14 @@ class SearchHit:
             namespace=r.namespace,
             name=r.name,
             updated_at=r.updated_at,
+            heat=r.heat,
         )
 
 
-@strawberry.type(description="The best matches first: exact names, then prefixes, then shorter names.")
+@strawberry.type(
+    description="Hits in the order asked; by default the best matches first: exact names, then "
+    "prefixes, then shorter names."
+)
 class SearchResult:
     total_count: int
     hits: list[SearchHit]
