@@ -15,9 +15,9 @@ from headwater.api.graphql.schema import GraphQLController
 from headwater.api.metrics import MetricsController, prometheus_config
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
 from headwater.api.rest.catalog import catalog_handlers, keep_encoded_slashes
+from headwater.api.rest.column_lineage import get_column_lineage
 from headwater.api.rest.health import healthz, readyz
 from headwater.api.rest.ingest import post_lineage, post_lineage_batch
-from headwater.api.rest.column_lineage import get_column_lineage
 from headwater.api.rest.lineage import get_lineage, get_lineage_path
 from headwater.api.rest.trino import post_trino_event
 from headwater.db.pool import create_pool
@@ -41,18 +41,32 @@ def create_app(settings: Settings | None = None) -> Litestar:
         finally:
             await app.state.pool.close()
 
-    return keep_encoded_slashes(Litestar(
-        route_handlers=[post_lineage, post_lineage_batch, get_lineage, get_lineage_path, get_column_lineage, post_trino_event, healthz, readyz, MetricsController,
-                        GraphQLController, *catalog_handlers],
-        middleware=[prometheus_config.middleware],
-        lifespan=[lifespan, change_feed],
-        state=State({"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}),
-        exception_handlers={
-            AppError: app_error_handler,
-            HTTPException: http_error_handler,
-            Exception: unexpected_error_handler,
-        },
-        request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(title="Headwater", version=__version__, path="/docs"),
-    ))
-
+    return keep_encoded_slashes(
+        Litestar(
+            route_handlers=[
+                post_lineage,
+                post_lineage_batch,
+                get_lineage,
+                get_lineage_path,
+                get_column_lineage,
+                post_trino_event,
+                healthz,
+                readyz,
+                MetricsController,
+                GraphQLController,
+                *catalog_handlers,
+            ],
+            middleware=[prometheus_config.middleware],
+            lifespan=[lifespan, change_feed],
+            state=State(
+                {"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}
+            ),
+            exception_handlers={
+                AppError: app_error_handler,
+                HTTPException: http_error_handler,
+                Exception: unexpected_error_handler,
+            },
+            request_max_body_size=settings.max_body_bytes,
+            openapi_config=OpenAPIConfig(title="Headwater", version=__version__, path="/docs"),
+        )
+    )

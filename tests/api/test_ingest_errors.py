@@ -172,8 +172,11 @@ async def test_metrics_count_ingest_outcomes(client):
     await client.post("/api/v1/lineage", json=event)
     await client.post("/api/v1/lineage", json={"eventType": "START"})
     text = (await client.get("/metrics")).text
-    counts = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
-              if line.startswith("headwater_events_total{")}
+    counts = {
+        line.split(" ")[0]: float(line.split(" ")[1])
+        for line in text.splitlines()
+        if line.startswith("headwater_events_total{")
+    }
     assert counts['headwater_events_total{kind="RUN",status="created"}'] >= 1
     assert counts['headwater_events_total{kind="RUN",status="duplicate"}'] >= 1
     assert counts['headwater_events_total{kind="UNKNOWN",status="invalid"}'] >= 1

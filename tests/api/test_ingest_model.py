@@ -280,7 +280,9 @@ async def test_dataset_and_job_events(client, conn):
 
 
 async def test_job_version_change_is_logged_with_edges_added_and_removed(client, conn):
-    await post_all(client, job_run("report", inputs=["orders", "legacy"], outputs=["kpis"], start=0, end=1))
+    await post_all(
+        client, job_run("report", inputs=["orders", "legacy"], outputs=["kpis"], start=0, end=1)
+    )
     await post_all(client, job_run("report", inputs=["orders", "fx"], outputs=["kpis"], start=2, end=3))
     changes = await conn.fetch(
         "SELECT details FROM change_log WHERE kind = 'JOB_VERSION_CHANGED' ORDER BY change_id"
@@ -298,13 +300,24 @@ async def test_job_version_change_is_logged_with_edges_added_and_removed(client,
 
 async def test_a_read_does_not_redefine_a_known_schema(client, conn):
     """Readers such as Trino report only the columns they read, without types."""
-    await post_all(client, [
-        run_event("load", outputs=[dataset("orders", fields=[("id", "int"), ("amount", "decimal")])], time=0),
-        run_event("report", inputs=[dataset("orders", fields=["amount"])], outputs=["kpis"], time=1),
-        run_event("audit", inputs=[dataset("unknown_so_far", fields=[("id", "int")])], time=2),
-    ])
+    await post_all(
+        client,
+        [
+            run_event(
+                "load",
+                outputs=[dataset("orders", fields=[("id", "int"), ("amount", "decimal")])],
+                time=0,
+            ),
+            run_event("report", inputs=[dataset("orders", fields=["amount"])], outputs=["kpis"], time=1),
+            run_event("audit", inputs=[dataset("unknown_so_far", fields=[("id", "int")])], time=2),
+        ],
+    )
     fields = await conn.fetch(
         "SELECT d.name, f.name AS field, f.type FROM dataset_fields f JOIN datasets d USING (dataset_uuid)"
-        " ORDER BY 1, f.position")
-    assert [tuple(f) for f in fields] == [("orders", "id", "int"), ("orders", "amount", "decimal"),
-                                          ("unknown_so_far", "id", "int")]
+        " ORDER BY 1, f.position"
+    )
+    assert [tuple(f) for f in fields] == [
+        ("orders", "id", "int"),
+        ("orders", "amount", "decimal"),
+        ("unknown_so_far", "id", "int"),
+    ]

@@ -132,11 +132,23 @@ async def test_unparseable_sql_is_a_warning_not_a_failure(client, conn):
 
 async def test_sql_names_a_table_written_to_a_path_by_its_symlink(client, conn):
     """Spark writes tables to their location with a TABLE symlink; the SQL uses the table name."""
-    output = dataset("/warehouse/dept_totals", namespace="file",
-                     symlinks=[("file:/warehouse", "default.dept_totals", "TABLE")])
-    source = dataset("/warehouse/emp", namespace="file", symlinks=[("file:/warehouse", "default.emp", "TABLE")])
-    event = run_event("app.execute_insert.default_dept_totals", inputs=[source], outputs=[output],
-                      job_facets=sql_facet("INSERT INTO dept_totals SELECT dept, SUM(salary) FROM emp GROUP BY dept"))
+    output = dataset(
+        "/warehouse/dept_totals",
+        namespace="file",
+        symlinks=[("file:/warehouse", "default.dept_totals", "TABLE")],
+    )
+    source = dataset(
+        "/warehouse/emp", namespace="file", symlinks=[("file:/warehouse", "default.emp", "TABLE")]
+    )
+    event = run_event(
+        "app.execute_insert.default_dept_totals",
+        inputs=[source],
+        outputs=[output],
+        job_facets=sql_facet("INSERT INTO dept_totals SELECT dept, SUM(salary) FROM emp GROUP BY dept"),
+    )
     assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
     names = await conn.fetch("SELECT namespace, name FROM datasets ORDER BY name")
-    assert [tuple(r) for r in names] == [("file:/warehouse", "default.dept_totals"), ("file:/warehouse", "default.emp")]
+    assert [tuple(r) for r in names] == [
+        ("file:/warehouse", "default.dept_totals"),
+        ("file:/warehouse", "default.emp"),
+    ]

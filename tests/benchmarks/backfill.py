@@ -40,7 +40,9 @@ import psutil
 
 from headwater.db.migrate import migrate
 
-SERVER_URL = os.environ.get("HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+SERVER_URL = os.environ.get(
+    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 PRODUCER = "https://github.com/OpenLineage/OpenLineage/tree/1.23.0/integration/spark"
 RUN_EVENT = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 T0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
@@ -51,7 +53,11 @@ COLUMNS = 6
 
 
 def _facet(schema: str, **fields: Any) -> dict[str, Any]:
-    return {"_producer": PRODUCER, "_schemaURL": f"https://openlineage.io/spec/facets/{schema}", **fields}
+    return {
+        "_producer": PRODUCER,
+        "_schemaURL": f"https://openlineage.io/spec/facets/{schema}",
+        **fields,
+    }
 
 
 def _table(i: int, columns: list[str]) -> dict[str, Any]:
@@ -60,11 +66,20 @@ def _table(i: int, columns: list[str]) -> dict[str, Any]:
         "namespace": "hdfs://namenode:8020",
         "name": f"/warehouse/{db}/t{i}",
         "facets": {
-            "dataSource": _facet("1-0-1/DatasourceDatasetFacet.json", name="hdfs://namenode:8020",
-                                 uri="hdfs://namenode:8020"),
-            "schema": _facet("1-1-1/SchemaDatasetFacet.json", fields=[{"name": c, "type": "string"} for c in columns]),
-            "symlinks": _facet("1-0-1/SymlinksDatasetFacet.json", identifiers=[
-                {"namespace": "hive://metastore:9083", "name": f"{db}.t{i}", "type": "TABLE"}]),
+            "dataSource": _facet(
+                "1-0-1/DatasourceDatasetFacet.json",
+                name="hdfs://namenode:8020",
+                uri="hdfs://namenode:8020",
+            ),
+            "schema": _facet(
+                "1-1-1/SchemaDatasetFacet.json", fields=[{"name": c, "type": "string"} for c in columns]
+            ),
+            "symlinks": _facet(
+                "1-0-1/SymlinksDatasetFacet.json",
+                identifiers=[
+                    {"namespace": "hive://metastore:9083", "name": f"{db}.t{i}", "type": "TABLE"}
+                ],
+            ),
         },
     }
 
@@ -80,24 +95,55 @@ def spark_events(n: int, seed: int = 7) -> Iterator[dict[str, Any]]:
             start = T0 + dt.timedelta(days=day, seconds=a * 40)
             shape = random.Random(a)  # an application does the same actions every day
 
-            def event(job: str, kind: str, run: str, at: dt.datetime, inputs: list[Any], outputs: list[Any],
-                      child: bool, app: str = app, app_run: str = app_run) -> dict[str, Any]:
+            def event(
+                job: str,
+                kind: str,
+                run: str,
+                at: dt.datetime,
+                inputs: list[Any],
+                outputs: list[Any],
+                child: bool,
+                app: str = app,
+                app_run: str = app_run,
+            ) -> dict[str, Any]:
                 run_facets: dict[str, Any] = {
-                    "spark_properties": _facet("1-0-0/SparkPropertiesFacet.json",
-                                               properties={"spark.master": "yarn", "spark.app.name": app}),
-                    "processing_engine": _facet("1-1-1/ProcessingEngineRunFacet.json", version="3.5.1",
-                                                name="spark", openlineageAdapterVersion="1.23.0"),
+                    "spark_properties": _facet(
+                        "1-0-0/SparkPropertiesFacet.json",
+                        properties={"spark.master": "yarn", "spark.app.name": app},
+                    ),
+                    "processing_engine": _facet(
+                        "1-1-1/ProcessingEngineRunFacet.json",
+                        version="3.5.1",
+                        name="spark",
+                        openlineageAdapterVersion="1.23.0",
+                    ),
                 }
                 if child:
-                    run_facets["parent"] = _facet("1-0-1/ParentRunFacet.json", run={"runId": app_run},
-                                                  job={"namespace": "spark", "name": app})
+                    run_facets["parent"] = _facet(
+                        "1-0-1/ParentRunFacet.json",
+                        run={"runId": app_run},
+                        job={"namespace": "spark", "name": app},
+                    )
                 return {
-                    "eventTime": at.isoformat().replace("+00:00", "Z"), "producer": PRODUCER, "schemaURL": RUN_EVENT,
-                    "eventType": kind, "run": {"runId": run, "facets": run_facets},
-                    "job": {"namespace": "spark", "name": job, "facets": {"jobType": _facet(
-                        "2-0-3/JobTypeJobFacet.json", processingType="BATCH", integration="SPARK",
-                        jobType="SQL_JOB" if child else "APPLICATION")}},
-                    "inputs": inputs, "outputs": outputs,
+                    "eventTime": at.isoformat().replace("+00:00", "Z"),
+                    "producer": PRODUCER,
+                    "schemaURL": RUN_EVENT,
+                    "eventType": kind,
+                    "run": {"runId": run, "facets": run_facets},
+                    "job": {
+                        "namespace": "spark",
+                        "name": job,
+                        "facets": {
+                            "jobType": _facet(
+                                "2-0-3/JobTypeJobFacet.json",
+                                processingType="BATCH",
+                                integration="SPARK",
+                                jobType="SQL_JOB" if child else "APPLICATION",
+                            )
+                        },
+                    },
+                    "inputs": inputs,
+                    "outputs": outputs,
                 }
 
             batch = [event(app, "START", app_run, start, [], [], child=False)]
@@ -105,17 +151,34 @@ def spark_events(n: int, seed: int = 7) -> Iterator[dict[str, Any]]:
                 out = shape.randrange(TABLES)
                 ins = [shape.randrange(TABLES) for _ in range(2)]
                 target = _table(out, columns)
-                target["facets"]["columnLineage"] = _facet("1-2-0/ColumnLineageDatasetFacet.json", fields={
-                    c: {"inputFields": [{"namespace": "hdfs://namenode:8020", "name": f"/warehouse/db{i % 20}/t{i}",
-                                         "field": c, "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}]}
-                                        for i in ins]} for c in columns})
+                target["facets"]["columnLineage"] = _facet(
+                    "1-2-0/ColumnLineageDatasetFacet.json",
+                    fields={
+                        c: {
+                            "inputFields": [
+                                {
+                                    "namespace": "hdfs://namenode:8020",
+                                    "name": f"/warehouse/db{i % 20}/t{i}",
+                                    "field": c,
+                                    "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}],
+                                }
+                                for i in ins
+                            ]
+                        }
+                        for c in columns
+                    },
+                )
                 job = f"{app}.execute_insert_into_hadoop_fs_relation_command.db{out % 20}_t{out}"
                 run = str(uuid.UUID(int=rng.getrandbits(128), version=4))
                 at = start + dt.timedelta(seconds=1 + 10 * k)
                 sources = [_table(i, columns) for i in ins]
                 for offset, kind in ((0, "START"), (3, "RUNNING"), (6, "COMPLETE")):
-                    batch.append(event(job, kind, run, at + dt.timedelta(seconds=offset), sources, [target], True))
-            batch.append(event(app, "COMPLETE", app_run, start + dt.timedelta(seconds=35), [], [], child=False))
+                    batch.append(
+                        event(job, kind, run, at + dt.timedelta(seconds=offset), sources, [target], True)
+                    )
+            batch.append(
+                event(app, "COMPLETE", app_run, start + dt.timedelta(seconds=35), [], [], child=False)
+            )
             for e in batch:
                 if count == n:
                     return
@@ -188,8 +251,21 @@ class MemorySampler:
 
 
 def run_backfill(archive: Path, url: str, master: str, tmp: Path) -> tuple[float, str, dict[str, int]]:
-    command = [sys.executable, "-m", "headwater.cli", "spark", "backfill", "--master", master, "--database-url", url,
-               "--rejects", str(tmp / "rejects"), "--quiet", str(archive)]
+    command = [
+        sys.executable,
+        "-m",
+        "headwater.cli",
+        "spark",
+        "backfill",
+        "--master",
+        master,
+        "--database-url",
+        url,
+        "--rejects",
+        str(tmp / "rejects"),
+        "--quiet",
+        str(archive),
+    ]
     started = time.monotonic()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     with MemorySampler(proc.pid) as memory:
@@ -209,8 +285,12 @@ async def run_online(archive: Path, url: str, sample: int) -> tuple[int, float]:
     """Post the first ``sample`` events one by one to a real server; returns (events, seconds)."""
     port = _free_port()
     env = {**os.environ, "HEADWATER_DATABASE_URL": url}
-    server = subprocess.Popen([sys.executable, "-m", "headwater.cli", "serve", "--port", str(port)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "headwater.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
             for _ in range(150):
@@ -225,8 +305,9 @@ async def run_online(archive: Path, url: str, sample: int) -> tuple[int, float]:
                 for line in f:
                     if posted == sample:
                         break
-                    response = await client.post("/api/v1/lineage", content=line,
-                                                 headers={"content-type": "application/json"})
+                    response = await client.post(
+                        "/api/v1/lineage", content=line, headers={"content-type": "application/json"}
+                    )
                     assert response.status_code == 201, response.text
                     posted += 1
             return posted, time.monotonic() - started
@@ -247,8 +328,10 @@ def main() -> int:
         archive = tmp / "events.jsonl.gz"
         started = time.monotonic()
         size = write_archive(archive, args.events)
-        print(f"generated {args.events:,} events ({size / 2**20:,.1f} MiB gzip) in {time.monotonic() - started:,.0f} s",
-              flush=True)
+        print(
+            f"generated {args.events:,} events ({size / 2**20:,.1f} MiB gzip) in {time.monotonic() - started:,.0f} s",
+            flush=True,
+        )
         bulk_url = asyncio.run(fresh_database("headwater_bench_backfill"))
         seconds, output, peak = run_backfill(archive, bulk_url, args.master, tmp)
         written = int(re.search(r"^stored\s+([\d,]+)", output, re.MULTILINE).group(1).replace(",", ""))  # type: ignore[union-attr]
@@ -261,8 +344,14 @@ def main() -> int:
     bulk_rate, online_rate = written / seconds, posted / online_seconds
     rows = [
         ("events", f"{args.events:,}"),
-        ("backfill (headwater spark backfill, end to end)", f"{seconds:,.1f} s, {bulk_rate:,.0f} events/s"),
-        ("online (POST one by one, sample)", f"{posted:,} in {online_seconds:,.1f} s, {online_rate:,.0f} events/s"),
+        (
+            "backfill (headwater spark backfill, end to end)",
+            f"{seconds:,.1f} s, {bulk_rate:,.0f} events/s",
+        ),
+        (
+            "online (POST one by one, sample)",
+            f"{posted:,} in {online_seconds:,.1f} s, {online_rate:,.0f} events/s",
+        ),
         ("online, extrapolated to all events", f"{args.events / online_rate:,.0f} s"),
         ("backfill / online", f"{bulk_rate / online_rate:,.2f}x"),
     ]

@@ -27,7 +27,9 @@ import asyncpg
 
 from headwater.db.migrate import migrate
 
-SERVER_URL = os.environ.get("HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+SERVER_URL = os.environ.get(
+    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 DB_NAME = "headwater_bench_heat"
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -47,18 +49,39 @@ async def build_graph(url: str, edges: int, seed: int = 11) -> tuple[int, int, i
         while len(reads) < 3:
             reads.add(rng.randrange(100) if rng.random() < 0.2 else rng.randrange(limit))
         for d in reads:
-            edge_rows.append((dataset_rows[d][1], job[1], job[0], dataset_rows[d][0], "READ", T0, T0, T0))
+            edge_rows.append(
+                (dataset_rows[d][1], job[1], job[0], dataset_rows[d][0], "READ", T0, T0, T0)
+            )
         for d in written:
-            edge_rows.append((job[1], dataset_rows[d][1], job[0], dataset_rows[d][0], "WRITE", T0, T0, T0))
+            edge_rows.append(
+                (job[1], dataset_rows[d][1], job[0], dataset_rows[d][0], "WRITE", T0, T0, T0)
+            )
     conn = await asyncpg.connect(url)
     try:
-        await conn.copy_records_to_table("datasets", records=dataset_rows, columns=[
-            "dataset_uuid", "node_id", "namespace", "name", "created_at", "updated_at"])
-        await conn.copy_records_to_table("jobs", records=job_rows, columns=[
-            "job_uuid", "node_id", "namespace", "name", "created_at", "updated_at"])
-        await conn.copy_records_to_table("lineage_edges", records=edge_rows, columns=[
-            "src_node_id", "dst_node_id", "job_uuid", "dataset_uuid", "edge_type", "first_seen_at", "last_seen_at",
-            "valid_from"])
+        await conn.copy_records_to_table(
+            "datasets",
+            records=dataset_rows,
+            columns=["dataset_uuid", "node_id", "namespace", "name", "created_at", "updated_at"],
+        )
+        await conn.copy_records_to_table(
+            "jobs",
+            records=job_rows,
+            columns=["job_uuid", "node_id", "namespace", "name", "created_at", "updated_at"],
+        )
+        await conn.copy_records_to_table(
+            "lineage_edges",
+            records=edge_rows,
+            columns=[
+                "src_node_id",
+                "dst_node_id",
+                "job_uuid",
+                "dataset_uuid",
+                "edge_type",
+                "first_seen_at",
+                "last_seen_at",
+                "valid_from",
+            ],
+        )
         await conn.execute("ANALYZE")
     finally:
         await conn.close()
@@ -92,10 +115,22 @@ def main() -> int:
     url = asyncio.run(fresh_database())
     started = time.monotonic()
     datasets, jobs, edges = asyncio.run(build_graph(url, args.edges))
-    print(f"built {datasets:,} datasets, {jobs:,} jobs, {edges:,} edges in {time.monotonic() - started:,.0f} s",
-          flush=True)
-    command = [sys.executable, "-m", "headwater.cli", "spark", "heat", "--master", args.master, "--database-url", url,
-               "--quiet"]
+    print(
+        f"built {datasets:,} datasets, {jobs:,} jobs, {edges:,} edges in {time.monotonic() - started:,.0f} s",
+        flush=True,
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "headwater.cli",
+        "spark",
+        "heat",
+        "--master",
+        args.master,
+        "--database-url",
+        url,
+        "--quiet",
+    ]
     started = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started

@@ -35,8 +35,13 @@ def test_migrate_is_idempotent(database_url):
 def test_serve_accepts_events_and_stops_on_sigint(db, database_url):
     port = free_port()
     env = {**os.environ, "HEADWATER_DATABASE_URL": database_url}
-    server = subprocess.Popen([HEADWATER, "serve", "--port", str(port)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [HEADWATER, "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
@@ -52,7 +57,10 @@ def test_serve_accepts_events_and_stops_on_sigint(db, database_url):
             assert httpx.post(f"{base}/api/v1/lineage", json=event).status_code == 201
         graph = httpx.get(f"{base}/api/v1/lineage", params={"nodeId": "dataset:warehouse:b"}).json()
         assert sorted(n["id"] for n in graph["graph"]) == [
-            "dataset:warehouse:a", "dataset:warehouse:b", "job:pipelines:load"]
+            "dataset:warehouse:a",
+            "dataset:warehouse:b",
+            "job:pipelines:load",
+        ]
     finally:
         server.send_signal(signal.SIGINT)
         output, _ = server.communicate(timeout=30)

@@ -30,35 +30,103 @@ def corpus() -> list[dict[str, Any]]:
     """Spark-shaped runs with parents, schema and column lineage, a changed job, a failure, a tie."""
     app = rid("app")
     parent = parent_facet(app, "app")
-    orders_v1 = dataset("orders", fields=[("id", "int"), ("amount", "double")],
-                        column_lineage={"id": [("warehouse", "raw_orders", "id")],
-                                        "amount": [("warehouse", "raw_orders", "amount")]})
-    orders_v2 = dataset("orders", fields=[("id", "int"), ("amount", "double"), ("currency", "string")],
-                        column_lineage={"id": [("warehouse", "raw_orders", "id")],
-                                        "currency": [("warehouse", "rates", "code")]})
-    raw = dataset("raw_orders", fields=["id", "amount"], symlinks=[("hive://metastore", "sales.raw_orders", "TABLE")])
+    orders_v1 = dataset(
+        "orders",
+        fields=[("id", "int"), ("amount", "double")],
+        column_lineage={
+            "id": [("warehouse", "raw_orders", "id")],
+            "amount": [("warehouse", "raw_orders", "amount")],
+        },
+    )
+    orders_v2 = dataset(
+        "orders",
+        fields=[("id", "int"), ("amount", "double"), ("currency", "string")],
+        column_lineage={
+            "id": [("warehouse", "raw_orders", "id")],
+            "currency": [("warehouse", "rates", "code")],
+        },
+    )
+    raw = dataset(
+        "raw_orders",
+        fields=["id", "amount"],
+        symlinks=[("hive://metastore", "sales.raw_orders", "TABLE")],
+    )
     events = [run_event("app", "START", run_id=app, time=0)]
-    events += job_run("app.load_orders", inputs=[raw], outputs=[orders_v1], start=1, end=2,
-                      run_id=rid("load-1"), run_facets=parent)
-    events += job_run("report", inputs=["orders", "customers"], outputs=["daily"], start=3, end=4,
-                      run_id=rid("report-1"), job_facets=sql_facet("SELECT * FROM orders JOIN customers"))
+    events += job_run(
+        "app.load_orders",
+        inputs=[raw],
+        outputs=[orders_v1],
+        start=1,
+        end=2,
+        run_id=rid("load-1"),
+        run_facets=parent,
+    )
+    events += job_run(
+        "report",
+        inputs=["orders", "customers"],
+        outputs=["daily"],
+        start=3,
+        end=4,
+        run_id=rid("report-1"),
+        job_facets=sql_facet("SELECT * FROM orders JOIN customers"),
+    )
     # The same eventTime in two jobs: archive order decides.
-    events += job_run("app.load_orders", inputs=[raw, "rates"], outputs=[orders_v2], start=5, end=6,
-                      run_id=rid("load-2"), run_facets=parent)
-    events += job_run("audit", inputs=["orders"], outputs=["audit_log"], start=5, end=7, run_id=rid("audit-1"))
+    events += job_run(
+        "app.load_orders",
+        inputs=[raw, "rates"],
+        outputs=[orders_v2],
+        start=5,
+        end=6,
+        run_id=rid("load-2"),
+        run_facets=parent,
+    )
+    events += job_run(
+        "audit", inputs=["orders"], outputs=["audit_log"], start=5, end=7, run_id=rid("audit-1")
+    )
     # The report no longer reads customers: its edge is closed.
-    events += job_run("report", inputs=["orders"], outputs=["daily"], start=8, end=9,
-                      run_id=rid("report-2"), job_facets=sql_facet("SELECT * FROM orders"))
-    failed = run_event("report", "FAIL", run_id=rid("report-3"), inputs=["orders"], time=11,
-                       run_facets={"errorMessage": {"_producer": PRODUCER, "_schemaURL": "x", "message": "boom",
-                                                    "programmingLanguage": "python"}})
+    events += job_run(
+        "report",
+        inputs=["orders"],
+        outputs=["daily"],
+        start=8,
+        end=9,
+        run_id=rid("report-2"),
+        job_facets=sql_facet("SELECT * FROM orders"),
+    )
+    failed = run_event(
+        "report",
+        "FAIL",
+        run_id=rid("report-3"),
+        inputs=["orders"],
+        time=11,
+        run_facets={
+            "errorMessage": {
+                "_producer": PRODUCER,
+                "_schemaURL": "x",
+                "message": "boom",
+                "programmingLanguage": "python",
+            }
+        },
+    )
     events += [run_event("report", "START", run_id=rid("report-3"), inputs=["orders"], time=10), failed]
-    events.append({"eventTime": at(12), "producer": PRODUCER,
-                   "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
-                   "dataset": dataset("daily", fields=[("day", "date"), ("total", "double")])})
+    events.append(
+        {
+            "eventTime": at(12),
+            "producer": PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+            "dataset": dataset("daily", fields=[("day", "date"), ("total", "double")]),
+        }
+    )
     events.append(run_event("app", "COMPLETE", run_id=app, time=13))
     # Arrival order is not eventTime order: a COMPLETE listed before its START.
-    late = job_run("cleanup", inputs=["audit_log"], outputs=["audit_archive"], start=14, end=15, run_id=rid("cleanup"))
+    late = job_run(
+        "cleanup",
+        inputs=["audit_log"],
+        outputs=["audit_archive"],
+        start=14,
+        end=15,
+        run_id=rid("cleanup"),
+    )
     events += [late[1], late[0]]
     events.append(events[3])  # a retried delivery: the same event twice
     return events
@@ -76,8 +144,10 @@ def write_archive(tmp: Path, events: list[dict[str, Any]], split: int) -> list[s
 
 def in_ingest_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The order backfill writes in: eventTime, then position in the archive."""
+
     def key(pair: tuple[int, dict[str, Any]]) -> tuple[dt.datetime, int]:
         return dt.datetime.fromisoformat(pair[1]["eventTime"].replace("Z", "+00:00")), pair[0]
+
     return [e for _, e in sorted(enumerate(events), key=key)]
 
 
@@ -87,19 +157,33 @@ async def post_all(client: Any, events: list[dict[str, Any]]) -> None:
         assert response.status_code == 201, response.text
 
 
-def backfill(spark: Any, progress: Any, url: str | None, paths: list[str], tmp: Path, **kwargs: Any) -> Any:
-    options = BackfillOptions(paths=paths, database_url=url, rejects_path=str(tmp / "rejects"), batch_size=4,
-                              events_per_partition=10, **kwargs)
+def backfill(
+    spark: Any, progress: Any, url: str | None, paths: list[str], tmp: Path, **kwargs: Any
+) -> Any:
+    options = BackfillOptions(
+        paths=paths,
+        database_url=url,
+        rejects_path=str(tmp / "rejects"),
+        batch_size=4,
+        events_per_partition=10,
+        **kwargs,
+    )
     return run_backfill(spark, options, progress)
 
 
-LINEAGE_NODES = ["dataset:warehouse:orders", "job:pipelines:report", "dataset:hive://metastore:sales.raw_orders",
-                 "job:pipelines:app"]
+LINEAGE_NODES = [
+    "dataset:warehouse:orders",
+    "job:pipelines:report",
+    "dataset:hive://metastore:sales.raw_orders",
+    "job:pipelines:app",
+]
 
 
 async def lineage_answers(client: Any) -> list[Any]:
-    keep = {str(rid(n)) for n in ("app", "load-1", "load-2", "report-1", "report-2", "report-3", "audit-1",
-                                  "cleanup")}
+    keep = {
+        str(rid(n))
+        for n in ("app", "load-1", "load-2", "report-1", "report-2", "report-3", "audit-1", "cleanup")
+    }
     answers = []
     for node in LINEAGE_NODES:
         response = await client.get("/api/v1/lineage", params={"nodeId": node, "depth": 10})
@@ -111,18 +195,26 @@ async def lineage_answers(client: Any) -> list[Any]:
 
 
 async def lineage_of(url: str) -> list[Any]:
-    async with AsyncTestClient(app=create_app(Settings(database_url=url, pool_min_size=1, pool_max_size=2))) as c:
+    async with AsyncTestClient(
+        app=create_app(Settings(database_url=url, pool_min_size=1, pool_max_size=2))
+    ) as c:
         return await lineage_answers(c)
 
 
-async def test_backfill_builds_the_same_model_as_online_ingest(spark, progress, client, database_url,
-                                                               make_database, tmp_path):
+async def test_backfill_builds_the_same_model_as_online_ingest(
+    spark, progress, client, database_url, make_database, tmp_path
+):
     events = corpus()
     paths = write_archive(tmp_path, events, split=12)
     await post_all(client, in_ingest_order(events))
     async with make_database() as url:
         summary = backfill(spark, progress, url, paths, tmp_path)
-        assert (summary.files, summary.valid, summary.unique, summary.rejected) == (2, len(events), len(events) - 1, 0)
+        assert (summary.files, summary.valid, summary.unique, summary.rejected) == (
+            2,
+            len(events),
+            len(events) - 1,
+            0,
+        )
         assert (summary.written.created, summary.already_stored) == (len(events) - 1, 0)
         online, bulk = await model_snapshot(database_url), await model_snapshot(url)
         assert {k: len(v) for k, v in bulk.items()} == {k: len(v) for k, v in online.items()}
@@ -130,7 +222,9 @@ async def test_backfill_builds_the_same_model_as_online_ingest(spark, progress, 
         assert await lineage_of(url) == await lineage_answers(client)
 
 
-async def test_invalid_lines_are_rejected_with_their_reason_and_place(spark, progress, make_database, tmp_path):
+async def test_invalid_lines_are_rejected_with_their_reason_and_place(
+    spark, progress, make_database, tmp_path
+):
     good = run_event("load", outputs=["orders"])
     lines = [
         json.dumps(good),
@@ -144,9 +238,18 @@ async def test_invalid_lines_are_rejected_with_their_reason_and_place(spark, pro
     archive.write_text("\n".join(lines) + "\n")
     async with make_database() as url:
         summary = backfill(spark, progress, url, [str(archive)], tmp_path)
-    assert (summary.rows, summary.blank, summary.rejected, summary.valid, summary.written.created) == (7, 1, 4, 2, 2)
-    rejects = [json.loads(line) for f in sorted((tmp_path / "rejects").glob("part-*.json"))
-               for line in f.read_text().splitlines()]
+    assert (summary.rows, summary.blank, summary.rejected, summary.valid, summary.written.created) == (
+        7,
+        1,
+        4,
+        2,
+        2,
+    )
+    rejects = [
+        json.loads(line)
+        for f in sorted((tmp_path / "rejects").glob("part-*.json"))
+        for line in f.read_text().splitlines()
+    ]
     source = archive.resolve().as_uri().replace("file:///", "file:/")
     assert [(r["source"], r["line"], r.get("item"), r["errors"][0]["path"]) for r in rejects] == [
         (source, 2, None, "$"),
@@ -159,8 +262,9 @@ async def test_invalid_lines_are_rejected_with_their_reason_and_place(spark, pro
     assert rejects[1]["text"] == lines[3]
 
 
-async def test_backfill_merges_into_a_database_that_has_data(spark, progress, client, database_url, make_database,
-                                                             tmp_path):
+async def test_backfill_merges_into_a_database_that_has_data(
+    spark, progress, client, database_url, make_database, tmp_path
+):
     events = in_ingest_order(corpus())
     await post_all(client, events)
     first, rest = events[:15], events[10:]  # overlapping: 5 events are in both
@@ -168,17 +272,22 @@ async def test_backfill_merges_into_a_database_that_has_data(spark, progress, cl
     (tmp_path / "b").mkdir()
     async with make_database() as url:
         backfill(spark, progress, url, write_archive(tmp_path / "a", first, split=15), tmp_path / "a")
-        summary = backfill(spark, progress, url, write_archive(tmp_path / "b", rest, split=4), tmp_path / "b")
+        summary = backfill(
+            spark, progress, url, write_archive(tmp_path / "b", rest, split=4), tmp_path / "b"
+        )
         assert summary.already_stored == 5
         assert summary.written.created == len(set(map(json.dumps, rest))) - 5
         assert await model_snapshot(url) == await model_snapshot(database_url)
 
 
-async def test_ndjson_export_replays_into_the_same_lineage(spark, progress, client, database_url, make_database,
-                                                           tmp_path):
+async def test_ndjson_export_replays_into_the_same_lineage(
+    spark, progress, client, database_url, make_database, tmp_path
+):
     await post_all(client, in_ingest_order(corpus()))
     out = tmp_path / "export"
-    exported = run_export(spark, ExportOptions(out=str(out), format="ndjson", database_url=database_url), progress)
+    exported = run_export(
+        spark, ExportOptions(out=str(out), format="ndjson", database_url=database_url), progress
+    )
     assert exported.tables == {"events": len(corpus()) - 1}
     async with make_database() as url:
         summary = backfill(spark, progress, url, [str(out)], tmp_path)
@@ -187,30 +296,52 @@ async def test_ndjson_export_replays_into_the_same_lineage(spark, progress, clie
         assert await lineage_of(url) == await lineage_answers(client)
 
 
-async def test_ndjson_export_filters_by_namespace_and_time(spark, progress, client, database_url, tmp_path):
-    await post_all(client, [run_event("a", namespace="one", outputs=["x"], time=1),
-                            run_event("b", namespace="two", inputs=["x"], time=2),
-                            run_event("c", namespace="two", time=3)])
+async def test_ndjson_export_filters_by_namespace_and_time(
+    spark, progress, client, database_url, tmp_path
+):
+    await post_all(
+        client,
+        [
+            run_event("a", namespace="one", outputs=["x"], time=1),
+            run_event("b", namespace="two", inputs=["x"], time=2),
+            run_event("c", namespace="two", time=3),
+        ],
+    )
     out = tmp_path / "export"
-    options = ExportOptions(out=str(out), format="ndjson", database_url=database_url, namespace="warehouse",
-                            since=dt.datetime.fromisoformat(at(2).replace("Z", "+00:00")))
+    options = ExportOptions(
+        out=str(out),
+        format="ndjson",
+        database_url=database_url,
+        namespace="warehouse",
+        since=dt.datetime.fromisoformat(at(2).replace("Z", "+00:00")),
+    )
     run_export(spark, options, progress)
-    exported = [json.loads(line) for f in sorted(out.glob("part-*")) for line in gzip.open(f, "rt")]
+    exported = [
+        json.loads(line)
+        for f in sorted(out.glob("part-*"))
+        for line in gzip.decompress(f.read_bytes()).decode().splitlines()
+    ]
     assert [e["job"]["name"] for e in exported] == ["b"]
 
 
-async def test_parquet_export_has_nodes_edges_with_intervals_and_column_edges(spark, progress, client,
-                                                                              database_url, tmp_path):
+async def test_parquet_export_has_nodes_edges_with_intervals_and_column_edges(
+    spark, progress, client, database_url, tmp_path
+):
     await post_all(client, in_ingest_order(corpus()))
     out = tmp_path / "graph"
-    summary = run_export(spark, ExportOptions(out=str(out), format="parquet", database_url=database_url), progress)
+    summary = run_export(
+        spark, ExportOptions(out=str(out), format="parquet", database_url=database_url), progress
+    )
     edges = {(r["src_key"], r["dst_key"]): r for r in spark.read.parquet(str(out / "edges")).collect()}
     closed = edges[("dataset:warehouse:customers", "job:pipelines:report")]
-    assert closed["valid_to"] is not None and closed["edge_type"] == "READ"
+    assert closed["valid_to"] is not None
+    assert closed["edge_type"] == "READ"
     assert edges[("dataset:warehouse:orders", "job:pipelines:report")]["valid_to"] is None
     nodes = {r["node_key"] for r in spark.read.parquet(str(out / "nodes")).collect()}
     assert {k for pair in edges for k in pair} <= nodes
-    columns = {(r["output_key"], r["output_field"], r["input_key"], r["input_field"], r["valid_to"] is None)
-               for r in spark.read.parquet(str(out / "column_edges")).collect()}
+    columns = {
+        (r["output_key"], r["output_field"], r["input_key"], r["input_field"], r["valid_to"] is None)
+        for r in spark.read.parquet(str(out / "column_edges")).collect()
+    }
     assert ("dataset:warehouse:orders", "currency", "dataset:warehouse:rates", "code", True) in columns
     assert summary.tables["edges"] == len(edges)

@@ -34,23 +34,30 @@ def reference_heat(damping: float = 0.85, iterations: int = 200) -> dict[str, fl
     h = dict.fromkeys(nodes, 1 / n)
     for _ in range(iterations):
         spread = sum(h[v] for v in nodes if up[v] == 0)
-        h = {v: (1 - damping) / n + damping * (sum(h[u] / up[u] for s, u in edges if s == v) + spread / n)
-             for v in nodes}
+        h = {
+            v: (1 - damping) / n + damping * (sum(h[u] / up[u] for s, u in edges if s == v) + spread / n)
+            for v in nodes
+        }
     return {v: x * n for v, x in h.items()}
 
 
 async def heat_of(conn: Any) -> dict[str, float]:
     rows = await conn.fetch(
         "SELECT 'dataset:' || namespace || ':' || name AS k, heat FROM datasets"
-        " UNION ALL SELECT 'job:' || namespace || ':' || name, heat FROM jobs")
+        " UNION ALL SELECT 'job:' || namespace || ':' || name, heat FROM jobs"
+    )
     return {r["k"]: r["heat"] for r in rows}
 
 
-async def test_heat_follows_the_formula_and_ranks_shared_inputs_first(spark, progress, client, database_url, conn):
+async def test_heat_follows_the_formula_and_ranks_shared_inputs_first(
+    spark, progress, client, database_url, conn
+):
     for job, inputs, outputs in RUNS:
         for event in job_run(job, inputs=inputs, outputs=outputs):
             assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
-    summary = run_heat(spark, HeatOptions(database_url=database_url, tolerance=1e-9, max_iterations=200), progress)
+    summary = run_heat(
+        spark, HeatOptions(database_url=database_url, tolerance=1e-9, max_iterations=200), progress
+    )
     heat = await heat_of(conn)
     expected = reference_heat()
     assert heat.keys() == expected.keys()

@@ -11,8 +11,12 @@ EVENTS = Counter(
     ["kind", "status"],
 )
 
-prometheus_config = PrometheusConfig(app_name="headwater", prefix="headwater", group_path=True,
-                                     exclude=["/metrics", "/healthz", "/readyz"])
+prometheus_config = PrometheusConfig(
+    app_name="headwater",
+    prefix="headwater",
+    group_path=True,
+    exclude=["/metrics", "/healthz", "/readyz"],
+)
 
 
 class MetricsController(PrometheusController):

@@ -655,4 +655,3 @@ def _column_name(column: Any) -> str | None:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-

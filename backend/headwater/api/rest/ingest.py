@@ -10,8 +10,8 @@ import asyncpg
 from litestar import Request, Response, post
 from litestar.datastructures import State
 
-from headwater.api.rest.body import read_json_body
 from headwater.api.metrics import EVENTS
+from headwater.api.rest.body import read_json_body
 from headwater.errors import AppError, InvalidEventError, UnauthorizedError
 from headwater.ingest.service import IngestResult, ingest_events
 from headwater.ingest.validate import ValidEvent, validate_event
