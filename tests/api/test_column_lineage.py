@@ -275,3 +275,14 @@ async def test_bad_column_lineage_requests(client, node_id, status, code):
     await three_jobs(client)
     response = await client.get("/api/v1/column-lineage", params={"nodeId": node_id})
     assert (response.status_code, response.json()["code"]) == (status, code), response.text
+
+
+async def test_column_node_cap_keeps_the_nearest_fields(client, conn):
+    await three_jobs(client)
+    graph = await column_lineage(client, "dataset:warehouse:stg", direction="UPSTREAM", maxNodes=3)
+    assert ([n["id"] for n in graph["graph"]], graph["truncated"]) == (
+        [f("stg", "amount"), f("stg", "id"), f("raw", "amount")],
+        True,
+    )
+    both = await column_lineage(client, f("stg", "amount"), maxNodes=2)
+    assert ([n["id"] for n in both["graph"]], both["truncated"]) == ([f("stg", "amount"), f("mart", "total")], True)

@@ -182,6 +182,7 @@ async def fetch_column_lineage(
     roots = await resolve_column_roots(conn, node_ids, as_of)
     if not roots:
         return ColumnGraph([])
+    cap = max(max_nodes, len(roots))
     walk = await conn.fetchrow(
         QUERIES["walk_column_lineage"],
         [r[0] for r in roots],
@@ -190,20 +191,29 @@ async def fetch_column_lineage(
         direction in ("DOWNSTREAM", "BOTH"),
         direction in ("UPSTREAM", "BOTH"),
         as_of,
-        max(max_nodes, len(roots)),
+        cap,
     )
     assert walk is not None
-    reached_datasets = walk["datasets"] or []
-    reached_fields = walk["fields"] or []
-    keys = zip(reached_datasets, reached_fields, strict=True)
+    keys = zip(walk["datasets"] or [], walk["fields"] or [], strict=True)
     levels = dict(zip(keys, walk["levels"] or [], strict=True))
-    datasets = await conn.fetch(QUERIES["fetch_column_datasets"], sorted(set(reached_datasets)), as_of)
-    edges = await conn.fetch(
-        QUERIES["fetch_column_lineage_edges"], reached_datasets, reached_fields, as_of
+    datasets = await conn.fetch(
+        QUERIES["fetch_column_datasets"], list({key[0] for key in levels}), as_of
     )
     nodes = build_nodes(levels, datasets)
+    ordered = sorted(nodes.items(), key=lambda item: (item[1].level, item[1].id))
+    truncated = walk["truncated"]
+    if len(ordered) > cap:  # the two walks together: keep the nearest fields
+        ordered = ordered[:cap]
+        nodes = dict(ordered)
+        truncated = True
+    edges = await conn.fetch(
+        QUERIES["fetch_column_lineage_edges"],
+        [key[0] for key in nodes],
+        [key[1] for key in nodes],
+        as_of,
+    )
     link(nodes, preferred(edges, nodes))
-    return ColumnGraph(sorted(nodes.values(), key=lambda n: (n.level, n.id)), walk["truncated"])
+    return ColumnGraph([node for _, node in ordered], truncated)
 
 
 def build_nodes(

@@ -32,7 +32,8 @@ WHERE c.input_dataset_uuid = ANY($1)
 -- expanded twice and cycles end. DOWNSTREAM ($4) goes from input to output fields, UPSTREAM ($5)
 -- from output to input fields (column_lineage_neighbours: open edges, or valid at $6); no level
 -- passes $3. Fields of datasets soft-deleted (by $6) are not entered; a walk stops at $7 fields,
--- keeping the lowest (dataset, field) of its last level. Returns one row: the reached fields with
+-- keeping the lowest (dataset, field) of its last level (both walks together may hold up to twice
+-- as many). Returns one row: the reached fields with
 -- their lowest level (datasets as text: cheaper keys than uuids for the caller), and whether a cap
 -- cut the answer.
 WITH RECURSIVE
@@ -67,14 +68,10 @@ walk(downstream, level, frontier_ds, frontier_fields, visited_ds, visited_fields
 ),
 levels AS (
     SELECT unnest(frontier_ds) AS ds, unnest(frontier_fields) AS field, level FROM walk
-),
-reached AS (
-    SELECT ds, field, min(level) AS level FROM levels GROUP BY ds, field ORDER BY min(level), ds, field LIMIT $7
 )
-SELECT array_agg(ds::text) AS datasets, array_agg(field) AS fields, array_agg(level) AS levels,
-       coalesce((SELECT bool_or(truncated) FROM walk), false)
-       OR (SELECT count(*) FROM (SELECT DISTINCT ds, field FROM levels) l) > $7 AS truncated
-FROM reached;
+SELECT array_agg(r.ds::text) AS datasets, array_agg(r.field) AS fields, array_agg(r.level) AS levels,
+       coalesce((SELECT bool_or(w.truncated) FROM walk w), false) AS truncated
+FROM (SELECT ds, field, min(level) AS level FROM levels GROUP BY ds, field) r;
 
 -- name: fetch_column_lineage_edges
 -- Column edges (open, or valid at $3) into the given output fields ($1 dataset uuids, $2 fields,

@@ -2,7 +2,9 @@
 
 -- The column edges leaving the frontier fields (parallel arrays of dataset uuid and field name):
 -- downstream from an input field to the output fields computed from it, upstream from an output
--- field to its input fields; open edges, or those valid at as_of. Returns (from, to) fields.
+-- field to its input fields; open edges, or those valid at as_of. Returns (from, to) fields. Inlined
+-- into the walks; only the branch for the asked direction and time runs, and the open-edge branches
+-- read covering partial indexes alone.
 DROP FUNCTION IF EXISTS column_lineage_neighbours(uuid[], text[], boolean, timestamptz);
 CREATE FUNCTION column_lineage_neighbours(
     frontier_datasets uuid[], frontier_fields text[], downstream boolean, as_of timestamptz
@@ -11,13 +13,23 @@ RETURNS TABLE (from_dataset uuid, from_field text, to_dataset uuid, to_field tex
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT c.input_dataset_uuid, c.input_field, c.output_dataset_uuid, c.output_field
     FROM unnest(frontier_datasets, frontier_fields) AS f(ds, field)
+    JOIN column_lineage c ON c.input_dataset_uuid = f.ds AND c.input_field = f.field AND c.valid_to IS NULL
+    WHERE downstream AND as_of IS NULL
+    UNION ALL
+    SELECT c.input_dataset_uuid, c.input_field, c.output_dataset_uuid, c.output_field
+    FROM unnest(frontier_datasets, frontier_fields) AS f(ds, field)
     JOIN column_lineage c ON c.input_dataset_uuid = f.ds AND c.input_field = f.field
-    WHERE downstream AND (CASE WHEN as_of IS NULL THEN c.valid_to IS NULL
-                               ELSE c.valid_from <= as_of AND (c.valid_to IS NULL OR c.valid_to > as_of) END)
+    WHERE downstream AND as_of IS NOT NULL
+      AND c.valid_from <= as_of AND (c.valid_to IS NULL OR c.valid_to > as_of)
+    UNION ALL
+    SELECT c.output_dataset_uuid, c.output_field, c.input_dataset_uuid, c.input_field
+    FROM unnest(frontier_datasets, frontier_fields) AS f(ds, field)
+    JOIN column_lineage c ON c.output_dataset_uuid = f.ds AND c.output_field = f.field AND c.valid_to IS NULL
+    WHERE NOT downstream AND as_of IS NULL
     UNION ALL
     SELECT c.output_dataset_uuid, c.output_field, c.input_dataset_uuid, c.input_field
     FROM unnest(frontier_datasets, frontier_fields) AS f(ds, field)
     JOIN column_lineage c ON c.output_dataset_uuid = f.ds AND c.output_field = f.field
-    WHERE NOT downstream AND (CASE WHEN as_of IS NULL THEN c.valid_to IS NULL
-                                   ELSE c.valid_from <= as_of AND (c.valid_to IS NULL OR c.valid_to > as_of) END)
+    WHERE NOT downstream AND as_of IS NOT NULL
+      AND c.valid_from <= as_of AND (c.valid_to IS NULL OR c.valid_to > as_of)
 $$;
