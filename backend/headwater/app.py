@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -36,6 +37,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.pool = await create_pool(settings, settings.database_url or "")
+        # What start-up allocated lives as long as the process: keep it out of the collector's
+        # full passes, which otherwise add tens of milliseconds to large lineage answers.
+        gc.freeze()
         try:
             yield
         finally:

@@ -27,6 +27,7 @@ class Settings:
     statement_timeout_ms: int = 30_000
     max_body_bytes: int = 64 * 1024 * 1024
     max_lineage_depth: int = 100
+    max_lineage_nodes: int = 10_000
     alias_rules_file: Path | None = None
 
     @classmethod
@@ -60,6 +61,7 @@ class Settings:
             ),
             max_body_bytes=get_int("HEADWATER_MAX_BODY_BYTES", defaults.max_body_bytes),
             max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),
+            max_lineage_nodes=get_int("HEADWATER_MAX_LINEAGE_NODES", defaults.max_lineage_nodes),
             alias_rules_file=Path(rules) if rules else None,
         )
 

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.factories import T0, run_event
+from tests.factories import T0, job_run, run_event
 
 pytestmark = pytest.mark.db
 
@@ -212,3 +212,17 @@ async def test_graphql_search_order(client, conn):
     assert [h["name"] for h in relevance] == ["tbl_0", "tbl_1", "tbl_2", "tbl_3"]  # prefixes first
     by_name = (await gql(client, query, order="NAME"))["search"]["hits"]
     assert [h["name"] for h in by_name] == ["load_tbl_0", "load_tbl_1", "load_tbl_2", "load_tbl_3"]
+
+
+async def test_lineage_nodes_carry_heat(client, conn):
+    for event in job_run("load", inputs=["raw"], outputs=["clean"]):
+        assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
+    await conn.execute("UPDATE datasets SET heat = 2.5 WHERE name = 'raw'")
+    await conn.execute("UPDATE jobs SET heat = 0.75 WHERE name = 'load'")
+    response = await client.get("/api/v1/lineage", params={"nodeId": "dataset:warehouse:clean"})
+    heat = {node["id"]: node["data"]["heat"] for node in response.json()["graph"]}
+    assert heat == {
+        "dataset:warehouse:raw": 2.5,
+        "job:pipelines:load": 0.75,
+        "dataset:warehouse:clean": None,
+    }

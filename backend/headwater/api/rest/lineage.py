@@ -13,7 +13,7 @@ from litestar.params import Parameter, QueryParameter
 
 from headwater.errors import InvalidRequestError, LineageDepthTooLargeError
 from headwater.lineage.documents import cache_for
-from headwater.lineage.graph import DEFAULT_MAX_NODES, Direction, LineageGraph, fetch_lineage
+from headwater.lineage.graph import Direction, LineageGraph, fetch_lineage
 from headwater.lineage.node_ids import NodeType
 from headwater.lineage.paths import fetch_paths
 
@@ -87,7 +87,7 @@ def check_node_type(node_type: str | None) -> NodeType | None:
 
 def max_nodes(settings: Settings, asked: int | None) -> int:
     """The node cap of an answer: the server's (HEADWATER_MAX_LINEAGE_NODES), or less if asked."""
-    limit: int = getattr(settings, "max_lineage_nodes", DEFAULT_MAX_NODES)
+    limit: int = settings.max_lineage_nodes
     if asked is None:
         return limit
     if asked < 1:

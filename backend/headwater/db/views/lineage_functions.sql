@@ -69,7 +69,7 @@ BEGIN
                                    FROM dataset_fields f WHERE f.dataset_uuid = d.dataset_uuid), '[]'),
                'createdAt', lineage_iso_time(d.created_at), 'updatedAt', lineage_iso_time(d.updated_at),
                'lastModifiedAt', lineage_iso_time(d.current_version_at),
-               'deleted', d.deleted_at IS NOT NULL, 'facets', d.facets)::text
+               'deleted', d.deleted_at IS NOT NULL, 'heat', d.heat, 'facets', d.facets)::text
     FROM datasets d WHERE d.node_id = ANY(node_ids)
     UNION ALL
     SELECT j.node_id, j.xmin::text::bigint, 'JOB'::text, j.namespace, j.name,
@@ -81,6 +81,7 @@ BEGIN
                              FROM jobs p WHERE p.job_uuid = j.parent_job_uuid),
                'description', j.description, 'createdAt', lineage_iso_time(j.created_at),
                'updatedAt', lineage_iso_time(j.updated_at), 'deleted', j.deleted_at IS NOT NULL,
+               'heat', j.heat,
                'latestRun', (SELECT json_build_object('id', r.run_uuid, 'state', r.current_state,
                                                       'startedAt', lineage_iso_time(r.started_at),
                                                       'endedAt', lineage_iso_time(r.ended_at))
