@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import msgspec
 
-from headwater.db.pool import register_codecs
+from headwater.db.pool import PLAN_SETTINGS, register_codecs
 from headwater.ingest.aliases import load_alias_rules
 from headwater.ingest.service import ingest_events
 from headwater.ingest.validate import validate_event
@@ -55,7 +55,11 @@ class _Connection:
         self._thread = threading.Thread(target=self.loop.run_forever, name="headwater-db", daemon=True)
         self._thread.start()
         try:
-            self.conn: asyncpg.Connection = self.run(asyncpg.connect(url))
+            self.conn: asyncpg.Connection = self.run(
+                asyncpg.connect(
+                    url, server_settings={**PLAN_SETTINGS, "application_name": "headwater-spark"}
+                )
+            )
         except BaseException:
             self._stop_loop()
             raise
