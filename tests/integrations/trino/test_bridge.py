@@ -294,7 +294,12 @@ def test_ddl_without_datasets():
 
 BAD = [
     ("a number", 7, "$", "Expected `object`, got `number`"),
-    ("an OpenLineage event", ol_examples()[1], "$", "an OpenLineage event; post it to /api/v1/lineage"),
+    (
+        "an OpenLineage event",
+        lambda: ol_examples()[1],
+        "$",
+        "an OpenLineage event; post it to /api/v1/lineage",
+    ),
     (
         "no metadata",
         {"endTime": 1.0, "createTime": 1.0},
@@ -308,7 +313,7 @@ BAD = [
 @pytest.mark.parametrize(("raw", "path", "message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
 def test_not_a_trino_event(raw, path, message):
     with pytest.raises(InvalidTrinoEventError) as exc:
-        convert(raw)
+        convert(raw() if callable(raw) else raw)
     assert [(e.path, e.message) for e in exc.value.errors] == [(path, message)]
 
 
