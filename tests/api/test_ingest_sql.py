@@ -41,24 +41,30 @@ async def test_sql_gives_column_lineage_when_producer_has_none(client, conn):
     ]
 
 
-async def test_producer_lineage_naming_projections_loses_to_sql(client, conn):
-    """Airflow's provider names outputs by SELECT projections (id, _0), not the target columns."""
+def totals_event(output_names: tuple[str, str, str]) -> dict:
+    """The INSERT job, with the producer's column lineage naming the three outputs as given."""
+    customer_id, name, total = output_names
     output = dataset(
         "shop.public.customer_totals",
         PG,
         fields=["customer_id", "name", "total"],
         column_lineage={
-            "id": [(PG, "shop.public.customers", "id")],
-            "name": [(PG, "shop.public.customers", "name")],
-            "_0": [(PG, "shop.public.orders", "amount")],
+            customer_id: [(PG, "shop.public.customers", "id")],
+            name: [(PG, "shop.public.customers", "name")],
+            total: [(PG, "shop.public.orders", "amount")],
         },
     )
-    event = run_event(
+    return run_event(
         "dag.task",
         job_facets=sql_facet(INSERT),
         inputs=[dataset("shop.public.orders", PG), dataset("shop.public.customers", PG)],
         outputs=[output],
     )
+
+
+async def test_producer_lineage_naming_projections_loses_to_sql(client, conn):
+    """Airflow's provider names outputs by SELECT projections (id, _0), not the target columns."""
+    event = totals_event(("id", "name", "_0"))
     assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
     edges = await column_edges(conn)
     assert [e for e in edges if not e[3]] == [
@@ -70,22 +76,7 @@ async def test_producer_lineage_naming_projections_loses_to_sql(client, conn):
 
 
 async def test_correct_producer_lineage_is_kept_and_derived_kept_for_comparison(client, conn):
-    output = dataset(
-        "shop.public.customer_totals",
-        PG,
-        fields=["customer_id", "name", "total"],
-        column_lineage={
-            "customer_id": [(PG, "shop.public.customers", "id")],
-            "name": [(PG, "shop.public.customers", "name")],
-            "total": [(PG, "shop.public.orders", "amount")],
-        },
-    )
-    event = run_event(
-        "dag.task",
-        job_facets=sql_facet(INSERT),
-        inputs=[dataset("shop.public.orders", PG), dataset("shop.public.customers", PG)],
-        outputs=[output],
-    )
+    event = totals_event(("customer_id", "name", "total"))
     assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
     edges = await column_edges(conn)
     assert [e for e in edges if not e[3]] == [
