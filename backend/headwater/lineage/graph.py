@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from headwater.db.queries import QUERIES
-from headwater.errors import NodeNotFoundError
+from headwater.errors import InvalidRequestError, LineageDepthTooLargeError, NodeNotFoundError
 from headwater.lineage.documents import DocumentCache, load_documents
 from headwater.lineage.node_ids import NodeType, parse_node_id
 
@@ -37,6 +37,15 @@ if TYPE_CHECKING:
 Direction = Literal["UPSTREAM", "DOWNSTREAM", "BOTH"]
 
 DEFAULT_MAX_NODES = 10_000
+
+
+def check_depth(depth: int, maximum: int) -> int:
+    """A depth within [0, maximum], or an error naming the limit (400 over REST)."""
+    if depth < 0:
+        raise InvalidRequestError(f"Lineage depth must be 0 or more, got {depth}.")
+    if depth > maximum:
+        raise LineageDepthTooLargeError(depth, maximum)
+    return depth
 
 
 @dataclass(frozen=True)

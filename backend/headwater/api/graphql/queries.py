@@ -25,9 +25,9 @@ from headwater.api.graphql.types.paging import CatalogOrder, OrderBy, check_page
 from headwater.api.graphql.types.run import Run
 from headwater.api.graphql.types.search import SearchHit, SearchResult
 from headwater.api.graphql.types.tag import Tag
-from headwater.errors import InvalidRequestError, LineageDepthTooLargeError, NotFoundError
+from headwater.errors import InvalidRequestError, NotFoundError
 from headwater.lineage.columns import fetch_column_lineage
-from headwater.lineage.graph import fetch_lineage
+from headwater.lineage.graph import check_depth, fetch_lineage
 from headwater.store import catalog, tags
 from headwater.store.catalog import NodeFilter
 
@@ -53,10 +53,7 @@ LineageResult = Annotated[
 
 def check_walk(depth: int, maximum: int, as_of: dt.datetime | None) -> dt.datetime | None:
     """Check a lineage depth against the server's maximum; a time without offset is read as UTC."""
-    if depth < 0:
-        raise InvalidRequestError(f"Lineage depth must be 0 or more, got {depth}.")
-    if depth > maximum:
-        raise LineageDepthTooLargeError(depth, maximum)
+    check_depth(depth, maximum)
     return as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
 
 

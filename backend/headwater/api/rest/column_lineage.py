@@ -12,13 +12,13 @@ from litestar.params import Parameter, QueryParameter
 
 from headwater.api.rest.lineage import (
     DEFAULT_DEPTH,
-    check_depth,
     check_direction,
     json_response,
     max_nodes,
     parse_as_of,
 )
 from headwater.lineage.columns import ColumnGraph, Edge, FieldData, fetch_column_lineage
+from headwater.lineage.graph import check_depth
 
 if TYPE_CHECKING:
     import asyncpg

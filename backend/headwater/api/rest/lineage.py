@@ -11,9 +11,9 @@ from litestar.datastructures import State
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter, QueryParameter
 
-from headwater.errors import InvalidRequestError, LineageDepthTooLargeError
+from headwater.errors import InvalidRequestError
 from headwater.lineage.documents import cache_for
-from headwater.lineage.graph import Direction, LineageGraph, fetch_lineage
+from headwater.lineage.graph import Direction, LineageGraph, check_depth, fetch_lineage
 from headwater.lineage.node_ids import NodeType
 from headwater.lineage.paths import fetch_paths
 
@@ -54,15 +54,6 @@ class PathAnswer(msgspec.Struct):
     paths: list[list[str]]
     graph: list[Node]
     truncated: bool
-
-
-def check_depth(depth: int, maximum: int) -> int:
-    """A depth within [0, maximum], or a 400 naming the limit."""
-    if depth < 0:
-        raise InvalidRequestError(f"Lineage depth must be 0 or more, got {depth}.")
-    if depth > maximum:
-        raise LineageDepthTooLargeError(depth, maximum)
-    return depth
 
 
 def check_direction(direction: str) -> Direction:
