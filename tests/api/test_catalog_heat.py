@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.client import execute, gql, post_all
 from tests.factories import T0, job_run, run_event
 
 pytestmark = pytest.mark.db
@@ -18,24 +19,6 @@ pytestmark = pytest.mark.db
 DATASET_HEAT = {"tbl_0": 0.4, "tbl_1": 2.5, "tbl_2": None, "tbl_3": 5.0, "tbl_4": None, "tbl_5": 2.5}
 BY_HEAT = ["tbl_3", "tbl_1", "tbl_5", "tbl_0", "tbl_2", "tbl_4", "tbl_6"]
 JOB_HEAT = {"load_tbl_0": 1.5, "load_tbl_1": None, "load_tbl_2": 3.0, "load_tbl_3": 1.5}
-
-
-async def post_all(client, events):
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
-
-
-async def execute(client, query, **variables):
-    response = await client.post("/graphql", json={"query": query, "variables": variables})
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-async def gql(client, query, **variables):
-    body = await execute(client, query, **variables)
-    assert "errors" not in body, body["errors"]
-    return body["data"]
 
 
 async def get_json(client, url, **params):

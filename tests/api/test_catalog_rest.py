@@ -7,17 +7,12 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.client import post_all
 from tests.factories import dataset, job_run, run_event
 
 pytestmark = pytest.mark.db
 
 PG = "postgres://db.example:5432"
-
-
-async def post_all(client, events):
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def path(*segments: str) -> str:

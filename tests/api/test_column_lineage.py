@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.client import post_all
 from tests.factories import at, dataset, job_run
 
 pytestmark = pytest.mark.db
-
-
-async def post_all(client, events):
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 async def column_lineage(client, *node_ids, **params):
@@ -285,4 +280,7 @@ async def test_column_node_cap_keeps_the_nearest_fields(client, conn):
         True,
     )
     both = await column_lineage(client, f("stg", "amount"), maxNodes=2)
-    assert ([n["id"] for n in both["graph"]], both["truncated"]) == ([f("stg", "amount"), f("mart", "total")], True)
+    assert ([n["id"] for n in both["graph"]], both["truncated"]) == (
+        [f("stg", "amount"), f("mart", "total")],
+        True,
+    )

@@ -7,27 +7,10 @@ import uuid
 import pytest
 
 from headwater.store import catalog
+from tests.client import execute, gql, post_all
 from tests.factories import dataset, job_run, parent_facet, run_event
 
 pytestmark = pytest.mark.db
-
-
-async def post_all(client, events):
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
-
-
-async def execute(client, query, **variables):
-    response = await client.post("/graphql", json={"query": query, "variables": variables})
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-async def gql(client, query, **variables):
-    body = await execute(client, query, **variables)
-    assert "errors" not in body, body["errors"]
-    return body["data"]
 
 
 async def test_graphiql_is_served_on_get(client):

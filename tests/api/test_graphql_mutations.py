@@ -9,23 +9,10 @@ from litestar.testing import AsyncTestClient
 
 from headwater.app import create_app
 from headwater.settings import Settings
+from tests.client import gql, post_all
 from tests.factories import dataset, job_run, run_event
 
 pytestmark = pytest.mark.db
-
-
-async def post_all(client, events):
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
-
-
-async def gql(client, query, **variables):
-    response = await client.post("/graphql", json={"query": query, "variables": variables})
-    assert response.status_code == 200, response.text
-    body = response.json()
-    assert "errors" not in body, body["errors"]
-    return body["data"]
 
 
 async def changes(conn, after=0):

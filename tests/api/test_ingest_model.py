@@ -6,15 +6,10 @@ import uuid
 
 import pytest
 
+from tests.client import post_all
 from tests.factories import at, dataset, job_run, parent_facet, run_event, sql_facet
 
 pytestmark = pytest.mark.db
-
-
-async def post_all(client, events):
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 async def run_row(conn, run_id):

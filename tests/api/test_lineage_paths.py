@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.client import post_all
 from tests.factories import at, job_run
 
 pytestmark = pytest.mark.db
-
-
-async def post_all(client, events):
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 async def get_json(client, path, **params):

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.client import post_all
 from tests.factories import dataset, job_run, run_event
 
 pytestmark = pytest.mark.db
-
-
-async def post_all(client, events):
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 async def lineage(client, node_id, **params):

@@ -8,15 +8,10 @@ import pytest
 
 from headwater.lineage.documents import DocumentCache
 from headwater.lineage.graph import fetch_lineage
+from tests.client import post_all
 from tests.factories import T0, dataset, job_run, run_event
 
 pytestmark = pytest.mark.db
-
-
-async def post_all(client, events):
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def d(name, namespace="warehouse"):

@@ -16,6 +16,7 @@ from headwater.app import create_app
 from headwater.pipeline.backfill import BackfillOptions, run_backfill
 from headwater.pipeline.export import ExportOptions, run_export
 from headwater.settings import Settings
+from tests.client import post_all
 from tests.factories import PRODUCER, at, dataset, job_run, parent_facet, run_event, sql_facet
 from tests.pipeline.snapshot import model_snapshot, without_generated_ids
 
@@ -149,12 +150,6 @@ def in_ingest_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return dt.datetime.fromisoformat(pair[1]["eventTime"].replace("Z", "+00:00")), pair[0]
 
     return [e for _, e in sorted(enumerate(events), key=key)]
-
-
-async def post_all(client: Any, events: list[dict[str, Any]]) -> None:
-    for event in events:
-        response = await client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def backfill(
