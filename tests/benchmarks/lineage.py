@@ -37,7 +37,9 @@ from typing import Any
 
 import asyncpg
 
-SERVER_URL = os.environ.get("HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+SERVER_URL = os.environ.get(
+    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 DB_NAME = "headwater_bench"
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -82,7 +84,9 @@ class Graph:
             "ownership": {"owners": [{"name": "team:data-platform", "type": "MAINTAINER"}]},
         }
         created = T0 + dt.timedelta(seconds=node)
-        self.datasets.append((ds_uuid, node, namespace, name, namespace, None, json.dumps(facets), created, created))
+        self.datasets.append(
+            (ds_uuid, node, namespace, name, namespace, None, json.dumps(facets), created, created)
+        )
         for i in range(n_fields):
             self.fields.append((ds_uuid, f"col_{i}", "VARCHAR" if i % 3 else "BIGINT", None, i))
         self.dataset_of[node] = (ds_uuid, namespace, name)
@@ -94,9 +98,13 @@ class Graph:
         job_uuid = uuid.uuid4()
         run_uuid = uuid.uuid4()
         created = T0 + dt.timedelta(seconds=node)
-        facets = {"jobType": {"processingType": "BATCH", "integration": "SPARK", "jobType": "JOB"},
-                  "sourceCodeLocation": {"type": "git", "url": f"https://git.example.com/etl/{name}.py"}}
-        self.jobs.append((job_uuid, node, namespace, name, "BATCH", json.dumps(facets), run_uuid, created, created))
+        facets = {
+            "jobType": {"processingType": "BATCH", "integration": "SPARK", "jobType": "JOB"},
+            "sourceCodeLocation": {"type": "git", "url": f"https://git.example.com/etl/{name}.py"},
+        }
+        self.jobs.append(
+            (job_uuid, node, namespace, name, "BATCH", json.dumps(facets), run_uuid, created, created)
+        )
         ended = created + dt.timedelta(minutes=5)
         self.runs.append((run_uuid, job_uuid, "COMPLETE", ended, created, ended, created, ended))
         self.job_of[node] = (job_uuid, namespace, name)
@@ -112,15 +120,30 @@ class Graph:
         end = T0 + dt.timedelta(days=20) if closed else None
         self.edges.append((src, dst, job, ds, kind, start, start, start, end))
 
-    def column(self, out_node: int, out_field: str, in_node: int, in_field: str, job: int,
-               derived: bool = False) -> None:
+    def column(
+        self, out_node: int, out_field: str, in_node: int, in_field: str, job: int, derived: bool = False
+    ) -> None:
         key = (out_node, out_field, in_node, in_field, job, derived)
         if key in self.column_keys:
             return
         self.column_keys.add(key)
         start = T0 + dt.timedelta(days=1)
-        self.columns.append((self.dataset_of[out_node][0], out_field, self.dataset_of[in_node][0], in_field,
-                             self.job_of[job][0], "DIRECT", "IDENTITY", None, derived, start, start, start))
+        self.columns.append(
+            (
+                self.dataset_of[out_node][0],
+                out_field,
+                self.dataset_of[in_node][0],
+                in_field,
+                self.job_of[job][0],
+                "DIRECT",
+                "IDENTITY",
+                None,
+                derived,
+                start,
+                start,
+                start,
+            )
+        )
 
     def node_id(self, node: int) -> str:
         if node in self.dataset_of:
@@ -146,15 +169,19 @@ def build_graph(seed: int = 7) -> Graph:
 def add_warehouse(g: Graph, rnd: random.Random) -> tuple[list[int], list[int]]:
     """Sparse warehouse: datasets in write order; job i writes one and reads ~2 written shortly before."""
     namespaces = ["postgres://warehouse:5432", "s3://lake", "bigquery"]
-    datasets = [g.dataset(namespaces[i % 3], f"analytics.layer_{i // 3000}.table_{i}", rnd.randint(4, 16))
-                for i in range(WAREHOUSE_DATASETS)]
+    datasets = [
+        g.dataset(namespaces[i % 3], f"analytics.layer_{i // 3000}.table_{i}", rnd.randint(4, 16))
+        for i in range(WAREHOUSE_DATASETS)
+    ]
     jobs: list[int] = []
     for i in range(WAREHOUSE_JOBS):
         job = g.job(["airflow", "spark", "dbt"][i % 3], f"etl.job_{i}")
         jobs.append(job)
         out_pos = min(WAREHOUSE_DATASETS - 1, 500 + i * (WAREHOUSE_DATASETS - 500) // WAREHOUSE_JOBS)
         g.edge(job, datasets[out_pos])
-        reads = {max(0, out_pos - rnd.randint(1, WAREHOUSE_WINDOW)) for _ in range(rnd.choice((1, 2, 2, 3)))}
+        reads = {
+            max(0, out_pos - rnd.randint(1, WAREHOUSE_WINDOW)) for _ in range(rnd.choice((1, 2, 2, 3)))
+        }
         for pos in reads:
             g.edge(datasets[pos], job)
         if rnd.random() < CLOSED_FRACTION:  # an input the job stopped reading
@@ -200,7 +227,9 @@ def add_chains(g: Graph) -> list[int]:
 
 def add_wide_table(g: Graph) -> list[int]:
     """WIDE_COLUMNS columns copied through WIDE_JOBS jobs, field by field, with column lineage."""
-    wide = [g.dataset("snowflake://acct", f"finance.wide_{k}", WIDE_COLUMNS) for k in range(WIDE_JOBS + 1)]
+    wide = [
+        g.dataset("snowflake://acct", f"finance.wide_{k}", WIDE_COLUMNS) for k in range(WIDE_JOBS + 1)
+    ]
     for k in range(1, WIDE_JOBS + 1):
         job = g.job("dbt", f"finance.model_{k}")
         g.edge(wide[k - 1], job)
@@ -230,31 +259,92 @@ async def load_graph(conn: asyncpg.Connection, g: Graph) -> None:
     namespaces = sorted({d[2] for d in g.datasets} | {j[2] for j in g.jobs})
     await conn.copy_records_to_table("namespaces", records=[(n,) for n in namespaces], columns=["name"])
     await conn.copy_records_to_table(
-        "datasets", records=g.datasets,
-        columns=["dataset_uuid", "node_id", "namespace", "name", "source_name", "description", "facets",
-                 "created_at", "updated_at"])
+        "datasets",
+        records=g.datasets,
+        columns=[
+            "dataset_uuid",
+            "node_id",
+            "namespace",
+            "name",
+            "source_name",
+            "description",
+            "facets",
+            "created_at",
+            "updated_at",
+        ],
+    )
     await conn.copy_records_to_table(
-        "dataset_aliases", records=[(d[2], d[3], d[0], "CANONICAL") for d in g.datasets],
-        columns=["namespace", "name", "dataset_uuid", "alias_type"])
+        "dataset_aliases",
+        records=[(d[2], d[3], d[0], "CANONICAL") for d in g.datasets],
+        columns=["namespace", "name", "dataset_uuid", "alias_type"],
+    )
     await conn.copy_records_to_table(
-        "dataset_fields", records=g.fields, columns=["dataset_uuid", "name", "type", "description", "position"])
+        "dataset_fields",
+        records=g.fields,
+        columns=["dataset_uuid", "name", "type", "description", "position"],
+    )
     await conn.copy_records_to_table(
-        "jobs", records=g.jobs,
-        columns=["job_uuid", "node_id", "namespace", "name", "job_type", "facets", "latest_run_uuid",
-                 "created_at", "updated_at"])
+        "jobs",
+        records=g.jobs,
+        columns=[
+            "job_uuid",
+            "node_id",
+            "namespace",
+            "name",
+            "job_type",
+            "facets",
+            "latest_run_uuid",
+            "created_at",
+            "updated_at",
+        ],
+    )
     await conn.copy_records_to_table(
-        "runs", records=g.runs,
-        columns=["run_uuid", "job_uuid", "current_state", "current_state_at", "started_at", "ended_at",
-                 "created_at", "updated_at"])
+        "runs",
+        records=g.runs,
+        columns=[
+            "run_uuid",
+            "job_uuid",
+            "current_state",
+            "current_state_at",
+            "started_at",
+            "ended_at",
+            "created_at",
+            "updated_at",
+        ],
+    )
     await conn.copy_records_to_table(
-        "lineage_edges", records=g.edges,
-        columns=["src_node_id", "dst_node_id", "job_uuid", "dataset_uuid", "edge_type", "first_seen_at",
-                 "last_seen_at", "valid_from", "valid_to"])
+        "lineage_edges",
+        records=g.edges,
+        columns=[
+            "src_node_id",
+            "dst_node_id",
+            "job_uuid",
+            "dataset_uuid",
+            "edge_type",
+            "first_seen_at",
+            "last_seen_at",
+            "valid_from",
+            "valid_to",
+        ],
+    )
     await conn.copy_records_to_table(
-        "column_lineage", records=g.columns,
-        columns=["output_dataset_uuid", "output_field", "input_dataset_uuid", "input_field", "job_uuid",
-                 "transformation_type", "transformation_subtype", "description", "derived", "first_seen_at",
-                 "last_seen_at", "valid_from"])
+        "column_lineage",
+        records=g.columns,
+        columns=[
+            "output_dataset_uuid",
+            "output_field",
+            "input_dataset_uuid",
+            "input_field",
+            "job_uuid",
+            "transformation_type",
+            "transformation_subtype",
+            "description",
+            "derived",
+            "first_seen_at",
+            "last_seen_at",
+            "valid_from",
+        ],
+    )
     await conn.execute("SELECT setval('lineage_node_ids', $1)", g.next_node)
     await conn.execute("VACUUM ANALYZE")
 
@@ -340,8 +430,9 @@ class InMemory:
 
         self.ids = sorted({n for e in edges for n in e} | set(docs))
         self.index = {n: i for i, n in enumerate(self.ids)}
-        self.graph = igraph.Graph(n=len(self.ids), edges=[(self.index[a], self.index[b]) for a, b in edges],
-                                  directed=True)
+        self.graph = igraph.Graph(
+            n=len(self.ids), edges=[(self.index[a], self.index[b]) for a, b in edges], directed=True
+        )
         self.docs = docs
 
     def answer(self, root: int, hops: int, direction: str) -> tuple[int, bytes]:
@@ -363,26 +454,37 @@ class InMemory:
                     ins[w].append(edge)
         parts = [
             b'{"id":%b,"type":"%b","data":%b,"inEdges":[%b],"outEdges":[%b]}'
-            % (node_ids[v], self.docs[self.ids[v]][1].encode(), self.docs[self.ids[v]][2],
-               b",".join(ins[v]), b",".join(outs[v]))
+            % (
+                node_ids[v],
+                self.docs[self.ids[v]][1].encode(),
+                self.docs[self.ids[v]][2],
+                b",".join(ins[v]),
+                b",".join(outs[v]),
+            )
             for v in reached
         ]
         return len(reached), b'{"graph":[' + b",".join(parts) + b'],"truncated":false}'
 
 
 async def load_in_memory(conn: asyncpg.Connection) -> InMemory:
-    edges = [(r[0], r[1]) for r in await conn.fetch(
-        "SELECT src_node_id, dst_node_id FROM lineage_edges WHERE valid_to IS NULL")]
+    edges = [
+        (r[0], r[1])
+        for r in await conn.fetch(
+            "SELECT src_node_id, dst_node_id FROM lineage_edges WHERE valid_to IS NULL"
+        )
+    ]
     docs: dict[int, tuple[str, str, bytes]] = {}
     rows = await conn.fetch(
         "SELECT node_id, node_type, namespace, name, data FROM lineage_node_documents("
-        "(SELECT array_agg(node_id) FROM (SELECT node_id FROM datasets UNION ALL SELECT node_id FROM jobs) n))")
+        "(SELECT array_agg(node_id) FROM (SELECT node_id FROM datasets UNION ALL SELECT node_id FROM jobs) n))"
+    )
     for r in rows:
         docs[r[0]] = (f"{r[1].lower()}:{r[2]}:{r[3]}", r[1], r[4].encode())
     return InMemory(edges, docs)
 
 
 # -- the HTTP server ---------------------------------------------------------------------------------
+
 
 class Server:
     """A uvicorn process serving headwater.app:create_app on the benchmark database."""
@@ -396,8 +498,20 @@ class Server:
             self.port = sock.getsockname()[1]
         env = {**os.environ, "HEADWATER_DATABASE_URL": url}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "headwater.app:create_app", "--factory", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning", "--no-access-log"],
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "headwater.app:create_app",
+                "--factory",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ],
             env=env,
         )
         self.base = f"http://127.0.0.1:{self.port}"
@@ -421,6 +535,7 @@ class Server:
 
 
 # -- measuring --------------------------------------------------------------------------------------
+
 
 @dataclass
 class Row:
@@ -454,15 +569,26 @@ def cycle(items: list[Any], n: int) -> Iterator[Any]:
 WALK = """SELECT node_ids, edge_srcs FROM lineage_walk($1::bigint[], $2::bigint[], $3, $4, $5, NULL, $6, NULL, $7)"""
 
 
-async def engine_walk(conn: asyncpg.Connection, root: int, depth: int, direction: str, edges: bool = True) -> int:
+async def engine_walk(
+    conn: asyncpg.Connection, root: int, depth: int, direction: str, edges: bool = True
+) -> int:
     """Headwater's walk query, uncapped like the alternatives: nodes, or nodes + edges + stamps."""
-    row = await conn.fetchrow(WALK, [], [root], 2 * depth + 1, direction == "DOWNSTREAM", direction == "UPSTREAM",
-                              1_000_000, edges)
+    row = await conn.fetchrow(
+        WALK,
+        [],
+        [root],
+        2 * depth + 1,
+        direction == "DOWNSTREAM",
+        direction == "UPSTREAM",
+        1_000_000,
+        edges,
+    )
     return len(row["node_ids"] or [])
 
 
 async def pick_roots(conn: asyncpg.Connection) -> dict[tuple[str, str], list[int]]:
     """Roots per (case, direction); warehouse roots answer at most 1,000 nodes at depth 10."""
+
     async def ids(sql: str, *args: Any) -> list[int]:
         return [r[0] for r in await conn.fetch(sql, *args)]
 
@@ -482,9 +608,11 @@ async def pick_roots(conn: asyncpg.Connection) -> dict[tuple[str, str], list[int
     dense = await ids("SELECT node_id FROM datasets WHERE namespace = 'kafka://events' ORDER BY node_id")
     roots[("dense", "UPSTREAM")] = roots[("dense", "DOWNSTREAM")] = rnd.sample(dense, 10)
     roots[("chain", "DOWNSTREAM")] = await ids(
-        "SELECT node_id FROM datasets WHERE name LIKE 'chain_%.step_0' ORDER BY node_id LIMIT 10")
+        "SELECT node_id FROM datasets WHERE name LIKE 'chain_%.step_0' ORDER BY node_id LIMIT 10"
+    )
     roots[("chain", "UPSTREAM")] = await ids(
-        "SELECT node_id FROM datasets WHERE name LIKE 'chain_%.step_40' ORDER BY node_id LIMIT 10")
+        "SELECT node_id FROM datasets WHERE name LIKE 'chain_%.step_40' ORDER BY node_id LIMIT 10"
+    )
     return roots
 
 
@@ -497,9 +625,13 @@ async def run_benchmark(url: str, runs: int) -> list[str]:
     conn = await asyncpg.connect(url)
     await register_codecs(conn)
     roots = await pick_roots(conn)
-    names = {r[0]: f"dataset:{r[1]}:{r[2]}" for r in await conn.fetch(
-        "SELECT node_id, namespace, name FROM datasets WHERE node_id = ANY($1::bigint[])",
-        sorted({n for v in roots.values() for n in v}))}
+    names = {
+        r[0]: f"dataset:{r[1]}:{r[2]}"
+        for r in await conn.fetch(
+            "SELECT node_id, namespace, name FROM datasets WHERE node_id = ANY($1::bigint[])",
+            sorted({n for v in roots.values() for n in v}),
+        )
+    }
     t = time.perf_counter()
     memory = await load_in_memory(conn)
     print(f"in-memory graph loaded in {time.perf_counter() - t:.1f} s", file=sys.stderr)
@@ -516,24 +648,35 @@ async def run_benchmark(url: str, runs: int) -> list[str]:
                     n = max(5, runs // 3) if case in ("dense", "hub") else runs
                     params = {"depth": depth, "direction": direction}
                     for root in case_roots[:n]:  # first request of a root: documents not cached yet
-                        await timed(row, "http cold", client.get(
-                            "/api/v1/lineage", params={"nodeId": names[root], **params}))
+                        await timed(
+                            row,
+                            "http cold",
+                            client.get("/api/v1/lineage", params={"nodeId": names[root], **params}),
+                        )
                     for root in cycle(case_roots, n):
                         hops = 2 * depth
                         sizes = {
                             "plain": await timed(row, "plain", plain_cte(conn, root, hops, direction)),
                             "per-hop": await timed(row, "per-hop", per_hop(conn, root, hops, direction)),
-                            "nodes": await timed(row, "nodes", engine_walk(conn, root, depth, direction, False)),
+                            "nodes": await timed(
+                                row, "nodes", engine_walk(conn, root, depth, direction, False)
+                            ),
                             "walk": await timed(row, "walk", engine_walk(conn, root, depth, direction)),
                         }
                         start = time.perf_counter()
                         sizes["igraph"], _ = memory.answer(root, hops, direction)
                         row.add("igraph", time.perf_counter() - start)
-                        response = await timed(row, "http", client.get(
-                            "/api/v1/lineage", params={"nodeId": names[root], **params}))
+                        response = await timed(
+                            row,
+                            "http",
+                            client.get("/api/v1/lineage", params={"nodeId": names[root], **params}),
+                        )
                         answer = response.json()
                         if len(set(sizes.values())) != 1:
-                            print(f"answer sizes differ for {case} {direction} {depth}: {sizes}", file=sys.stderr)
+                            print(
+                                f"answer sizes differ for {case} {direction} {depth}: {sizes}",
+                                file=sys.stderr,
+                            )
                         row.nodes.append(len(answer["graph"]))
                         row.times.setdefault("kb", []).append(len(response.content) / 1000)
                         row.times.setdefault("full", []).append(sizes["walk"])
@@ -581,24 +724,32 @@ async def column_table(conn: asyncpg.Connection, client: Any, runs: int) -> list
         "| column lineage | direction | depth | nodes | Headwater HTTP p50 / p95 (ms) | answer KB |",
         "|---|---|---:|---:|---:|---:|",
     ]
-    for label, root, direction in (("200-column table, all fields", wide_last, "UPSTREAM"),
-                                   ("200-column table, all fields", wide_first, "DOWNSTREAM"),
-                                   ("one field", one_field, "UPSTREAM")):
+    for label, root, direction in (
+        ("200-column table, all fields", wide_last, "UPSTREAM"),
+        ("200-column table, all fields", wide_first, "DOWNSTREAM"),
+        ("one field", one_field, "UPSTREAM"),
+    ):
         for depth in (5, 10, 20):
             times, nodes, kb = [], 0, 0.0
             for _ in range(runs):
                 start = time.perf_counter()
-                response = await client.get("/api/v1/column-lineage",
-                                            params={"nodeId": root, "depth": depth, "direction": direction})
+                response = await client.get(
+                    "/api/v1/column-lineage",
+                    params={"nodeId": root, "depth": depth, "direction": direction},
+                )
                 times.append((time.perf_counter() - start) * 1000)
                 nodes, kb = len(response.json()["graph"]), len(response.content) / 1000
-            lines.append(f"| {label} | {direction} | {depth} | {nodes} | {percentile(times, 0.5):.1f} / "
-                         f"{percentile(times, 0.95):.1f} | {kb:.0f} |")
+            lines.append(
+                f"| {label} | {direction} | {depth} | {nodes} | {percentile(times, 0.5):.1f} / "
+                f"{percentile(times, 0.95):.1f} | {kb:.0f} |"
+            )
     return lines
 
 
 async def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=20, help="timed requests per row (default 20)")
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database afterwards")
     parser.add_argument("--reuse", action="store_true", help="reuse the benchmark database if it exists")
