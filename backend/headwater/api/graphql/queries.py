@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 import strawberry
 
@@ -55,6 +56,26 @@ def check_walk(depth: int, maximum: int, as_of: dt.datetime | None) -> dt.dateti
     """Check a lineage depth against the server's maximum; a time without offset is read as UTC."""
     check_depth(depth, maximum)
     return as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
+
+
+async def walk_or_problem(
+    info: Info,
+    fetch: Callable[..., Awaitable[Any]],
+    node_id: str,
+    depth: int,
+    direction: LineageDirection,
+    as_of: dt.datetime | None,
+    build: Callable[[Any, dt.datetime | None], Any],
+) -> Any:
+    """Walk table or column lineage from one root, or return the expected error as a union member."""
+    maximum = info.context.settings.max_lineage_depth
+    try:
+        when = check_walk(depth, maximum, as_of)
+        async with info.context.pool.acquire() as conn:
+            graph = await fetch(conn, [node_id], depth=depth, direction=direction.value, as_of=when)
+    except (NotFoundError, InvalidRequestError) as exc:
+        return problem_from_error(exc, maximum)
+    return build(graph, when)
 
 
 def parse_run_id(run_id: str) -> uuid.UUID:
@@ -153,16 +174,9 @@ class Query:
             ),
         ] = None,
     ) -> LineageResult:
-        maximum = info.context.settings.max_lineage_depth
-        try:
-            when = check_walk(depth, maximum, as_of)
-            async with info.context.pool.acquire() as conn:
-                graph = await fetch_lineage(
-                    conn, [node_id], depth=depth, direction=direction.value, as_of=when
-                )
-        except (NotFoundError, InvalidRequestError) as exc:
-            return problem_from_error(exc, maximum)  # type: ignore[return-value]
-        return LineageGraph.from_graph(graph, when)
+        return await walk_or_problem(  # type: ignore[no-any-return]
+            info, fetch_lineage, node_id, depth, direction, as_of, LineageGraph.from_graph
+        )
 
     @strawberry.field(
         description="The column lineage around a field, or around every field of a dataset."
@@ -191,16 +205,15 @@ class Query:
             ),
         ] = None,
     ) -> ColumnLineageResult:
-        maximum = info.context.settings.max_lineage_depth
-        try:
-            when = check_walk(depth, maximum, as_of)
-            async with info.context.pool.acquire() as conn:
-                graph = await fetch_column_lineage(
-                    conn, [node_id], depth=depth, direction=direction.value, as_of=when
-                )
-        except (NotFoundError, InvalidRequestError) as exc:
-            return problem_from_error(exc, maximum)  # type: ignore[return-value]
-        return ColumnLineageGraph.from_graph(graph)
+        return await walk_or_problem(  # type: ignore[no-any-return]
+            info,
+            fetch_column_lineage,
+            node_id,
+            depth,
+            direction,
+            as_of,
+            lambda graph, _when: ColumnLineageGraph.from_graph(graph),
+        )
 
     @strawberry.field(description="Datasets and jobs whose name contains the text (any case).")
     async def search(
