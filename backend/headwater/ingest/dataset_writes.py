@@ -11,8 +11,7 @@ from headwater.store import datasets as dataset_store
 from headwater.store.changes import Change
 
 if TYPE_CHECKING:
-    import asyncpg
-
+    from headwater.ingest.rounds import Rounds
     from headwater.store.datasets import DatasetRow
 
 
@@ -21,12 +20,12 @@ class DatasetWriter:
 
     def __init__(
         self,
-        conn: asyncpg.Connection,
+        db: Rounds,
         event: NormalizedEvent,
         rules: list[AliasRule],
         changes: list[Change],
     ) -> None:
-        self.conn = conn
+        self.db = db
         self.n = event
         self.rules = rules
         self.changes = changes
@@ -39,29 +38,21 @@ class DatasetWriter:
     async def write_datasets(self) -> None:
         n = self.n
         defs = self._all_defs()
-        # Datasets named only by column lineage (inputs of a field) are created as plain references.
-        refs = {
-            (e.input_namespace, e.input_name)
-            for d in n.outputs
-            for e in [*d.column_edges, *d.derived_column_edges]
-        } - {(d.namespace, d.name) for d in defs}
-        identity_lists = [d.identities for d in defs]
-        identity_lists += [identities_for(ref[0], ref[1], [], self.rules) for ref in sorted(refs)]
-        known = await dataset_store.find_dataset_aliases(
-            self.conn, [(i[0], i[1]) for ids in identity_lists for i in ids]
+        identity_lists = dataset_identity_lists(n, self.rules)
+        known = await self.db(
+            dataset_store.find_dataset_aliases, [(i[0], i[1]) for ids in identity_lists for i in ids]
         )
         upserts, targets = plan_dataset_upserts(defs, identity_lists, known)
-        if n.job_namespace:
-            await dataset_store.upsert_namespaces(
-                self.conn, sorted({k[0] for k in upserts} | {n.job_namespace})
-            )
+        namespaces = {k[0] for k in upserts} | ({n.job_namespace} if n.job_namespace else set())
+        if namespaces:
+            await self.db(dataset_store.upsert_namespaces, sorted(namespaces))
         if not upserts:
             return
-        if n.job_namespace is None:
-            await dataset_store.upsert_namespaces(self.conn, sorted({k[0] for k in upserts}))
         sources = {(d.source_name, d.source_uri) for d in defs if d.source_name}
-        await dataset_store.upsert_sources(self.conn, sorted(sources, key=lambda s: (s[0], s[1] or "")))
-        rows = await dataset_store.upsert_datasets(self.conn, list(upserts.values()), n.event_time)
+        await self.db(
+            dataset_store.upsert_sources, sorted(sources, key=lambda s: (s[0], s[1] or ""))
+        )
+        rows = await self.db(dataset_store.upsert_datasets, (list(upserts.values()), n.event_time))
         by_key = {(r.namespace, r.name): r for r in rows}
         aliases: dict[tuple[str, str], tuple[str, str, uuid.UUID, str]] = {}
         for key, identities in zip(targets, identity_lists, strict=True):
@@ -70,7 +61,7 @@ class DatasetWriter:
             for namespace, name, kind in identities:
                 self.datasets[(namespace, name)] = row
                 aliases.setdefault((namespace, name), (namespace, name, row.dataset_uuid, kind))
-        await dataset_store.insert_dataset_aliases(self.conn, list(aliases.values()))
+        await self.db(dataset_store.insert_dataset_aliases, list(aliases.values()))
         self.changes += [
             Change(
                 "DATASET_CREATED",
@@ -102,8 +93,8 @@ class DatasetWriter:
                 ]
                 if is_write:
                     written.add(dataset_uuid)
-        states = await dataset_store.fetch_dataset_states(
-            self.conn, [self.row_of(d).dataset_uuid for d in defs]
+        states = await self.db(
+            dataset_store.fetch_dataset_states, [self.row_of(d).dataset_uuid for d in defs]
         )
         await self._write_schemas(schemas, written, states)
         versions: dict[uuid.UUID, uuid.UUID | None] = {
@@ -138,7 +129,8 @@ class DatasetWriter:
                 row = next(r for r in self.datasets.values() if r.dataset_uuid == dataset_uuid)
                 node = format_node_id("DATASET", row.namespace, row.name)
                 self.changes.append(Change("SCHEMA_CHANGED", node, row.namespace, n.event_time, diff))
-        await dataset_store.replace_dataset_fields(self.conn, replace, n.event_time)
+        if replace:
+            await self.db(dataset_store.replace_dataset_fields, (replace, n.event_time))
 
     async def _write_versions(
         self, schemas: dict[uuid.UUID, list[dict[str, Any]]]
@@ -149,12 +141,29 @@ class DatasetWriter:
         for d in n.outputs:
             dataset_uuid = self.row_of(d).dataset_uuid
             writes[dataset_uuid] = (dataset_uuid, schemas.get(dataset_uuid), d.storage_version)
-        created = await dataset_store.upsert_dataset_versions(
-            self.conn, list(writes.values()), n.run_id, n.event_time
+        if not writes:
+            return {}
+        created = await self.db(
+            dataset_store.upsert_dataset_versions,
+            dataset_store.VersionWrites(list(writes.values()), n.run_id, n.event_time),
         )
         versions = {k: v[0] for k, v in created.items()}
-        await dataset_store.set_current_dataset_versions(self.conn, versions, n.event_time)
+        await self.db(dataset_store.set_current_dataset_versions, (versions, n.event_time))
         return versions
+
+
+def dataset_identity_lists(n: NormalizedEvent, rules: list[AliasRule]) -> list[list[tuple[str, str, str]]]:
+    """The identities of each dataset an event names: its inputs and outputs, then the datasets named
+    only by column lineage (inputs of a field), which are created as plain references."""
+    defs = n.inputs + n.outputs
+    refs = {
+        (e.input_namespace, e.input_name)
+        for d in n.outputs
+        for e in [*d.column_edges, *d.derived_column_edges]
+    } - {(d.namespace, d.name) for d in defs}
+    identity_lists = [d.identities for d in defs]
+    identity_lists += [identities_for(ref[0], ref[1], [], rules) for ref in sorted(refs)]
+    return identity_lists
 
 
 def plan_dataset_upserts(

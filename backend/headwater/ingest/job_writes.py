@@ -17,9 +17,8 @@ from headwater.store import runs as run_store
 from headwater.store.changes import Change
 
 if TYPE_CHECKING:
-    import asyncpg
-
     from headwater.ingest.dataset_writes import DatasetWriter
+    from headwater.ingest.rounds import Rounds
 
 
 def dataset_node_id(namespace: str, name: str) -> str:
@@ -31,12 +30,12 @@ class JobWriter:
 
     def __init__(
         self,
-        conn: asyncpg.Connection,
+        db: Rounds,
         event: NormalizedEvent,
         datasets: DatasetWriter,
         changes: list[Change],
     ) -> None:
-        self.conn = conn
+        self.db = db
         self.n = event
         self.datasets = datasets
         self.row_of = datasets.row_of
@@ -48,8 +47,8 @@ class JobWriter:
         assert n.job_name is not None
         parent_job_uuid = None
         if n.parent_job is not None and n.parent_job != (n.job_namespace, n.job_name):
-            parent = await job_store.upsert_job(
-                self.conn, n.parent_job[0], n.parent_job[1], at=n.event_time
+            parent = await self.db(
+                job_store.upsert_jobs, job_store.JobUpsert(*n.parent_job, at=n.event_time)
             )
             parent_job_uuid = parent.job_uuid
             if parent.created:
@@ -61,16 +60,18 @@ class JobWriter:
                         n.event_time,
                     )
                 )
-        job = await job_store.upsert_job(
-            self.conn,
-            n.job_namespace,
-            n.job_name,
-            at=n.event_time,
-            parent_job_uuid=parent_job_uuid,
-            job_type=n.job_type,
-            description=n.job_description,
-            facets=n.job_facets,
-            deleted_facets=n.job_deleted_facets,
+        job = await self.db(
+            job_store.upsert_jobs,
+            job_store.JobUpsert(
+                n.job_namespace,
+                n.job_name,
+                at=n.event_time,
+                parent_job_uuid=parent_job_uuid,
+                job_type=n.job_type,
+                description=n.job_description,
+                facets=n.job_facets,
+                deleted_facets=n.job_deleted_facets,
+            ),
         )
         node = format_node_id("JOB", n.job_namespace, n.job_name)
         if job.created:
@@ -90,8 +91,9 @@ class JobWriter:
                 (self.row_of(d).dataset_uuid, "OUTPUT", versions.get(self.row_of(d).dataset_uuid))
                 for d in n.outputs
             ]
-            state = await run_store.write_run_event(
-                self.conn, n, job.job_uuid, warnings, _unique(touched)
+            state = await self.db(
+                run_store.write_run_events,
+                run_store.RunEventWrite(n, job.job_uuid, warnings, _unique(touched)),
             )
             run_state, state_at = state.current_state or "", state.current_state_at or n.event_time
             if state.previous_state != state.current_state:
@@ -117,9 +119,12 @@ class JobWriter:
             (job.node_id, self.row_of(d).node_id, self.row_of(d).dataset_uuid, "WRITE", d.derived)
             for d in n.outputs
         ]
-        added = await edge_store.upsert_lineage_edges(
-            self.conn, job.job_uuid, _unique(edges), n.event_time, n.run_id
-        )
+        added = []
+        if edges:
+            added = await self.db(
+                edge_store.upsert_lineage_edges,
+                edge_store.EventEdges(job.job_uuid, n.event_time, n.run_id, edges=_unique(edges)),
+            )
         if added:
             self.changes.append(
                 Change(
@@ -137,21 +142,17 @@ class JobWriter:
     async def _write_column_lineage(self, job_uuid: uuid.UUID) -> None:
         """Store reported and SQL-derived column edges; per output, mark the less trusted superseded."""
         n = self.n
+        rows: list[tuple[edge_store.ColumnEdgeRow, bool, bool]] = []
         for d in n.outputs:
             reported = self._column_rows(d, d.column_edges)
             derived = self._column_rows(d, d.derived_column_edges)
             prefer_derived = bool(derived) and _names_unknown_fields(d)
-            await edge_store.upsert_column_lineage(
-                self.conn, reported, job_uuid, n.event_time, n.run_id, superseded=prefer_derived
-            )
-            await edge_store.upsert_column_lineage(
-                self.conn,
-                derived,
-                job_uuid,
-                n.event_time,
-                n.run_id,
-                derived=True,
-                superseded=bool(reported) and not prefer_derived,
+            rows += [(row, False, prefer_derived) for row in reported]
+            rows += [(row, True, bool(reported) and not prefer_derived) for row in derived]
+        if rows:
+            await self.db(
+                edge_store.upsert_column_lineage,
+                edge_store.EventEdges(job_uuid, n.event_time, n.run_id, column_edges=rows),
             )
 
     def _column_rows(self, d: DatasetDef, edges: list[ColumnEdgeDef]) -> list[edge_store.ColumnEdgeRow]:
@@ -179,7 +180,7 @@ class JobWriter:
         n = self.n
         if n.kind == "RUN":
             assert n.run_id is not None
-            touched = await run_store.fetch_run_datasets(self.conn, n.run_id)
+            touched = await self.db(run_store.fetch_run_datasets, n.run_id)
             inputs = sorted(
                 {(t.namespace, t.name, t.dataset_uuid) for t in touched if t.direction == "INPUT"}
             )
@@ -192,37 +193,46 @@ class JobWriter:
                 {(r.namespace, r.name, r.dataset_uuid) for r in map(self.row_of, n.outputs)}
             )
         version = job_version_hash([i[:2] for i in inputs], [o[:2] for o in outputs], n.code_hash)
-        version_uuid, _ = await job_store.upsert_job_version(
-            self.conn,
-            job_uuid,
-            version,
-            [i[2] for i in inputs],
-            [o[2] for o in outputs],
-            n.code_hash,
-            n.run_id,
-            at,
+        version_uuid, _ = await self.db(
+            job_store.upsert_job_versions,
+            job_store.JobVersionUpsert(
+                job_uuid,
+                version,
+                [i[2] for i in inputs],
+                [o[2] for o in outputs],
+                n.code_hash,
+                n.run_id,
+                at,
+            ),
         )
         if n.run_id is not None:
-            await run_store.set_run_job_version(self.conn, n.run_id, version_uuid)
+            await self.db(run_store.set_run_job_versions, (n.run_id, version_uuid))
         if run_state != "COMPLETE":
             return  # a failed or aborted run is versioned, but does not redefine the job's lineage
-        move = await job_store.set_current_job_version(self.conn, job_uuid, version_uuid, at, n.run_id)
+        move = await self.db(job_store.set_current_job_versions, (job_uuid, version_uuid, at, n.run_id))
         if move is None:
             return  # a later run already defined the current lineage
         input_uuids = [i[2] for i in inputs]
         output_uuids = [o[2] for o in outputs]
-        closed = await edge_store.close_stale_job_edges(
-            self.conn, job_uuid, at, input_uuids, output_uuids
+        closed = await self.db(
+            edge_store.close_stale_job_edges, (job_uuid, at, input_uuids, output_uuids)
         )
-        for derived in (False, True):
-            with_columns = [
-                self.row_of(d).dataset_uuid
-                for d in n.outputs
-                if (d.derived_column_edges if derived else d.column_edges)
-            ]
-            await edge_store.close_stale_column_lineage(
-                self.conn, job_uuid, with_columns, at, n.run_id, derived=derived
+        stale = [
+            edge_store.StaleColumnLineage(
+                job_uuid,
+                [
+                    self.row_of(d).dataset_uuid
+                    for d in n.outputs
+                    if (d.derived_column_edges if derived else d.column_edges)
+                ],
+                derived,
+                at,
+                n.run_id,
             )
+            for derived in (False, True)
+        ]
+        if any(s.output_uuids for s in stale):
+            await self.db(edge_store.close_stale_column_lineage, stale)
         if move.previous_version_uuid == version_uuid and not closed:
             return
         added_inputs = [i for i in inputs if i[2] not in set(move.previous_input_uuids)]
@@ -247,7 +257,7 @@ class JobWriter:
         rows = {r.dataset_uuid: r for r in self.datasets.datasets.values()}
         unknown = sorted({e.dataset_uuid for e in edges} - rows.keys())
         if unknown:
-            rows.update(await dataset_store.fetch_dataset_identities(self.conn, unknown))
+            rows.update(await self.db(dataset_store.fetch_dataset_identities, unknown))
         described = []
         for e in edges:
             ds = rows[e.dataset_uuid]

@@ -42,62 +42,88 @@ class DatasetUpsert:
     deleted_facets: list[str]
 
 
-async def upsert_namespaces(conn: asyncpg.Connection, names: list[str]) -> None:
+# Every function below is a batch operation (see ``headwater.ingest.rounds``): it takes the requests
+# of several events, runs one statement for all of them and returns one result per request.
+
+
+async def upsert_namespaces(conn: asyncpg.Connection, requests: list[list[str]]) -> list[None]:
     """Register namespaces that are new."""
-    await conn.execute(QUERIES["upsert_namespaces"], names)
+    await conn.execute(QUERIES["upsert_namespaces"], [n for names in requests for n in names])
+    return [None] * len(requests)
 
 
-async def upsert_sources(conn: asyncpg.Connection, sources: list[tuple[str, str | None]]) -> None:
-    """Register data sources (name, uri)."""
+async def upsert_sources(
+    conn: asyncpg.Connection, requests: list[list[tuple[str, str | None]]]
+) -> list[None]:
+    """Register data sources (name, uri); of several uris for a name, the last reported wins."""
+    sources = [s for request in requests for s in request]
     if sources:
-        await conn.execute(QUERIES["upsert_sources"], [s[0] for s in sources], [s[1] for s in sources])
+        await conn.execute(
+            QUERIES["upsert_sources"],
+            [s[0] for s in sources],
+            [s[1] for s in sources],
+            list(range(len(sources))),
+        )
+    return [None] * len(requests)
 
 
 async def find_dataset_aliases(
-    conn: asyncpg.Connection, identities: list[tuple[str, str]]
-) -> dict[tuple[str, str], tuple[str, str]]:
-    """Map those of these (namespace, name) identities that belong to a dataset to its canonical one."""
+    conn: asyncpg.Connection, requests: list[list[tuple[str, str]]]
+) -> list[dict[tuple[str, str], tuple[str, str]]]:
+    """For each request, map the identities that belong to a dataset to its canonical identity."""
+    identities = sorted({i for request in requests for i in request})
     rows = await conn.fetch(
         QUERIES["find_dataset_aliases"], [i[0] for i in identities], [i[1] for i in identities]
     )
-    return {(r["namespace"], r["name"]): (r["dataset_namespace"], r["dataset_name"]) for r in rows}
+    found = {(r["namespace"], r["name"]): (r["dataset_namespace"], r["dataset_name"]) for r in rows}
+    return [{i: found[i] for i in request if i in found} for request in requests]
 
 
 async def fetch_dataset_identities(
-    conn: asyncpg.Connection, dataset_uuids: list[uuid.UUID]
-) -> dict[uuid.UUID, DatasetRow]:
+    conn: asyncpg.Connection, requests: list[list[uuid.UUID]]
+) -> list[dict[uuid.UUID, DatasetRow]]:
     """Canonical identity and node id of datasets by uuid."""
-    rows = await conn.fetch(QUERIES["fetch_dataset_identities"], dataset_uuids)
-    return {
+    rows = await conn.fetch(
+        QUERIES["fetch_dataset_identities"], sorted({u for request in requests for u in request})
+    )
+    found = {
         r["dataset_uuid"]: DatasetRow(r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], False)
         for r in rows
     }
+    return [{u: found[u] for u in request if u in found} for request in requests]
 
 
 async def upsert_datasets(
-    conn: asyncpg.Connection, items: list[DatasetUpsert], at: dt.datetime
-) -> list[DatasetRow]:
-    """Create or touch datasets by canonical identity; returns one row per item (same order not kept)."""
+    conn: asyncpg.Connection, requests: list[tuple[list[DatasetUpsert], dt.datetime]]
+) -> list[list[DatasetRow]]:
+    """Create or touch datasets by canonical identity as of a time; one row per item, any order."""
+    items = [(item, at) for upserts, at in requests for item in upserts]
+    if not items:
+        return [[] for _ in requests]
     rows = await conn.fetch(
         QUERIES["upsert_datasets"],
-        [i.namespace for i in items],
-        [i.name for i in items],
-        [i.source_name for i in items],
-        [i.description for i in items],
-        [i.facets for i in items],
-        [json_text(i.deleted_facets) for i in items],
-        at,
+        [i.namespace for i, _ in items],
+        [i.name for i, _ in items],
+        [i.source_name for i, _ in items],
+        [i.description for i, _ in items],
+        [i.facets for i, _ in items],
+        [json_text(i.deleted_facets) for i, _ in items],
+        [at for _, at in items],
     )
-    return [
-        DatasetRow(r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], r["created"])
+    by_key = {
+        (r["namespace"], r["name"]): DatasetRow(
+            r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], r["created"]
+        )
         for r in rows
-    ]
+    }
+    return [[by_key[(i.namespace, i.name)] for i in upserts] for upserts, _ in requests]
 
 
 async def insert_dataset_aliases(
-    conn: asyncpg.Connection, aliases: list[tuple[str, str, uuid.UUID, str]]
-) -> None:
+    conn: asyncpg.Connection, requests: list[list[tuple[str, str, uuid.UUID, str]]]
+) -> list[None]:
     """Record identities of datasets; an identity already taken keeps its dataset."""
+    aliases = [a for request in requests for a in request]
     if aliases:
         await conn.execute(
             QUERIES["insert_dataset_aliases"],
@@ -106,14 +132,17 @@ async def insert_dataset_aliases(
             [a[2] for a in aliases],
             [a[3] for a in aliases],
         )
+    return [None] * len(requests)
 
 
 async def fetch_dataset_states(
-    conn: asyncpg.Connection, dataset_uuids: list[uuid.UUID]
-) -> dict[uuid.UUID, DatasetState]:
+    conn: asyncpg.Connection, requests: list[list[uuid.UUID]]
+) -> list[dict[uuid.UUID, DatasetState]]:
     """Current fields and version times of datasets, to decide what an event changes."""
-    rows = await conn.fetch(QUERIES["fetch_dataset_states"], dataset_uuids)
-    return {
+    rows = await conn.fetch(
+        QUERIES["fetch_dataset_states"], sorted({u for request in requests for u in request})
+    )
+    found = {
         r["dataset_uuid"]: DatasetState(
             r["dataset_uuid"],
             r["fields_at"],
@@ -123,43 +152,63 @@ async def fetch_dataset_states(
         )
         for r in rows
     }
+    return [{u: found[u] for u in request if u in found} for request in requests]
 
 
 async def replace_dataset_fields(
-    conn: asyncpg.Connection, fields: dict[uuid.UUID, list[dict[str, Any]]], at: dt.datetime
-) -> None:
-    """Set the current schema of datasets to the given fields."""
-    if fields:
+    conn: asyncpg.Connection,
+    requests: list[tuple[dict[uuid.UUID, list[dict[str, Any]]], dt.datetime]],
+) -> list[None]:
+    """Set the current schema of datasets to the given fields, as of a time."""
+    items = [(u, f, at) for fields, at in requests for u, f in fields.items()]
+    if items:
         await conn.execute(
-            QUERIES["replace_dataset_fields"], list(fields), [json_text(f) for f in fields.values()], at
+            QUERIES["replace_dataset_fields"],
+            [i[0] for i in items],
+            [json_text(i[1]) for i in items],
+            [i[2] for i in items],
         )
+    return [None] * len(requests)
+
+
+@dataclass(frozen=True)
+class VersionWrites:
+    """The writes of one event: (dataset, schema or None, storage version), by a run at a time."""
+
+    writes: list[tuple[uuid.UUID, list[dict[str, Any]] | None, str | None]]
+    run_uuid: uuid.UUID | None
+    at: dt.datetime
 
 
 async def upsert_dataset_versions(
-    conn: asyncpg.Connection,
-    items: list[tuple[uuid.UUID, list[dict[str, Any]] | None, str | None]],
-    run_uuid: uuid.UUID | None,
-    at: dt.datetime,
-) -> dict[uuid.UUID, tuple[uuid.UUID, bool]]:
+    conn: asyncpg.Connection, requests: list[VersionWrites]
+) -> list[dict[uuid.UUID, tuple[uuid.UUID, bool]]]:
     """Version per (dataset, schema, storage version): dataset uuid -> (version uuid, created)."""
+    items = [(w, r.run_uuid, r.at) for r in requests for w in r.writes]
     if not items:
-        return {}
+        return [{} for _ in requests]
     rows = await conn.fetch(
         QUERIES["upsert_dataset_versions"],
-        [i[0] for i in items],
-        [json_text(i[1]) for i in items],
-        [i[2] for i in items],
-        run_uuid,
-        at,
+        [w[0] for w, _, _ in items],
+        [json_text(w[1]) for w, _, _ in items],
+        [w[2] for w, _, _ in items],
+        [run for _, run, _ in items],
+        [at for _, _, at in items],
     )
-    return {r["dataset_uuid"]: (r["dataset_version_uuid"], r["created"]) for r in rows}
+    found = {r["dataset_uuid"]: (r["dataset_version_uuid"], r["created"]) for r in rows}
+    return [{w[0]: found[w[0]] for w in r.writes} for r in requests]
 
 
 async def set_current_dataset_versions(
-    conn: asyncpg.Connection, versions: dict[uuid.UUID, uuid.UUID], at: dt.datetime
-) -> None:
+    conn: asyncpg.Connection, requests: list[tuple[dict[uuid.UUID, uuid.UUID], dt.datetime]]
+) -> list[None]:
     """Point datasets at the version of their latest write by eventTime."""
-    if versions:
+    items = [(d, v, at) for versions, at in requests for d, v in versions.items()]
+    if items:
         await conn.execute(
-            QUERIES["set_current_dataset_versions"], list(versions), list(versions.values()), at
+            QUERIES["set_current_dataset_versions"],
+            [i[0] for i in items],
+            [i[1] for i in items],
+            [i[2] for i in items],
         )
+    return [None] * len(requests)

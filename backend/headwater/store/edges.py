@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -33,90 +34,118 @@ class ColumnEdgeRow:
     masking: bool | None
 
 
-def _changes(rows: list[asyncpg.Record]) -> list[EdgeChange]:
-    return [
-        EdgeChange(r["src_node_id"], r["dst_node_id"], r["edge_type"], r["dataset_uuid"]) for r in rows
-    ]
+@dataclass(frozen=True)
+class EventEdges:
+    """What one event of a job reports: the edges or column edges, and when and by which run."""
+
+    job_uuid: uuid.UUID
+    at: dt.datetime
+    run_uuid: uuid.UUID | None
+    # (src node, dst node, dataset, READ|WRITE, derived)
+    edges: list[tuple[int, int, uuid.UUID, str, bool]] = field(default_factory=list)
+    # (column edge, derived, superseded)
+    column_edges: list[tuple[ColumnEdgeRow, bool, bool]] = field(default_factory=list)
+
+
+# The functions below are batch operations (see ``headwater.ingest.rounds``): the requests of several
+# events, one statement, one result per request.
+
+
+def _changes_by_job(rows: list[asyncpg.Record]) -> dict[uuid.UUID, list[EdgeChange]]:
+    by_job: dict[uuid.UUID, list[EdgeChange]] = {}
+    for r in rows:
+        by_job.setdefault(r["job_uuid"], []).append(
+            EdgeChange(r["src_node_id"], r["dst_node_id"], r["edge_type"], r["dataset_uuid"])
+        )
+    return by_job
 
 
 async def upsert_lineage_edges(
-    conn: asyncpg.Connection,
-    job_uuid: uuid.UUID,
-    edges: list[tuple[int, int, uuid.UUID, str, bool]],
-    at: dt.datetime,
-    run_uuid: uuid.UUID | None,
-) -> list[EdgeChange]:
-    """Open or refresh (src node, dst node, dataset, READ|WRITE, derived) edges; returns those opened."""
-    if not edges:
-        return []
-    rows = await conn.fetch(
-        QUERIES["upsert_lineage_edges"],
-        [e[0] for e in edges],
-        [e[1] for e in edges],
-        [e[2] for e in edges],
-        [e[3] for e in edges],
-        job_uuid,
-        at,
-        run_uuid,
-        [e[4] for e in edges],
+    conn: asyncpg.Connection, requests: list[EventEdges]
+) -> list[list[EdgeChange]]:
+    """Open or refresh the edges of each event; returns those opened, per event."""
+    rows = [(e, r) for r in requests for e in r.edges]
+    if not rows:
+        return [[] for _ in requests]
+    opened = _changes_by_job(
+        await conn.fetch(
+            QUERIES["upsert_lineage_edges"],
+            [e[0] for e, _ in rows],
+            [e[1] for e, _ in rows],
+            [e[2] for e, _ in rows],
+            [e[3] for e, _ in rows],
+            [r.job_uuid for _, r in rows],
+            [r.at for _, r in rows],
+            [r.run_uuid for _, r in rows],
+            [e[4] for e, _ in rows],
+        )
     )
-    return _changes(rows)
+    return [opened.get(r.job_uuid, []) for r in requests]
 
 
 async def close_stale_job_edges(
     conn: asyncpg.Connection,
-    job_uuid: uuid.UUID,
-    at: dt.datetime,
-    input_uuids: list[uuid.UUID],
-    output_uuids: list[uuid.UUID],
-) -> list[EdgeChange]:
-    """Close the job's edges a completed run no longer has; returns the closed edges."""
-    rows = await conn.fetch(QUERIES["close_stale_job_edges"], job_uuid, at, input_uuids, output_uuids)
-    return _changes(rows)
-
-
-async def upsert_column_lineage(
-    conn: asyncpg.Connection,
-    edges: list[ColumnEdgeRow],
-    job_uuid: uuid.UUID | None,
-    at: dt.datetime,
-    run_uuid: uuid.UUID | None,
-    *,
-    derived: bool = False,
-    superseded: bool = False,
-) -> None:
-    """Open or refresh column edges (output field <- input field) through a job."""
-    if not edges:
-        return
-    await conn.execute(
-        QUERIES["upsert_column_lineage"],
-        [e.output_dataset_uuid for e in edges],
-        [e.output_field for e in edges],
-        [e.input_dataset_uuid for e in edges],
-        [e.input_field for e in edges],
-        [e.transformation_type for e in edges],
-        [e.transformation_subtype for e in edges],
-        [e.description for e in edges],
-        [e.masking for e in edges],
-        job_uuid,
-        at,
-        run_uuid,
-        derived,
-        superseded,
+    requests: list[tuple[uuid.UUID, dt.datetime, list[uuid.UUID], list[uuid.UUID]]],
+) -> list[list[EdgeChange]]:
+    """Close the edges of each (job, at, inputs, outputs) that its completed run no longer has."""
+    closed = _changes_by_job(
+        await conn.fetch(
+            QUERIES["close_stale_job_edges"],
+            [r[0] for r in requests],
+            [r[1] for r in requests],
+            [json_text([str(u) for u in r[2]]) for r in requests],
+            [json_text([str(u) for u in r[3]]) for r in requests],
+        )
     )
+    return [closed.get(r[0], []) for r in requests]
+
+
+async def upsert_column_lineage(conn: asyncpg.Connection, requests: list[EventEdges]) -> list[None]:
+    """Open or refresh the column edges (output field <- input field) of each event's job."""
+    rows = [(c, derived, superseded, r) for r in requests for c, derived, superseded in r.column_edges]
+    if rows:
+        await conn.execute(
+            QUERIES["upsert_column_lineage"],
+            [c.output_dataset_uuid for c, *_ in rows],
+            [c.output_field for c, *_ in rows],
+            [c.input_dataset_uuid for c, *_ in rows],
+            [c.input_field for c, *_ in rows],
+            [c.transformation_type for c, *_ in rows],
+            [c.transformation_subtype for c, *_ in rows],
+            [c.description for c, *_ in rows],
+            [c.masking for c, *_ in rows],
+            [r.job_uuid for *_, r in rows],
+            [r.at for *_, r in rows],
+            [r.run_uuid for *_, r in rows],
+            [derived for _, derived, _, _ in rows],
+            [superseded for _, _, superseded, _ in rows],
+        )
+    return [None] * len(requests)
+
+
+@dataclass(frozen=True)
+class StaleColumnLineage:
+    """The column edges a completed run replaces: its job's into these outputs, derived or reported."""
+
+    job_uuid: uuid.UUID
+    output_uuids: list[uuid.UUID]
+    derived: bool
+    at: dt.datetime
+    run_uuid: uuid.UUID | None
 
 
 async def close_stale_column_lineage(
-    conn: asyncpg.Connection,
-    job_uuid: uuid.UUID,
-    output_uuids: list[uuid.UUID],
-    at: dt.datetime,
-    run_uuid: uuid.UUID | None,
-    *,
-    derived: bool,
-) -> None:
+    conn: asyncpg.Connection, requests: list[list[StaleColumnLineage]]
+) -> list[None]:
     """Close the job's column edges into these outputs that the completed run no longer reports."""
-    if output_uuids:
+    items = [r for request in requests for r in request if r.output_uuids]
+    if items:
         await conn.execute(
-            QUERIES["close_stale_column_lineage"], job_uuid, output_uuids, at, derived, run_uuid
+            QUERIES["close_stale_column_lineage"],
+            [r.job_uuid for r in items],
+            [json_text([str(u) for u in r.output_uuids]) for r in items],
+            [r.at for r in items],
+            [r.derived for r in items],
+            [r.run_uuid for r in items],
         )
+    return [None] * len(requests)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -20,57 +21,66 @@ class JobRow:
     created: bool
 
 
-async def upsert_job(
-    conn: asyncpg.Connection,
-    namespace: str,
-    name: str,
-    *,
-    at: dt.datetime,
-    parent_job_uuid: uuid.UUID | None = None,
-    job_type: str | None = None,
-    description: str | None = None,
-    facets: dict[str, Any] | None = None,
-    deleted_facets: list[str] | None = None,
-) -> JobRow:
-    """Create or touch a job; facets merge per key with the later eventTime winning."""
-    row = await conn.fetchrow(
-        QUERIES["upsert_job"],
-        namespace,
-        name,
-        parent_job_uuid,
-        job_type,
-        description,
-        facets or {},
-        deleted_facets or [],
-        at,
-    )
-    assert row is not None
-    return JobRow(row["job_uuid"], row["node_id"], row["created"])
+# The functions below are batch operations (see ``headwater.ingest.rounds``): the requests of several
+# events, one statement, one result per request.
 
 
-async def upsert_job_version(
-    conn: asyncpg.Connection,
-    job_uuid: uuid.UUID,
-    version: str,
-    input_uuids: list[uuid.UUID],
-    output_uuids: list[uuid.UUID],
-    code_hash: str | None,
-    run_uuid: uuid.UUID | None,
-    at: dt.datetime,
-) -> tuple[uuid.UUID, bool]:
-    """The job version with this hash: (uuid, created)."""
-    row = await conn.fetchrow(
-        QUERIES["upsert_job_version"],
-        job_uuid,
-        version,
-        input_uuids,
-        output_uuids,
-        code_hash,
-        run_uuid,
-        at,
+@dataclass(frozen=True)
+class JobUpsert:
+    namespace: str
+    name: str
+    at: dt.datetime
+    parent_job_uuid: uuid.UUID | None = None
+    job_type: str | None = None
+    description: str | None = None
+    facets: dict[str, Any] = field(default_factory=dict)
+    deleted_facets: list[str] = field(default_factory=list)
+
+
+async def upsert_jobs(conn: asyncpg.Connection, requests: list[JobUpsert]) -> list[JobRow]:
+    """Create or touch jobs; facets merge per key with the later eventTime winning."""
+    rows = await conn.fetch(
+        QUERIES["upsert_jobs"],
+        [r.namespace for r in requests],
+        [r.name for r in requests],
+        [r.parent_job_uuid for r in requests],
+        [r.job_type for r in requests],
+        [r.description for r in requests],
+        [r.facets for r in requests],
+        [json_text(r.deleted_facets) for r in requests],
+        [r.at for r in requests],
     )
-    assert row is not None
-    return row["job_version_uuid"], row["created"]
+    found = {(r["namespace"], r["name"]): JobRow(r["job_uuid"], r["node_id"], r["created"]) for r in rows}
+    return [found[(r.namespace, r.name)] for r in requests]
+
+
+@dataclass(frozen=True)
+class JobVersionUpsert:
+    job_uuid: uuid.UUID
+    version: str
+    input_uuids: list[uuid.UUID]
+    output_uuids: list[uuid.UUID]
+    code_hash: str | None
+    run_uuid: uuid.UUID | None
+    at: dt.datetime
+
+
+async def upsert_job_versions(
+    conn: asyncpg.Connection, requests: list[JobVersionUpsert]
+) -> list[tuple[uuid.UUID, bool]]:
+    """The job version with each hash: (uuid, created)."""
+    rows = await conn.fetch(
+        QUERIES["upsert_job_versions"],
+        [r.job_uuid for r in requests],
+        [r.version for r in requests],
+        [json_text([str(u) for u in r.input_uuids]) for r in requests],
+        [json_text([str(u) for u in r.output_uuids]) for r in requests],
+        [r.code_hash for r in requests],
+        [r.run_uuid for r in requests],
+        [r.at for r in requests],
+    )
+    found = {r["job_uuid"]: (r["job_version_uuid"], r["created"]) for r in rows}
+    return [found[r.job_uuid] for r in requests]
 
 
 @dataclass(frozen=True)
@@ -81,20 +91,28 @@ class CurrentVersionMove:
     previous_output_uuids: list[uuid.UUID]
 
 
-async def set_current_job_version(
+async def set_current_job_versions(
     conn: asyncpg.Connection,
-    job_uuid: uuid.UUID,
-    version_uuid: uuid.UUID,
-    at: dt.datetime,
-    run_uuid: uuid.UUID | None,
-) -> CurrentVersionMove | None:
-    """Make the version current if it is the latest by eventTime; None when a later one is current."""
-    row = await conn.fetchrow(QUERIES["set_current_job_version"], job_uuid, version_uuid, at, run_uuid)
-    if row is None:
-        return None
-    return CurrentVersionMove(
-        row["previous_version_uuid"],
-        row["previous_version"],
-        list(row["previous_input_uuids"] or []),
-        list(row["previous_output_uuids"] or []),
+    requests: list[tuple[uuid.UUID, uuid.UUID, dt.datetime, uuid.UUID | None]],
+) -> list[CurrentVersionMove | None]:
+    """Make each (job, version, at, run) current if it is the job's latest by eventTime.
+
+    None for a job whose current version is later.
+    """
+    rows = await conn.fetch(
+        QUERIES["set_current_job_versions"],
+        [r[0] for r in requests],
+        [r[1] for r in requests],
+        [r[2] for r in requests],
+        [r[3] for r in requests],
     )
+    moved = {
+        row["job_uuid"]: CurrentVersionMove(
+            row["previous_version_uuid"],
+            row["previous_version"],
+            list(row["previous_input_uuids"] or []),
+            list(row["previous_output_uuids"] or []),
+        )
+        for row in rows
+    }
+    return [moved.get(r[0]) for r in requests]

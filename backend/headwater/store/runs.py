@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -31,48 +32,71 @@ class RunDataset:
     name: str
 
 
-async def write_run_event(
-    conn: asyncpg.Connection,
-    event: NormalizedEvent,
-    job_uuid: uuid.UUID,
-    warnings: list[dict[str, Any]],
-    datasets: list[tuple[uuid.UUID, str, uuid.UUID | None]],
-) -> RunStateChange:
-    """Upsert the run, record the state event, merge (dataset, INPUT|OUTPUT, version) into the run's."""
-    row = await conn.fetchrow(
-        QUERIES["write_run_event"],
-        event.run_id,
-        job_uuid,
-        event.parent_run_id,
-        event.root_run_id,
-        event.event_type,
-        event.event_time,
-        event.nominal_start_time,
-        event.nominal_end_time,
-        event.error_message,
-        event.error_language,
-        event.error_stack_trace,
-        event.run_facets,
-        warnings,
-        [d[0] for d in datasets],
-        [d[1] for d in datasets],
-        [d[2] for d in datasets],
+# The functions below are batch operations (see ``headwater.ingest.rounds``): the requests of several
+# events, one statement, one result per request.
+
+
+@dataclass(frozen=True)
+class RunEventWrite:
+    """One event of a run: the run's job, its warnings, the (dataset, INPUT|OUTPUT, version) touched."""
+
+    event: NormalizedEvent
+    job_uuid: uuid.UUID
+    warnings: list[dict[str, Any]]
+    datasets: list[tuple[uuid.UUID, str, uuid.UUID | None]]
+
+
+async def write_run_events(
+    conn: asyncpg.Connection, requests: list[RunEventWrite]
+) -> list[RunStateChange]:
+    """Upsert the runs, record the state events, merge the datasets touched into the runs'."""
+    events = [r.event for r in requests]
+    touched = [(r.event.run_id, *d) for r in requests for d in r.datasets]
+    rows = await conn.fetch(
+        QUERIES["write_run_events"],
+        [e.run_id for e in events],
+        [r.job_uuid for r in requests],
+        [e.parent_run_id for e in events],
+        [e.root_run_id for e in events],
+        [e.event_type for e in events],
+        [e.event_time for e in events],
+        [e.nominal_start_time for e in events],
+        [e.nominal_end_time for e in events],
+        [e.error_message for e in events],
+        [e.error_language for e in events],
+        [e.error_stack_trace for e in events],
+        [e.run_facets for e in events],
+        [json_text(r.warnings) for r in requests],
+        [t[0] for t in touched],
+        [t[1] for t in touched],
+        [t[2] for t in touched],
+        [t[3] for t in touched],
     )
-    assert row is not None
-    return RunStateChange(row["previous_state"], row["current_state"], row["current_state_at"])
-
-
-async def fetch_run_datasets(conn: asyncpg.Connection, run_uuid: uuid.UUID) -> list[RunDataset]:
-    """Every dataset the run touched so far, over all its events."""
-    rows = await conn.fetch(QUERIES["fetch_run_datasets"], run_uuid)
-    return [
-        RunDataset(r["dataset_uuid"], r["direction"], r["node_id"], r["namespace"], r["name"])
+    found = {
+        r["run_uuid"]: RunStateChange(r["previous_state"], r["current_state"], r["current_state_at"])
         for r in rows
-    ]
+    }
+    return [found[e.run_id] for e in events]
 
 
-async def set_run_job_version(
-    conn: asyncpg.Connection, run_uuid: uuid.UUID, version_uuid: uuid.UUID
-) -> None:
-    """Attach the job version computed from the run's datasets."""
-    await conn.execute(QUERIES["set_run_job_version"], run_uuid, version_uuid)
+async def fetch_run_datasets(
+    conn: asyncpg.Connection, requests: list[uuid.UUID]
+) -> list[list[RunDataset]]:
+    """Every dataset each run touched so far, over all its events."""
+    rows = await conn.fetch(QUERIES["fetch_run_datasets"], requests)
+    found: dict[uuid.UUID, list[RunDataset]] = {run: [] for run in requests}
+    for r in rows:
+        found[r["run_uuid"]].append(
+            RunDataset(r["dataset_uuid"], r["direction"], r["node_id"], r["namespace"], r["name"])
+        )
+    return [found[run] for run in requests]
+
+
+async def set_run_job_versions(
+    conn: asyncpg.Connection, requests: list[tuple[uuid.UUID, uuid.UUID]]
+) -> list[None]:
+    """Attach to each run the job version computed from its datasets."""
+    await conn.execute(
+        QUERIES["set_run_job_versions"], [r[0] for r in requests], [r[1] for r in requests]
+    )
+    return [None] * len(requests)

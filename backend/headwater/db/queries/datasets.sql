@@ -5,9 +5,11 @@ SELECT DISTINCT n FROM unnest($1::text[]) AS n
 ON CONFLICT (name) DO NOTHING;
 
 -- name: upsert_sources
--- Registers data sources from dataSource facets, keeping the latest non-null uri.
+-- Registers data sources from dataSource facets ($3: the order they were reported in), keeping the
+-- latest non-null uri.
 INSERT INTO sources (name, uri)
-SELECT DISTINCT ON (n) n, u FROM unnest($1::text[], $2::text[]) AS t(n, u) ORDER BY n, u NULLS LAST
+SELECT DISTINCT ON (n) n, u FROM unnest($1::text[], $2::text[], $3::int[]) AS t(n, u, ord)
+ORDER BY n, u IS NULL, ord DESC
 ON CONFLICT (name) DO UPDATE SET uri = coalesce(excluded.uri, sources.uri), updated_at = now()
 WHERE excluded.uri IS DISTINCT FROM sources.uri AND excluded.uri IS NOT NULL;
 
@@ -23,15 +25,15 @@ JOIN datasets d ON d.dataset_uuid = a.dataset_uuid;
 SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid = ANY($1::uuid[]);
 
 -- name: upsert_datasets
--- Creates or touches datasets by canonical identity. Facets merge per key, the later eventTime
+-- Creates or touches datasets by canonical identity, each as of its event's time ($7). Facets merge per key, the later eventTime
 -- winning; `_deleted` facets are removed. Returns one row per input with its uuid and node id.
 WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[])
-        AS t(namespace, name, source_name, description, facets, deleted)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::timestamptz[])
+        AS t(namespace, name, source_name, description, facets, deleted, at)
 )
 INSERT INTO datasets AS d (namespace, name, source_name, description, facets, facets_at, created_at, updated_at)
 SELECT namespace, name, source_name, description,
-       facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), $7, $7, $7
+       facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
 FROM input
 ON CONFLICT (namespace, name) DO UPDATE SET
     source_name = CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.source_name, d.source_name)
@@ -64,7 +66,8 @@ FROM datasets d
 WHERE d.dataset_uuid = ANY($1::uuid[]);
 
 -- name: replace_dataset_fields
--- Sets the current schema of datasets: removes fields not listed, upserts the listed ones.
+-- Sets the current schema of datasets as of an event's time ($3): removes fields not listed, upserts
+-- the listed ones.
 WITH input AS (
     SELECT dataset_uuid, e.value AS field, e.ordinality::int AS position
     FROM unnest($1::uuid[], $2::jsonb[]) AS t(dataset_uuid, fields),
@@ -76,7 +79,9 @@ removed AS (
       AND NOT EXISTS (SELECT 1 FROM input i WHERE i.dataset_uuid = f.dataset_uuid AND i.field->>'name' = f.name)
 ),
 touched AS (
-    UPDATE datasets SET fields_at = $3 WHERE dataset_uuid = ANY($1::uuid[])
+    UPDATE datasets d SET fields_at = t.at
+    FROM unnest($1::uuid[], $3::timestamptz[]) AS t(dataset_uuid, at)
+    WHERE d.dataset_uuid = t.dataset_uuid
 )
 INSERT INTO dataset_fields (dataset_uuid, name, type, description, position)
 SELECT DISTINCT ON (dataset_uuid, field->>'name') dataset_uuid, field->>'name', field->>'type',
@@ -88,12 +93,14 @@ ON CONFLICT (dataset_uuid, name) DO UPDATE SET
 
 -- name: upsert_dataset_versions
 -- One version per distinct (schema, storage version) of a dataset; a write without a schema facet
--- reuses the current schema. Returns the version each dataset was written (or read) at.
+-- reuses the current schema. Each write comes with its run ($4) and eventTime ($5). Returns the
+-- version each dataset was written at.
 WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::jsonb[], $3::text[]) AS t(dataset_uuid, schema_fields, storage_version)
+    SELECT * FROM unnest($1::uuid[], $2::jsonb[], $3::text[], $4::uuid[], $5::timestamptz[])
+        AS t(dataset_uuid, schema_fields, storage_version, run_uuid, at)
 ),
 resolved AS (
-    SELECT i.dataset_uuid, i.storage_version,
+    SELECT i.dataset_uuid, i.storage_version, i.run_uuid, i.at,
            coalesce(i.schema_fields,
                     (SELECT v.schema_fields FROM datasets d
                      JOIN dataset_versions v ON v.dataset_version_uuid = d.current_version_uuid
@@ -103,7 +110,7 @@ resolved AS (
 INSERT INTO dataset_versions AS v (dataset_uuid, version, schema_fields, storage_version, created_by_run_uuid,
                                    created_at)
 SELECT dataset_uuid, md5(coalesce(schema_fields::text, '') || '|' || coalesce(storage_version, '')),
-       schema_fields, storage_version, $4, $5
+       schema_fields, storage_version, run_uuid, at
 FROM resolved
 ON CONFLICT (dataset_uuid, version) DO UPDATE SET
     created_by_run_uuid = CASE WHEN excluded.created_at < v.created_at THEN excluded.created_by_run_uuid
@@ -112,7 +119,7 @@ ON CONFLICT (dataset_uuid, version) DO UPDATE SET
 RETURNING v.dataset_uuid, v.dataset_version_uuid, (xmax = 0) AS created;
 
 -- name: set_current_dataset_versions
--- Points datasets at the version of their latest write by eventTime.
-UPDATE datasets d SET current_version_uuid = t.version_uuid, current_version_at = $3
-FROM unnest($1::uuid[], $2::uuid[]) AS t(dataset_uuid, version_uuid)
-WHERE d.dataset_uuid = t.dataset_uuid AND (d.current_version_at IS NULL OR d.current_version_at <= $3);
+-- Points datasets at the version of their latest write by eventTime ($3: the time of each write).
+UPDATE datasets d SET current_version_uuid = t.version_uuid, current_version_at = t.at
+FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS t(dataset_uuid, version_uuid, at)
+WHERE d.dataset_uuid = t.dataset_uuid AND (d.current_version_at IS NULL OR d.current_version_at <= t.at);

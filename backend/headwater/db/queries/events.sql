@@ -1,7 +1,10 @@
--- name: insert_raw_event
--- The new raw_event_id, or no row when an event with the same content hash is already stored.
+-- name: insert_raw_events
+-- Stores events in the order given; an event whose content hash is already stored (or given twice)
+-- is skipped. Returns the content hash and new raw_event_id of each event stored.
 INSERT INTO raw_events (content_hash, event_kind, event_type, event_time, run_uuid, job_namespace, job_name,
                         producer, payload)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+SELECT h, k, et, at, run, ns, nm, p, payload FROM unnest($1::bytea[], $2::text[], $3::text[], $4::timestamptz[], $5::uuid[], $6::text[], $7::text[],
+                     $8::text[], $9::jsonb[]) WITH ORDINALITY AS t(h, k, et, at, run, ns, nm, p, payload, ord)
+ORDER BY ord
 ON CONFLICT (content_hash) DO NOTHING
-RETURNING raw_event_id;
+RETURNING content_hash, raw_event_id;

@@ -1,45 +1,64 @@
--- name: upsert_job
--- Creates or touches a job; facets merge per key with the later eventTime winning. Returns its
+-- name: upsert_jobs
+-- Creates or touches jobs, each as of its event's time ($8); facets merge per key with the later
+-- eventTime winning, `_deleted` facets ($7, a JSON array per job) are removed. Returns each job's
 -- uuid, node id and whether it was created.
+WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[],
+                         $8::timestamptz[])
+        AS t(namespace, name, parent_job_uuid, job_type, description, facets, deleted, at)
+)
 INSERT INTO jobs AS j (namespace, name, parent_job_uuid, job_type, description, facets, facets_at, created_at,
                        updated_at)
-VALUES ($1, $2, $3, $4, $5, $6::jsonb - $7::text[], $8, $8, $8)
+SELECT namespace, name, parent_job_uuid, job_type, description,
+       facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
+FROM input
 ON CONFLICT (namespace, name) DO UPDATE SET
     parent_job_uuid = coalesce(excluded.parent_job_uuid, j.parent_job_uuid),
     job_type = CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.job_type, j.job_type)
                     ELSE coalesce(j.job_type, excluded.job_type) END,
     description = CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.description, j.description)
                        ELSE coalesce(j.description, excluded.description) END,
-    facets = CASE WHEN j.facets_at <= excluded.facets_at THEN (j.facets || excluded.facets) - $7::text[]
-                  ELSE excluded.facets || j.facets END,
+    facets = CASE WHEN j.facets_at <= excluded.facets_at THEN j.facets || excluded.facets
+                  ELSE excluded.facets || j.facets END
+             - ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                     FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name
+                       AND j.facets_at <= excluded.facets_at),
     facets_at = greatest(j.facets_at, excluded.facets_at),
     updated_at = greatest(j.updated_at, excluded.updated_at),
     created_at = least(j.created_at, excluded.created_at)
-RETURNING j.job_uuid, j.node_id, (xmax = 0) AS created;
+RETURNING j.namespace, j.name, j.job_uuid, j.node_id, (xmax = 0) AS created;
 
--- name: upsert_job_version
--- The job version for (inputs, outputs, code); created on first sight. Returns its uuid.
+-- name: upsert_job_versions
+-- The job version for (inputs, outputs, code) of each job ($3, $4: JSON arrays of dataset uuids);
+-- created on first sight. Returns their uuids.
 INSERT INTO job_versions AS v (job_uuid, version, input_uuids, output_uuids, code_hash, created_by_run_uuid,
                                created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+SELECT job_uuid, version, ARRAY(SELECT jsonb_array_elements_text(inputs)::uuid),
+       ARRAY(SELECT jsonb_array_elements_text(outputs)::uuid), code_hash, run_uuid, at
+FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[], $5::text[], $6::uuid[], $7::timestamptz[])
+    AS t(job_uuid, version, inputs, outputs, code_hash, run_uuid, at)
 ON CONFLICT (job_uuid, version) DO UPDATE SET
     created_by_run_uuid = CASE WHEN excluded.created_at < v.created_at THEN excluded.created_by_run_uuid
                                ELSE v.created_by_run_uuid END,
     created_at = least(v.created_at, excluded.created_at)
-RETURNING v.job_version_uuid, (xmax = 0) AS created;
+RETURNING v.job_uuid, v.job_version_uuid, (xmax = 0) AS created;
 
--- name: set_current_job_version
--- Makes a version the job's current one if it comes from its latest completed run by eventTime.
--- Returns the previous current version uuid when the job moved (no row otherwise).
--- Also returns the previous version's inputs and outputs, to tell which edges the change added.
-WITH previous AS (
-    SELECT j.current_version_uuid, v.version, v.input_uuids, v.output_uuids
+-- name: set_current_job_versions
+-- Makes each version its job's current one if it comes from the job's latest completed run by
+-- eventTime. Returns, for each job that moved, the previous current version with its inputs and
+-- outputs (to tell which edges the change added); no row for a job that did not move.
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::uuid[])
+        AS t(job_uuid, version_uuid, at, run_uuid)
+),
+previous AS (
+    SELECT j.job_uuid, j.current_version_uuid, v.version, v.input_uuids, v.output_uuids
     FROM jobs j LEFT JOIN job_versions v ON v.job_version_uuid = j.current_version_uuid
-    WHERE j.job_uuid = $1 FOR UPDATE OF j
+    WHERE j.job_uuid = ANY($1::uuid[]) FOR UPDATE OF j
 )
-UPDATE jobs j SET current_version_uuid = $2, current_version_at = $3, latest_run_uuid = coalesce($4, j.latest_run_uuid)
-FROM previous p
-WHERE j.job_uuid = $1 AND (j.current_version_at IS NULL OR j.current_version_at <= $3)
-RETURNING p.current_version_uuid AS previous_version_uuid, p.version AS previous_version,
-          p.input_uuids AS previous_input_uuids,
-          p.output_uuids AS previous_output_uuids;
+UPDATE jobs j SET current_version_uuid = i.version_uuid, current_version_at = i.at,
+                  latest_run_uuid = coalesce(i.run_uuid, j.latest_run_uuid)
+FROM input i JOIN previous p USING (job_uuid)
+WHERE j.job_uuid = i.job_uuid AND (j.current_version_at IS NULL OR j.current_version_at <= i.at)
+RETURNING j.job_uuid, p.current_version_uuid AS previous_version_uuid, p.version AS previous_version,
+          p.input_uuids AS previous_input_uuids, p.output_uuids AS previous_output_uuids;

@@ -1,18 +1,27 @@
--- name: write_run_event
--- Creates or updates a run from one event, records the state event, and merges the event's
--- datasets ($14 uuids, $15 INPUT|OUTPUT, $16 versions) into the run's (the latest version wins).
--- The state follows eventTime, except that a terminal state (COMPLETE, FAIL, ABORT) is never
--- replaced by a non-terminal one, and OTHER never sets the state of a run that has one.
--- Returns the state before and after.
-WITH previous AS (SELECT current_state FROM runs WHERE run_uuid = $1 FOR UPDATE),
+-- name: write_run_events
+-- Creates or updates runs from events (one per run), records the state events, and merges each
+-- event's datasets ($14 runs, $15 uuids, $16 INPUT|OUTPUT, $17 versions) into the run's (the latest
+-- version wins). The state follows eventTime, except that a terminal state (COMPLETE, FAIL, ABORT) is
+-- never replaced by a non-terminal one, and OTHER never sets the state of a run that has one.
+-- Returns each run's state before and after.
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::timestamptz[],
+                         $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::jsonb[],
+                         $13::jsonb[])
+        AS t(run_uuid, job_uuid, parent_run_uuid, root_run_uuid, state, at, nominal_start_time, nominal_end_time,
+             error_message, error_language, error_stack_trace, facets, warnings)
+),
+previous AS (SELECT run_uuid, current_state FROM runs WHERE run_uuid = ANY($1::uuid[]) FOR UPDATE),
 upserted AS (
     INSERT INTO runs AS r (run_uuid, job_uuid, parent_run_uuid, root_run_uuid, current_state, current_state_at,
                            started_at, ended_at, nominal_start_time, nominal_end_time, error_message, error_language,
                            error_stack_trace, facets, facets_at, warnings, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5::text, $6::timestamptz,
-            CASE WHEN $5 IN ('START', 'RUNNING') THEN $6::timestamptz END,
-            CASE WHEN $5 IN ('COMPLETE', 'FAIL', 'ABORT') THEN $6::timestamptz END,
-            $7, $8, $9, $10, $11, $12, $6, $13, $6, $6)
+    SELECT run_uuid, job_uuid, parent_run_uuid, root_run_uuid, state, at,
+           CASE WHEN state IN ('START', 'RUNNING') THEN at END,
+           CASE WHEN state IN ('COMPLETE', 'FAIL', 'ABORT') THEN at END,
+           nominal_start_time, nominal_end_time, error_message, error_language, error_stack_trace, facets, at,
+           warnings, at, at
+    FROM input
     ON CONFLICT (run_uuid) DO UPDATE SET
         parent_run_uuid = coalesce(r.parent_run_uuid, excluded.parent_run_uuid),
         root_run_uuid = coalesce(r.root_run_uuid, excluded.root_run_uuid),
@@ -43,16 +52,19 @@ upserted AS (
         warnings = r.warnings || excluded.warnings,
         created_at = least(r.created_at, excluded.created_at),
         updated_at = greatest(r.updated_at, excluded.updated_at)
-    RETURNING r.current_state, r.current_state_at
+    RETURNING r.run_uuid, r.current_state, r.current_state_at
 ),
 state_event AS (
-    INSERT INTO run_states (run_uuid, state, event_time) VALUES ($1, $5, $6) ON CONFLICT DO NOTHING
+    INSERT INTO run_states (run_uuid, state, event_time)
+    SELECT run_uuid, state, at FROM input
+    ON CONFLICT DO NOTHING
 ),
 touched AS (
     INSERT INTO run_datasets AS rd (run_uuid, dataset_uuid, direction, dataset_version_uuid, first_seen_at,
                                     last_seen_at)
-    SELECT $1, dataset_uuid, direction, version_uuid, $6, $6
-    FROM unnest($14::uuid[], $15::text[], $16::uuid[]) AS t(dataset_uuid, direction, version_uuid)
+    SELECT t.run_uuid, t.dataset_uuid, t.direction, t.version_uuid, i.at, i.at
+    FROM unnest($14::uuid[], $15::uuid[], $16::text[], $17::uuid[]) AS t(run_uuid, dataset_uuid, direction, version_uuid)
+    JOIN input i USING (run_uuid)
     ON CONFLICT (run_uuid, direction, dataset_uuid) DO UPDATE SET
         dataset_version_uuid = CASE WHEN excluded.last_seen_at >= rd.last_seen_at
                                     THEN coalesce(excluded.dataset_version_uuid, rd.dataset_version_uuid)
@@ -60,15 +72,17 @@ touched AS (
         first_seen_at = least(rd.first_seen_at, excluded.first_seen_at),
         last_seen_at = greatest(rd.last_seen_at, excluded.last_seen_at)
 )
-SELECT (SELECT current_state FROM previous) AS previous_state, u.current_state, u.current_state_at
-FROM upserted u;
+SELECT u.run_uuid, p.current_state AS previous_state, u.current_state, u.current_state_at
+FROM upserted u LEFT JOIN previous p USING (run_uuid);
 
 -- name: fetch_run_datasets
--- Every dataset a run touched so far, with its canonical identity, for job versioning.
-SELECT rd.dataset_uuid, rd.direction, d.node_id, d.namespace, d.name
+-- Every dataset the runs touched so far, with its canonical identity, for job versioning.
+SELECT rd.run_uuid, rd.dataset_uuid, rd.direction, d.node_id, d.namespace, d.name
 FROM run_datasets rd JOIN datasets d USING (dataset_uuid)
-WHERE rd.run_uuid = $1;
+WHERE rd.run_uuid = ANY($1::uuid[]);
 
--- name: set_run_job_version
--- Attaches the job version computed from the run's merged datasets.
-UPDATE runs SET job_version_uuid = $2 WHERE run_uuid = $1;
+-- name: set_run_job_versions
+-- Attaches to runs the job version computed from their merged datasets.
+UPDATE runs r SET job_version_uuid = t.version_uuid
+FROM unnest($1::uuid[], $2::uuid[]) AS t(run_uuid, version_uuid)
+WHERE r.run_uuid = t.run_uuid;
