@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import asyncpg
@@ -40,6 +41,16 @@ MODEL_TABLES = [
 def pg_server() -> Iterator[str]:
     with test_server() as url:
         yield url
+
+
+@pytest.fixture
+def make_database(pg_server: str) -> Callable[[], AbstractAsyncContextManager[str]]:
+    """Makes empty, migrated databases like the session's, dropped afterwards."""
+
+    def make() -> AbstractAsyncContextManager[str]:
+        return migrated_database(pg_server, "headwater_extra")
+
+    return make
 
 
 @pytest.fixture(scope="session")

@@ -125,3 +125,113 @@ def job_run(
         run_event(job, "START", run_id=run_id, inputs=inputs, time=start, **kwargs),
         run_event(job, "COMPLETE", run_id=run_id, outputs=outputs, time=end, **kwargs),
     ]
+
+
+def rid(name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"headwater-tests/{name}")
+
+
+def mixed_history() -> list[dict[str, Any]]:
+    """Spark-shaped runs with parents, schema and column lineage, a changed job, a failure, a tie."""
+    app = rid("app")
+    parent = parent_facet(app, "app")
+    orders_v1 = dataset(
+        "orders",
+        fields=[("id", "int"), ("amount", "double")],
+        column_lineage={
+            "id": [("warehouse", "raw_orders", "id")],
+            "amount": [("warehouse", "raw_orders", "amount")],
+        },
+    )
+    orders_v2 = dataset(
+        "orders",
+        fields=[("id", "int"), ("amount", "double"), ("currency", "string")],
+        column_lineage={
+            "id": [("warehouse", "raw_orders", "id")],
+            "currency": [("warehouse", "rates", "code")],
+        },
+    )
+    raw = dataset(
+        "raw_orders",
+        fields=["id", "amount"],
+        symlinks=[("hive://metastore", "sales.raw_orders", "TABLE")],
+    )
+    events = [run_event("app", "START", run_id=app, time=0)]
+    events += job_run(
+        "app.load_orders",
+        inputs=[raw],
+        outputs=[orders_v1],
+        start=1,
+        end=2,
+        run_id=rid("load-1"),
+        run_facets=parent,
+    )
+    events += job_run(
+        "report",
+        inputs=["orders", "customers"],
+        outputs=["daily"],
+        start=3,
+        end=4,
+        run_id=rid("report-1"),
+        job_facets=sql_facet("SELECT * FROM orders JOIN customers"),
+    )
+    # The same eventTime in two jobs: archive order decides.
+    events += job_run(
+        "app.load_orders",
+        inputs=[raw, "rates"],
+        outputs=[orders_v2],
+        start=5,
+        end=6,
+        run_id=rid("load-2"),
+        run_facets=parent,
+    )
+    events += job_run(
+        "audit", inputs=["orders"], outputs=["audit_log"], start=5, end=7, run_id=rid("audit-1")
+    )
+    # The report no longer reads customers: its edge is closed.
+    events += job_run(
+        "report",
+        inputs=["orders"],
+        outputs=["daily"],
+        start=8,
+        end=9,
+        run_id=rid("report-2"),
+        job_facets=sql_facet("SELECT * FROM orders"),
+    )
+    failed = run_event(
+        "report",
+        "FAIL",
+        run_id=rid("report-3"),
+        inputs=["orders"],
+        time=11,
+        run_facets={
+            "errorMessage": {
+                "_producer": PRODUCER,
+                "_schemaURL": "x",
+                "message": "boom",
+                "programmingLanguage": "python",
+            }
+        },
+    )
+    events += [run_event("report", "START", run_id=rid("report-3"), inputs=["orders"], time=10), failed]
+    events.append(
+        {
+            "eventTime": at(12),
+            "producer": PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+            "dataset": dataset("daily", fields=[("day", "date"), ("total", "double")]),
+        }
+    )
+    events.append(run_event("app", "COMPLETE", run_id=app, time=13))
+    # Arrival order is not eventTime order: a COMPLETE listed before its START.
+    late = job_run(
+        "cleanup",
+        inputs=["audit_log"],
+        outputs=["audit_archive"],
+        start=14,
+        end=15,
+        run_id=rid("cleanup"),
+    )
+    events += [late[1], late[0]]
+    events.append(events[3])  # a retried delivery: the same event twice
+    return events

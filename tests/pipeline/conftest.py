@@ -1,16 +1,13 @@
-"""Spark on local[1] (one session per test module) and extra empty, migrated databases."""
+"""Spark on local[1], one session per test module."""
 
 from __future__ import annotations
 
 import importlib.util
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from tests.pg import migrated_database
 
 if importlib.util.find_spec("pyspark") is None or shutil.which("java") is None:
     pytest.skip("pyspark and a Java runtime are needed", allow_module_level=True)
@@ -31,13 +28,3 @@ def progress(spark: Any) -> Any:
     from headwater.pipeline.progress import Progress
 
     return Progress(spark.sparkContext, enabled=False)
-
-
-@pytest.fixture
-def make_database(pg_server: str) -> Callable[[], AbstractAsyncContextManager[str]]:
-    """Makes empty, migrated databases like the session's, dropped afterwards."""
-
-    def make() -> AbstractAsyncContextManager[str]:
-        return migrated_database(pg_server, "headwater_pipeline")
-
-    return make

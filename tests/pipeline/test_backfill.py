@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,120 +16,10 @@ from headwater.pipeline.backfill import BackfillOptions, run_backfill
 from headwater.pipeline.export import ExportOptions, run_export
 from headwater.settings import Settings
 from tests.client import post_all
-from tests.factories import PRODUCER, at, dataset, job_run, parent_facet, run_event, sql_facet
-from tests.pipeline.snapshot import model_snapshot, without_generated_ids
+from tests.factories import at, mixed_history, rid, run_event
+from tests.snapshot import model_snapshot, without_generated_ids
 
 pytestmark = [pytest.mark.spark, pytest.mark.db]
-
-
-def rid(name: str) -> uuid.UUID:
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"headwater-tests/{name}")
-
-
-def corpus() -> list[dict[str, Any]]:
-    """Spark-shaped runs with parents, schema and column lineage, a changed job, a failure, a tie."""
-    app = rid("app")
-    parent = parent_facet(app, "app")
-    orders_v1 = dataset(
-        "orders",
-        fields=[("id", "int"), ("amount", "double")],
-        column_lineage={
-            "id": [("warehouse", "raw_orders", "id")],
-            "amount": [("warehouse", "raw_orders", "amount")],
-        },
-    )
-    orders_v2 = dataset(
-        "orders",
-        fields=[("id", "int"), ("amount", "double"), ("currency", "string")],
-        column_lineage={
-            "id": [("warehouse", "raw_orders", "id")],
-            "currency": [("warehouse", "rates", "code")],
-        },
-    )
-    raw = dataset(
-        "raw_orders",
-        fields=["id", "amount"],
-        symlinks=[("hive://metastore", "sales.raw_orders", "TABLE")],
-    )
-    events = [run_event("app", "START", run_id=app, time=0)]
-    events += job_run(
-        "app.load_orders",
-        inputs=[raw],
-        outputs=[orders_v1],
-        start=1,
-        end=2,
-        run_id=rid("load-1"),
-        run_facets=parent,
-    )
-    events += job_run(
-        "report",
-        inputs=["orders", "customers"],
-        outputs=["daily"],
-        start=3,
-        end=4,
-        run_id=rid("report-1"),
-        job_facets=sql_facet("SELECT * FROM orders JOIN customers"),
-    )
-    # The same eventTime in two jobs: archive order decides.
-    events += job_run(
-        "app.load_orders",
-        inputs=[raw, "rates"],
-        outputs=[orders_v2],
-        start=5,
-        end=6,
-        run_id=rid("load-2"),
-        run_facets=parent,
-    )
-    events += job_run(
-        "audit", inputs=["orders"], outputs=["audit_log"], start=5, end=7, run_id=rid("audit-1")
-    )
-    # The report no longer reads customers: its edge is closed.
-    events += job_run(
-        "report",
-        inputs=["orders"],
-        outputs=["daily"],
-        start=8,
-        end=9,
-        run_id=rid("report-2"),
-        job_facets=sql_facet("SELECT * FROM orders"),
-    )
-    failed = run_event(
-        "report",
-        "FAIL",
-        run_id=rid("report-3"),
-        inputs=["orders"],
-        time=11,
-        run_facets={
-            "errorMessage": {
-                "_producer": PRODUCER,
-                "_schemaURL": "x",
-                "message": "boom",
-                "programmingLanguage": "python",
-            }
-        },
-    )
-    events += [run_event("report", "START", run_id=rid("report-3"), inputs=["orders"], time=10), failed]
-    events.append(
-        {
-            "eventTime": at(12),
-            "producer": PRODUCER,
-            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
-            "dataset": dataset("daily", fields=[("day", "date"), ("total", "double")]),
-        }
-    )
-    events.append(run_event("app", "COMPLETE", run_id=app, time=13))
-    # Arrival order is not eventTime order: a COMPLETE listed before its START.
-    late = job_run(
-        "cleanup",
-        inputs=["audit_log"],
-        outputs=["audit_archive"],
-        start=14,
-        end=15,
-        run_id=rid("cleanup"),
-    )
-    events += [late[1], late[0]]
-    events.append(events[3])  # a retried delivery: the same event twice
-    return events
 
 
 def write_archive(tmp: Path, events: list[dict[str, Any]], split: int) -> list[str]:
@@ -199,7 +88,7 @@ async def lineage_of(url: str) -> list[Any]:
 async def test_backfill_builds_the_same_model_as_online_ingest(
     spark, progress, client, database_url, make_database, tmp_path
 ):
-    events = corpus()
+    events = mixed_history()
     paths = write_archive(tmp_path, events, split=12)
     await post_all(client, in_ingest_order(events))
     async with make_database() as url:
@@ -260,7 +149,7 @@ async def test_invalid_lines_are_rejected_with_their_reason_and_place(
 async def test_backfill_merges_into_a_database_that_has_data(
     spark, progress, client, database_url, make_database, tmp_path
 ):
-    events = in_ingest_order(corpus())
+    events = in_ingest_order(mixed_history())
     await post_all(client, events)
     first, rest = events[:15], events[10:]  # overlapping: 5 events are in both
     (tmp_path / "a").mkdir()
@@ -278,15 +167,15 @@ async def test_backfill_merges_into_a_database_that_has_data(
 async def test_ndjson_export_replays_into_the_same_lineage(
     spark, progress, client, database_url, make_database, tmp_path
 ):
-    await post_all(client, in_ingest_order(corpus()))
+    await post_all(client, in_ingest_order(mixed_history()))
     out = tmp_path / "export"
     exported = run_export(
         spark, ExportOptions(out=str(out), format="ndjson", database_url=database_url), progress
     )
-    assert exported.tables == {"events": len(corpus()) - 1}
+    assert exported.tables == {"events": len(mixed_history()) - 1}
     async with make_database() as url:
         summary = backfill(spark, progress, url, [str(out)], tmp_path)
-        assert (summary.rejected, summary.written.created) == (0, len(corpus()) - 1)
+        assert (summary.rejected, summary.written.created) == (0, len(mixed_history()) - 1)
         assert await model_snapshot(url) == await model_snapshot(database_url)
         assert await lineage_of(url) == await lineage_answers(client)
 
@@ -322,7 +211,7 @@ async def test_ndjson_export_filters_by_namespace_and_time(
 async def test_parquet_export_has_nodes_edges_with_intervals_and_column_edges(
     spark, progress, client, database_url, tmp_path
 ):
-    await post_all(client, in_ingest_order(corpus()))
+    await post_all(client, in_ingest_order(mixed_history()))
     out = tmp_path / "graph"
     summary = run_export(
         spark, ExportOptions(out=str(out), format="parquet", database_url=database_url), progress

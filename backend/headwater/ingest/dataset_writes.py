@@ -49,9 +49,7 @@ class DatasetWriter:
         if not upserts:
             return
         sources = {(d.source_name, d.source_uri) for d in defs if d.source_name}
-        await self.db(
-            dataset_store.upsert_sources, sorted(sources, key=lambda s: (s[0], s[1] or ""))
-        )
+        await self.db(dataset_store.upsert_sources, sorted(sources, key=lambda s: (s[0], s[1] or "")))
         rows = await self.db(dataset_store.upsert_datasets, (list(upserts.values()), n.event_time))
         by_key = {(r.namespace, r.name): r for r in rows}
         aliases: dict[tuple[str, str], tuple[str, str, uuid.UUID, str]] = {}
@@ -152,7 +150,9 @@ class DatasetWriter:
         return versions
 
 
-def dataset_identity_lists(n: NormalizedEvent, rules: list[AliasRule]) -> list[list[tuple[str, str, str]]]:
+def dataset_identity_lists(
+    n: NormalizedEvent, rules: list[AliasRule]
+) -> list[list[tuple[str, str, str]]]:
     """The identities of each dataset an event names: its inputs and outputs, then the datasets named
     only by column lineage (inputs of a field), which are created as plain references."""
     defs = n.inputs + n.outputs

@@ -77,30 +77,55 @@ def plan_waves(
         identities.join(alias, canonical)
 
     last_wave: dict[Hashable, int] = {}  # row -> last wave that touched it
-    sources: dict[str, tuple[str, int, int]] = {}  # name -> (latest uri, wave it was set, last wave)
+    sources = _Sources()
     waves: list[list[int]] = []
     for index, (n, event_lists) in enumerate(zip(events, lists, strict=True)):
-        rows: set[Hashable] = {("dataset", identities.root((i[0][0], i[0][1]))) for i in event_lists}
-        if n.run_id is not None:
-            rows.add(("run", n.run_id))
-        if n.job_namespace is not None:
-            rows.add(("job", n.job_namespace, n.job_name))
-        if n.parent_job is not None:
-            rows.add(("job", *n.parent_job))
-        wave = max((last_wave[r] + 1 for r in rows if r in last_wave), default=0)
+        rows = _rows(n, event_lists, identities)
         reported = {(d.source_name, d.source_uri) for d in n.inputs + n.outputs if d.source_name}
-        for name, uri in reported:
-            if name in sources and uri is not None:
-                latest, set_in, last = sources[name]
-                wave = max(wave, set_in if uri == latest else last + 1)
-        for name, uri in reported:
-            latest, set_in, last = sources.get(name, (None, wave, wave))
-            if uri is not None and uri != latest:
-                latest, set_in = uri, wave
-            sources[name] = (latest, set_in, max(last, wave))  # type: ignore[assignment]
+        wave = max(
+            sources.earliest_wave(reported),
+            max((last_wave[r] + 1 for r in rows if r in last_wave), default=0),
+        )
+        sources.record(reported, wave)
         for r in rows:
             last_wave[r] = wave
         if wave == len(waves):
             waves.append([])
         waves[wave].append(index)
     return waves
+
+
+def _rows(
+    n: NormalizedEvent, identity_lists: list[list[tuple[str, str, str]]], identities: _Identities
+) -> set[Hashable]:
+    """The run, jobs and datasets an event writes."""
+    rows: set[Hashable] = {("dataset", identities.root((i[0][0], i[0][1]))) for i in identity_lists}
+    if n.run_id is not None:
+        rows.add(("run", n.run_id))
+    if n.job_namespace is not None:
+        rows.add(("job", n.job_namespace, n.job_name))
+    if n.parent_job is not None:
+        rows.add(("job", *n.parent_job))
+    return rows
+
+
+class _Sources:
+    """Per data source: its latest uri, the wave that set it and the last wave that named it."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, tuple[str | None, int, int]] = {}
+
+    def earliest_wave(self, reported: set[tuple[str, str | None]]) -> int:
+        wave = 0
+        for name, uri in reported:
+            if name in self.state and uri is not None:
+                latest, set_in, last = self.state[name]
+                wave = max(wave, set_in if uri == latest else last + 1)
+        return wave
+
+    def record(self, reported: set[tuple[str, str | None]], wave: int) -> None:
+        for name, uri in reported:
+            latest, set_in, last = self.state.get(name, (None, wave, wave))
+            if uri is not None and uri != latest:
+                latest, set_in = uri, wave
+            self.state[name] = (latest, set_in, max(last, wave))

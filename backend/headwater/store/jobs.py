@@ -50,7 +50,9 @@ async def upsert_jobs(conn: asyncpg.Connection, requests: list[JobUpsert]) -> li
         [json_text(r.deleted_facets) for r in requests],
         [r.at for r in requests],
     )
-    found = {(r["namespace"], r["name"]): JobRow(r["job_uuid"], r["node_id"], r["created"]) for r in rows}
+    found = {
+        (r["namespace"], r["name"]): JobRow(r["job_uuid"], r["node_id"], r["created"]) for r in rows
+    }
     return [found[(r.namespace, r.name)] for r in requests]
 
 

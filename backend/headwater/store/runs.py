@@ -51,6 +51,12 @@ async def write_run_events(
 ) -> list[RunStateChange]:
     """Upsert the runs, record the state events, merge the datasets touched into the runs'."""
     events = [r.event for r in requests]
+    # The state before, read (and the rows locked) by a statement of its own: within the upsert, a
+    # row it has already updated is no longer visible to a locking read.
+    previous = {
+        r["run_uuid"]: r["current_state"]
+        for r in await conn.fetch(QUERIES["lock_runs"], [e.run_id for e in events])
+    }
     touched = [(r.event.run_id, *d) for r in requests for d in r.datasets]
     rows = await conn.fetch(
         QUERIES["write_run_events"],
@@ -73,7 +79,9 @@ async def write_run_events(
         [t[3] for t in touched],
     )
     found = {
-        r["run_uuid"]: RunStateChange(r["previous_state"], r["current_state"], r["current_state_at"])
+        r["run_uuid"]: RunStateChange(
+            previous.get(r["run_uuid"]), r["current_state"], r["current_state_at"]
+        )
         for r in rows
     }
     return [found[e.run_id] for e in events]

@@ -1,9 +1,13 @@
+-- name: lock_runs
+-- Locks the runs an event is about to update, and tells their current state.
+SELECT run_uuid, current_state FROM runs WHERE run_uuid = ANY($1::uuid[]) FOR UPDATE;
+
 -- name: write_run_events
 -- Creates or updates runs from events (one per run), records the state events, and merges each
 -- event's datasets ($14 runs, $15 uuids, $16 INPUT|OUTPUT, $17 versions) into the run's (the latest
 -- version wins). The state follows eventTime, except that a terminal state (COMPLETE, FAIL, ABORT) is
 -- never replaced by a non-terminal one, and OTHER never sets the state of a run that has one.
--- Returns each run's state before and after.
+-- Returns each run's state after (lock_runs tells the state before).
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::timestamptz[],
                          $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::jsonb[],
@@ -11,7 +15,6 @@ WITH input AS (
         AS t(run_uuid, job_uuid, parent_run_uuid, root_run_uuid, state, at, nominal_start_time, nominal_end_time,
              error_message, error_language, error_stack_trace, facets, warnings)
 ),
-previous AS (SELECT run_uuid, current_state FROM runs WHERE run_uuid = ANY($1::uuid[]) FOR UPDATE),
 upserted AS (
     INSERT INTO runs AS r (run_uuid, job_uuid, parent_run_uuid, root_run_uuid, current_state, current_state_at,
                            started_at, ended_at, nominal_start_time, nominal_end_time, error_message, error_language,
@@ -72,8 +75,7 @@ touched AS (
         first_seen_at = least(rd.first_seen_at, excluded.first_seen_at),
         last_seen_at = greatest(rd.last_seen_at, excluded.last_seen_at)
 )
-SELECT u.run_uuid, p.current_state AS previous_state, u.current_state, u.current_state_at
-FROM upserted u LEFT JOIN previous p USING (run_uuid);
+SELECT run_uuid, current_state, current_state_at FROM upserted;
 
 -- name: fetch_run_datasets
 -- Every dataset the runs touched so far, with its canonical identity, for job versioning.

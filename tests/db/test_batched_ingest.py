@@ -1,0 +1,114 @@
+"""A batch of events, written a wave at a time, builds exactly what writing them one by one builds."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from typing import Any
+
+import asyncpg
+import pytest
+
+from headwater.db.pool import register_codecs
+from headwater.ingest.normalize import normalize_event
+from headwater.ingest.service import ingest_events
+from headwater.ingest.validate import validate_event
+from headwater.ingest.waves import plan_waves
+from tests.corpus import EVENTS
+from tests.factories import dataset, mixed_history, parent_facet, run_event
+from tests.snapshot import model_snapshot
+
+pytestmark = pytest.mark.db
+
+
+def applications(apps: int, tables: int, seed: int = 3) -> list[dict[str, Any]]:
+    """Spark-like applications: each action a child run that reads two shared tables, writes one."""
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = []
+    for a in range(apps):
+        app_run = uuid.UUID(int=rng.getrandbits(128))
+        minute = a * 0.5
+        events.append(run_event(f"app{a}", "START", run_id=app_run, time=minute))
+        for step in range(2):
+            out, ins = rng.randrange(tables), [rng.randrange(tables) for _ in range(2)]
+            target = dataset(
+                f"t{out}",
+                fields=["id", "v"],
+                column_lineage={c: [("warehouse", f"t{i}", c) for i in ins] for c in ("id", "v")},
+                symlinks=[("hive://ms", f"db.t{out}", "TABLE")],
+            )
+            run = uuid.UUID(int=rng.getrandbits(128))
+            for offset, kind in enumerate(("START", "RUNNING", "COMPLETE")):
+                events.append(
+                    run_event(
+                        f"app{a}.step{step}",
+                        kind,
+                        run_id=run,
+                        time=minute + 0.1 * step + 0.01 * offset,
+                        inputs=[dataset(f"t{i}", fields=["id", "v"]) for i in ins],
+                        outputs=[target],
+                        run_facets=parent_facet(app_run, f"app{a}"),
+                    )
+                )
+        events.append(run_event(f"app{a}", "COMPLETE", run_id=app_run, time=minute + 0.4))
+    return events
+
+
+def reference_events() -> list[dict[str, Any]]:
+    """The complete events of the OpenLineage corpus, when it is there."""
+    if not EVENTS.is_dir():
+        return []
+    suffixes = (".invalid.json", ".lenient.json", ".template.json", ".example.json")
+    paths = sorted(p for p in EVENTS.rglob("*.json") if not p.name.endswith(suffixes))
+    return [json.loads(p.read_text()) for p in paths]
+
+
+async def ingest(url: str, events: list[dict[str, Any]], batch: int) -> None:
+    conn = await asyncpg.connect(url)
+    await register_codecs(conn)
+    try:
+        valid = [validate_event(e) for e in events]
+        for start in range(0, len(valid), batch):
+            await ingest_events(conn, valid[start : start + batch])
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    ["mixed history", "applications", "applications, shuffled", "reference corpus"],
+)
+async def test_one_batch_builds_what_one_event_at_a_time_builds(make_database, scenario):
+    if scenario == "mixed history":
+        events = mixed_history()
+    elif scenario == "reference corpus":
+        events = reference_events()
+        if not events:
+            pytest.skip("OpenLineage event corpus not found")
+    else:
+        events = applications(apps=12, tables=10)
+        if scenario.endswith("shuffled"):  # arrival order is not eventTime order
+            random.Random(5).shuffle(events)
+    waves = plan_waves([normalize_event(validate_event(e)) for e in events], [], {})
+    assert len(waves) < len(events)  # the batch is really written in waves
+    async with make_database() as serial, make_database() as batched:
+        await ingest(serial, events, batch=1)
+        await ingest(batched, events, batch=len(events))
+        one_by_one, at_once = await model_snapshot(serial), await model_snapshot(batched)
+    assert {k: len(v) for k, v in at_once.items()} == {k: len(v) for k, v in one_by_one.items()}
+    assert at_once == one_by_one
+
+
+async def test_run_state_changes_name_the_state_before(conn, database_url):
+    events = applications(apps=2, tables=4)
+    await ingest(database_url, events, batch=len(events))
+    states = await conn.fetch(
+        "SELECT details->>'previousState' AS before, details->>'state' AS after FROM change_log"
+        " WHERE kind = 'RUN_STATE_CHANGED' AND node_id = 'job:pipelines:app0.step0' ORDER BY change_id"
+    )
+    assert [(r["before"], r["after"]) for r in states] == [
+        (None, "START"),
+        ("START", "RUNNING"),
+        ("RUNNING", "COMPLETE"),
+    ]
