@@ -112,3 +112,32 @@ async def test_run_state_changes_name_the_state_before(conn, database_url):
         ("START", "RUNNING"),
         ("RUNNING", "COMPLETE"),
     ]
+
+
+# The references that ingest keeps by construction (migration 0060 dropped their foreign keys).
+REFERENCES = [
+    ("runs", "job_uuid", "jobs", "job_uuid"),
+    ("runs", "job_version_uuid", "job_versions", "job_version_uuid"),
+    ("run_states", "run_uuid", "runs", "run_uuid"),
+    ("run_datasets", "run_uuid", "runs", "run_uuid"),
+    ("run_datasets", "dataset_uuid", "datasets", "dataset_uuid"),
+    ("run_datasets", "dataset_version_uuid", "dataset_versions", "dataset_version_uuid"),
+    ("dataset_fields", "dataset_uuid", "datasets", "dataset_uuid"),
+    ("lineage_edges", "job_uuid", "jobs", "job_uuid"),
+    ("lineage_edges", "dataset_uuid", "datasets", "dataset_uuid"),
+    ("column_lineage", "output_dataset_uuid", "datasets", "dataset_uuid"),
+    ("column_lineage", "input_dataset_uuid", "datasets", "dataset_uuid"),
+    ("column_lineage", "job_uuid", "jobs", "job_uuid"),
+]
+
+
+async def test_every_reference_of_merged_rows_points_at_a_stored_row(conn, database_url):
+    events = mixed_history() + applications(apps=4, tables=6) + reference_events()
+    await ingest(database_url, events, batch=50)
+    for table, column, parent, key in REFERENCES:
+        assert await conn.fetchval(f"SELECT count({column}) FROM {table}") > 0, (table, column)
+        dangling = await conn.fetchval(
+            f"SELECT count(*) FROM {table} t WHERE t.{column} IS NOT NULL"
+            f" AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE p.{key} = t.{column})"
+        )
+        assert dangling == 0, f"{table}.{column}: {dangling} rows point at no {parent} row"

@@ -36,7 +36,7 @@ class BackfillOptions:
     database_url: str | None
     rejects_path: str
     alias_rules_file: str | None = None
-    batch_size: int = 100
+    batch_size: int = 2000
     events_per_partition: int = 20_000
     dry_run: bool = False
 

@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="alias rules file (default $HEADWATER_ALIAS_RULES_FILE, as the server)",
     )
     backfill.add_argument(
-        "--batch-size", type=_positive, default=100, help="events per ingest transaction (default 100)"
+        "--batch-size", type=_positive, default=2000, help="events per ingest transaction (default 2000)"
     )
     backfill.add_argument(
         "--events-per-partition",

@@ -109,6 +109,7 @@ async def upsert_datasets(
         [i.facets for i, _ in items],
         [json_text(i.deleted_facets) for i, _ in items],
         [at for _, at in items],
+        any(i.deleted_facets for i, _ in items),
     )
     by_key = {
         (r["namespace"], r["name"]): DatasetRow(

@@ -49,6 +49,7 @@ async def upsert_jobs(conn: asyncpg.Connection, requests: list[JobUpsert]) -> li
         [r.facets for r in requests],
         [json_text(r.deleted_facets) for r in requests],
         [r.at for r in requests],
+        any(r.deleted_facets for r in requests),
     )
     found = {
         (r["namespace"], r["name"]): JobRow(r["job_uuid"], r["node_id"], r["created"]) for r in rows

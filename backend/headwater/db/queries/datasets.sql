@@ -26,7 +26,7 @@ SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid =
 
 -- name: upsert_datasets
 -- Creates or touches datasets by canonical identity, each as of its event's time ($7). Facets merge per key, the later eventTime
--- winning; `_deleted` facets are removed. Returns one row per input with its uuid and node id.
+-- winning; `_deleted` facets are removed ($8: whether any item deletes facets). Returns one row per input with its uuid and node id.
 WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::timestamptz[])
         AS t(namespace, name, source_name, description, facets, deleted, at)
@@ -42,9 +42,9 @@ ON CONFLICT (namespace, name) DO UPDATE SET
                        ELSE coalesce(d.description, excluded.description) END,
     facets = CASE WHEN d.facets_at <= excluded.facets_at THEN d.facets || excluded.facets
                   ELSE excluded.facets || d.facets END
-             - ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                     FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name
-                       AND d.facets_at <= excluded.facets_at),
+             - CASE WHEN NOT $8::boolean OR d.facets_at > excluded.facets_at THEN ARRAY[]::text[]
+                    ELSE ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                               FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name) END,
     facets_at = greatest(d.facets_at, excluded.facets_at),
     updated_at = greatest(d.updated_at, excluded.updated_at),
     created_at = least(d.created_at, excluded.created_at)

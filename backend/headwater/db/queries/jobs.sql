@@ -1,6 +1,6 @@
 -- name: upsert_jobs
 -- Creates or touches jobs, each as of its event's time ($8); facets merge per key with the later
--- eventTime winning, `_deleted` facets ($7, a JSON array per job) are removed. Returns each job's
+-- eventTime winning, `_deleted` facets ($7, a JSON array per job; $9: whether any) are removed. Returns each job's
 -- uuid, node id and whether it was created.
 WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[],
@@ -20,9 +20,9 @@ ON CONFLICT (namespace, name) DO UPDATE SET
                        ELSE coalesce(j.description, excluded.description) END,
     facets = CASE WHEN j.facets_at <= excluded.facets_at THEN j.facets || excluded.facets
                   ELSE excluded.facets || j.facets END
-             - ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                     FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name
-                       AND j.facets_at <= excluded.facets_at),
+             - CASE WHEN NOT $9::boolean OR j.facets_at > excluded.facets_at THEN ARRAY[]::text[]
+                    ELSE ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                               FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name) END,
     facets_at = greatest(j.facets_at, excluded.facets_at),
     updated_at = greatest(j.updated_at, excluded.updated_at),
     created_at = least(j.created_at, excluded.created_at)
