@@ -41,49 +41,72 @@ class IngestResult:
     warnings: list[FieldError] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PreparedEvent:
+    """A valid event with what ingest derives from it before touching the database."""
+
+    event: ValidEvent
+    payload: str
+    normalized: NormalizedEvent
+
+
+def prepare_events(events: list[ValidEvent], alias_rules: list[AliasRule]) -> list[PreparedEvent]:
+    """Encode, normalize and derive SQL lineage: the CPU part of ingest, no I/O."""
+    prepared = []
+    for event in events:
+        n = normalize_event(event, alias_rules)
+        for error in derive_from_sql(n, alias_rules):
+            n.warnings.append(FieldError("$.job.facets.sql.query", f"SQL lineage not derived: {error}"))
+        prepared.append(PreparedEvent(event, _encoder.encode(event.raw).decode(), n))
+    return prepared
+
+
 async def ingest_events(
     conn: asyncpg.Connection, events: list[ValidEvent], alias_rules: list[AliasRule] | None = None
 ) -> list[IngestResult]:
-    """Store events in one transaction (all or none); duplicates are reported, not stored twice.
+    """Store events in one transaction (all or none); duplicates are reported, not stored twice."""
+    rules = alias_rules or []
+    return await ingest_prepared(conn, prepare_events(events, rules), rules)
+
+
+async def ingest_prepared(
+    conn: asyncpg.Connection, events: list[PreparedEvent], alias_rules: list[AliasRule]
+) -> list[IngestResult]:
+    """Store prepared events in one transaction (all or none); duplicates are not stored twice.
 
     The result is the same as storing the events one by one in the order given: events that share a
     run, job or dataset are written in that order, the others a wave at a time (``waves``, ``rounds``),
     and the change log lists the changes of each event in the order given.
     """
-    rules = alias_rules or []
     async with conn.transaction():
-        raw_ids = await event_store.insert_raw_events(
-            conn, [(e, _encoder.encode(e.raw).decode()) for e in events]
-        )
+        raw_ids = await event_store.insert_raw_events(conn, [(p.event, p.payload) for p in events])
         results: list[IngestResult] = []
-        fresh: list[tuple[int, NormalizedEvent]] = []
-        for index, (event, raw_id) in enumerate(zip(events, raw_ids, strict=True)):
-            run = getattr(event.model, "run", None)
+        fresh: list[NormalizedEvent] = []
+        for p, raw_id in zip(events, raw_ids, strict=True):
+            run = getattr(p.event.model, "run", None)
             run_id = str(run.run_id) if run else None
             if raw_id is None:
-                results.append(IngestResult("duplicate", event.kind, run_id))
+                results.append(IngestResult("duplicate", p.event.kind, run_id))
                 continue
-            n = normalize_event(event, rules)
-            for error in derive_from_sql(n, rules):
-                n.warnings.append(
-                    FieldError("$.job.facets.sql.query", f"SQL lineage not derived: {error}")
-                )
-            fresh.append((index, n))
-            results.append(IngestResult("created", event.kind, run_id, n.warnings))
-        if not fresh:
-            return results
-        normalized = [n for _, n in fresh]
-        [stored_aliases] = await dataset_store.find_dataset_aliases(
-            conn, [event_identities(normalized, rules)]
-        )
+            fresh.append(p.normalized)
+            results.append(IngestResult("created", p.event.kind, run_id, p.normalized.warnings))
         changes: list[list[Change]] = [[] for _ in fresh]
-        for wave in plan_waves(normalized, rules, stored_aliases):
+        for wave in await _waves(conn, fresh, alias_rules):
             rounds = Rounds(conn)
-            written = await rounds.run([_write(rounds, normalized[i], rules) for i in wave])
+            written = await rounds.run([_write(rounds, fresh[i], alias_rules) for i in wave])
             for i, event_changes in zip(wave, written, strict=True):
                 changes[i] = event_changes
         await change_store.insert_changes(conn, [c for event_changes in changes for c in event_changes])
         return results
+
+
+async def _waves(
+    conn: asyncpg.Connection, events: list[NormalizedEvent], rules: list[AliasRule]
+) -> list[list[int]]:
+    if len(events) < 2:
+        return [list(range(len(events)))] if events else []
+    [stored_aliases] = await dataset_store.find_dataset_aliases(conn, [event_identities(events, rules)])
+    return plan_waves(events, rules, stored_aliases)
 
 
 async def _write(db: Rounds, n: NormalizedEvent, rules: list[AliasRule]) -> list[Change]:

@@ -9,18 +9,19 @@ implementation of the event-to-rows rules that the server uses.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 import msgspec
 
 from headwater.db.pool import PLAN_SETTINGS, register_codecs
 from headwater.ingest.aliases import load_alias_rules
-from headwater.ingest.service import ingest_events
+from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events
 from headwater.ingest.validate import validate_event
 from headwater.store import pipeline as pipeline_store
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from headwater.ingest.normalize import AliasRule
-    from headwater.ingest.validate import ValidEvent
+    from headwater.ingest.service import IngestResult
 
 # Concurrent writers (the server, another backfill) can race on the same rows: the transaction is
 # rolled back and run again, as the server does.
@@ -42,6 +43,7 @@ _RETRYABLE = (
 )
 _ATTEMPTS = 5
 READ_CHUNK = 20_000
+T = TypeVar("T")
 
 
 class _Connection:
@@ -66,7 +68,11 @@ class _Connection:
         self.run(register_codecs(self.conn))
 
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        return self.submit(coro).result()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start ``coro`` on the connection's thread; the caller goes on meanwhile."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -150,6 +156,14 @@ class IngestTotals:
     duplicates: int = 0
     with_warnings: int = 0
 
+    @classmethod
+    def of(cls, results: list[IngestResult]) -> IngestTotals:
+        return cls(
+            created=sum(r.status == "created" for r in results),
+            duplicates=sum(r.status == "duplicate" for r in results),
+            with_warnings=sum(bool(r.warnings) for r in results),
+        )
+
     def add(self, other: IngestTotals) -> None:
         self.created += other.created
         self.duplicates += other.duplicates
@@ -159,35 +173,47 @@ class IngestTotals:
 def ingest_partition(
     payloads: Iterable[str], url: str, alias_rules_file: str | None, batch_size: int
 ) -> Iterator[IngestTotals]:
-    """Ingest events (JSON text, in the order given) with ``ingest_events``, a transaction per batch."""
+    """Ingest events (JSON text, in the order given) with ``ingest_prepared``, a transaction per batch.
+
+    Two stages overlap: while the connection's thread writes one batch, this thread decodes,
+    validates and prepares the next (PostgreSQL works meanwhile on the other core).
+    """
     rules = load_alias_rules(Path(alias_rules_file)) if alias_rules_file else []
     totals = IngestTotals()
     with connect(url) as db:
-        batch: list[ValidEvent] = []
-        for payload in payloads:
-            batch.append(validate_event(msgspec.json.decode(payload)))
-            if len(batch) >= batch_size:
-                totals.add(_store(db, batch, rules))
-                batch = []
-        if batch:
-            totals.add(_store(db, batch, rules))
+        writing: concurrent.futures.Future[list[IngestResult]] | None = None
+        for batch in _batches(payloads, batch_size):
+            prepared = prepare_events([validate_event(msgspec.json.decode(p)) for p in batch], rules)
+            if writing is not None:
+                totals.add(IngestTotals.of(writing.result()))
+            writing = db.submit(_store(db.conn, prepared, rules))
+        if writing is not None:
+            totals.add(IngestTotals.of(writing.result()))
     yield totals
 
 
-def _store(db: _Connection, events: list[ValidEvent], rules: list[AliasRule]) -> IngestTotals:
+def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+async def _store(
+    conn: asyncpg.Connection, events: list[PreparedEvent], rules: list[AliasRule]
+) -> list[IngestResult]:
     for attempt in range(_ATTEMPTS):
         try:
-            results = db.run(ingest_events(db.conn, events, rules))
-            break
+            return await ingest_prepared(conn, events, rules)
         except _RETRYABLE:
             if attempt == _ATTEMPTS - 1:
                 raise
-            db.run(asyncio.sleep(0.05 * (attempt + 1)))
-    return IngestTotals(
-        created=sum(r.status == "created" for r in results),
-        duplicates=sum(r.status == "duplicate" for r in results),
-        with_warnings=sum(bool(r.warnings) for r in results),
-    )
+            await asyncio.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 # -- heat -----------------------------------------------------------------------------------------
