@@ -58,8 +58,10 @@ class DatasetWriter:
             self.datasets[key] = row
             for namespace, name, kind in identities:
                 self.datasets[(namespace, name)] = row
-                aliases.setdefault((namespace, name), (namespace, name, row.dataset_uuid, kind))
-        await self.db(dataset_store.insert_dataset_aliases, list(aliases.values()))
+                if (namespace, name) not in known:  # a stored alias keeps its dataset
+                    aliases.setdefault((namespace, name), (namespace, name, row.dataset_uuid, kind))
+        if aliases:
+            await self.db(dataset_store.insert_dataset_aliases, list(aliases.values()))
         self.changes += [
             Change(
                 "DATASET_CREATED",

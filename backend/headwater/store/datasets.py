@@ -102,13 +102,20 @@ async def upsert_datasets(
         return [[] for _ in requests]
     rows = await conn.fetch(
         QUERIES["upsert_datasets"],
-        [i.namespace for i, _ in items],
-        [i.name for i, _ in items],
-        [i.source_name for i, _ in items],
-        [i.description for i, _ in items],
-        [i.facets for i, _ in items],
-        [json_text(i.deleted_facets) for i, _ in items],
-        [at for _, at in items],
+        json_text(
+            [
+                {
+                    "namespace": i.namespace,
+                    "name": i.name,
+                    "source_name": i.source_name,
+                    "description": i.description,
+                    "facets": i.facets,
+                    "deleted": i.deleted_facets,
+                    "at": at,
+                }
+                for i, at in items
+            ]
+        ),
         any(i.deleted_facets for i, _ in items),
     )
     by_key = {

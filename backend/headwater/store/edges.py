@@ -64,22 +64,23 @@ async def upsert_lineage_edges(
     conn: asyncpg.Connection, requests: list[EventEdges]
 ) -> list[list[EdgeChange]]:
     """Open or refresh the edges of each event; returns those opened, per event."""
-    rows = [(e, r) for r in requests for e in r.edges]
+    rows = [
+        {
+            "src": e[0],
+            "dst": e[1],
+            "dataset_uuid": e[2],
+            "edge_type": e[3],
+            "job_uuid": r.job_uuid,
+            "at": r.at,
+            "run_uuid": r.run_uuid,
+            "derived": e[4],
+        }
+        for r in requests
+        for e in r.edges
+    ]
     if not rows:
         return [[] for _ in requests]
-    opened = _changes_by_job(
-        await conn.fetch(
-            QUERIES["upsert_lineage_edges"],
-            [e[0] for e, _ in rows],
-            [e[1] for e, _ in rows],
-            [e[2] for e, _ in rows],
-            [e[3] for e, _ in rows],
-            [r.job_uuid for _, r in rows],
-            [r.at for _, r in rows],
-            [r.run_uuid for _, r in rows],
-            [e[4] for e, _ in rows],
-        )
-    )
+    opened = _changes_by_job(await conn.fetch(QUERIES["upsert_lineage_edges"], json_text(rows)))
     return [opened.get(r.job_uuid, []) for r in requests]
 
 
@@ -102,24 +103,28 @@ async def close_stale_job_edges(
 
 async def upsert_column_lineage(conn: asyncpg.Connection, requests: list[EventEdges]) -> list[None]:
     """Open or refresh the column edges (output field <- input field) of each event's job."""
-    rows = [(c, derived, superseded, r) for r in requests for c, derived, superseded in r.column_edges]
+    # Thousands of edges a round: one JSON document encodes far faster than thirteen arrays.
+    rows = [
+        {
+            "out_ds": c.output_dataset_uuid,
+            "out_field": c.output_field,
+            "in_ds": c.input_dataset_uuid,
+            "in_field": c.input_field,
+            "ttype": c.transformation_type,
+            "tsub": c.transformation_subtype,
+            "descr": c.description,
+            "masking": c.masking,
+            "job": r.job_uuid,
+            "at": r.at,
+            "run_uuid": r.run_uuid,
+            "derived": derived,
+            "superseded": superseded,
+        }
+        for r in requests
+        for c, derived, superseded in r.column_edges
+    ]
     if rows:
-        await conn.execute(
-            QUERIES["upsert_column_lineage"],
-            [c.output_dataset_uuid for c, *_ in rows],
-            [c.output_field for c, *_ in rows],
-            [c.input_dataset_uuid for c, *_ in rows],
-            [c.input_field for c, *_ in rows],
-            [c.transformation_type for c, *_ in rows],
-            [c.transformation_subtype for c, *_ in rows],
-            [c.description for c, *_ in rows],
-            [c.masking for c, *_ in rows],
-            [r.job_uuid for *_, r in rows],
-            [r.at for *_, r in rows],
-            [r.run_uuid for *_, r in rows],
-            [derived for _, derived, _, _ in rows],
-            [superseded for _, _, superseded, _ in rows],
-        )
+        await conn.execute(QUERIES["upsert_column_lineage"], json_text(rows))
     return [None] * len(requests)
 
 

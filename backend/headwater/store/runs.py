@@ -57,27 +57,30 @@ async def write_run_events(
         r["run_uuid"]: r["current_state"]
         for r in await conn.fetch(QUERIES["lock_runs"], [e.run_id for e in events])
     }
-    touched = [(r.event.run_id, *d) for r in requests for d in r.datasets]
-    rows = await conn.fetch(
-        QUERIES["write_run_events"],
-        [e.run_id for e in events],
-        [r.job_uuid for r in requests],
-        [e.parent_run_id for e in events],
-        [e.root_run_id for e in events],
-        [e.event_type for e in events],
-        [e.event_time for e in events],
-        [e.nominal_start_time for e in events],
-        [e.nominal_end_time for e in events],
-        [e.error_message for e in events],
-        [e.error_language for e in events],
-        [e.error_stack_trace for e in events],
-        [e.run_facets for e in events],
-        [json_text(r.warnings) for r in requests],
-        [t[0] for t in touched],
-        [t[1] for t in touched],
-        [t[2] for t in touched],
-        [t[3] for t in touched],
-    )
+    runs = [
+        {
+            "run_uuid": e.run_id,
+            "job_uuid": r.job_uuid,
+            "parent_run_uuid": e.parent_run_id,
+            "root_run_uuid": e.root_run_id,
+            "state": e.event_type,
+            "at": e.event_time,
+            "nominal_start_time": e.nominal_start_time,
+            "nominal_end_time": e.nominal_end_time,
+            "error_message": e.error_message,
+            "error_language": e.error_language,
+            "error_stack_trace": e.error_stack_trace,
+            "facets": e.run_facets,
+            "warnings": r.warnings,
+        }
+        for r, e in zip(requests, events, strict=True)
+    ]
+    touched = [
+        {"run_uuid": r.event.run_id, "dataset_uuid": d[0], "direction": d[1], "version_uuid": d[2]}
+        for r in requests
+        for d in r.datasets
+    ]
+    rows = await conn.fetch(QUERIES["write_run_events"], json_text(runs), json_text(touched))
     found = {
         r["run_uuid"]: RunStateChange(
             previous.get(r["run_uuid"]), r["current_state"], r["current_state_at"]

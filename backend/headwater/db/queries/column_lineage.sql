@@ -1,7 +1,7 @@
 -- name: upsert_column_lineage
--- Opens or refreshes column edges (output field <- input field through a job, $9), producer-reported
--- or derived ($12), marking them superseded ($13) when the other source is preferred; each edge comes
--- with the eventTime ($10) and run ($11) of its event. An open edge is found by its key in
+-- Opens or refreshes column edges ($1: a JSON array of edges, output field <- input field through a
+-- job), producer-reported or derived, marking them superseded when the other source is preferred;
+-- each edge comes with the eventTime and run of its event. An open edge is found by its key in
 -- column_lineage_open_key, one index probe per edge however large the table.
 INSERT INTO column_lineage AS c (output_dataset_uuid, output_field, input_dataset_uuid, input_field, job_uuid,
                                  transformation_type, transformation_subtype, description, masking, derived,
@@ -9,9 +9,9 @@ INSERT INTO column_lineage AS c (output_dataset_uuid, output_field, input_datase
 SELECT DISTINCT ON (out_ds, out_field, in_ds, in_field, coalesce(ttype, ''), coalesce(tsub, ''), job, derived)
        out_ds, out_field, in_ds, in_field, job, ttype, tsub, descr, masking, derived, at, at, at, run_uuid,
        superseded
-FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[],
-            $9::uuid[], $10::timestamptz[], $11::uuid[], $12::boolean[], $13::boolean[])
-    AS t(out_ds, out_field, in_ds, in_field, ttype, tsub, descr, masking, job, at, run_uuid, derived, superseded)
+FROM json_to_recordset($1::json)
+    AS t(out_ds uuid, out_field text, in_ds uuid, in_field text, ttype text, tsub text, descr text, masking boolean,
+         job uuid, at timestamptz, run_uuid uuid, derived boolean, superseded boolean)
 ON CONFLICT (output_dataset_uuid, output_field, input_dataset_uuid, input_field,
              coalesce(job_uuid, '00000000-0000-0000-0000-000000000000'::uuid),
              coalesce(transformation_type, ''), coalesce(transformation_subtype, ''), derived)

@@ -25,11 +25,12 @@ JOIN datasets d ON d.dataset_uuid = a.dataset_uuid;
 SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid = ANY($1::uuid[]);
 
 -- name: upsert_datasets
--- Creates or touches datasets by canonical identity, each as of its event's time ($7). Facets merge per key, the later eventTime
--- winning; `_deleted` facets are removed ($8: whether any item deletes facets). Returns one row per input with its uuid and node id.
+-- Creates or touches datasets ($1: a JSON array) by canonical identity, each as of its event's time. Facets merge per key, the later eventTime
+-- winning; `_deleted` facets are removed ($2: whether any item deletes facets). Returns one row per input with its uuid and node id.
 WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::timestamptz[])
-        AS t(namespace, name, source_name, description, facets, deleted, at)
+    SELECT * FROM jsonb_to_recordset($1::jsonb)
+        AS t(namespace text, name text, source_name text, description text, facets jsonb, deleted jsonb,
+             at timestamptz)
 )
 INSERT INTO datasets AS d (namespace, name, source_name, description, facets, facets_at, created_at, updated_at)
 SELECT namespace, name, source_name, description,
@@ -42,7 +43,7 @@ ON CONFLICT (namespace, name) DO UPDATE SET
                        ELSE coalesce(d.description, excluded.description) END,
     facets = CASE WHEN d.facets_at <= excluded.facets_at THEN d.facets || excluded.facets
                   ELSE excluded.facets || d.facets END
-             - CASE WHEN NOT $8::boolean OR d.facets_at > excluded.facets_at THEN ARRAY[]::text[]
+             - CASE WHEN NOT $2::boolean OR d.facets_at > excluded.facets_at THEN ARRAY[]::text[]
                     ELSE ARRAY(SELECT jsonb_array_elements_text(i.deleted)
                                FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name) END,
     facets_at = greatest(d.facets_at, excluded.facets_at),
@@ -67,7 +68,7 @@ WHERE d.dataset_uuid = ANY($1::uuid[]);
 
 -- name: replace_dataset_fields
 -- Sets the current schema of datasets as of an event's time ($3): removes fields not listed, upserts
--- the listed ones.
+-- the listed ones (a field that did not change is not rewritten).
 WITH input AS (
     SELECT dataset_uuid, e.value AS field, e.ordinality::int AS position
     FROM unnest($1::uuid[], $2::jsonb[]) AS t(dataset_uuid, fields),
@@ -89,7 +90,9 @@ SELECT DISTINCT ON (dataset_uuid, field->>'name') dataset_uuid, field->>'name', 
 FROM input
 ORDER BY dataset_uuid, field->>'name', position
 ON CONFLICT (dataset_uuid, name) DO UPDATE SET
-    type = excluded.type, description = excluded.description, position = excluded.position;
+    type = excluded.type, description = excluded.description, position = excluded.position
+WHERE (dataset_fields.type, dataset_fields.description, dataset_fields.position)
+      IS DISTINCT FROM (excluded.type, excluded.description, excluded.position);
 
 -- name: upsert_dataset_versions
 -- One version per distinct (schema, storage version) of a dataset; a write without a schema facet

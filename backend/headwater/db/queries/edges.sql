@@ -1,13 +1,13 @@
 -- name: upsert_lineage_edges
--- Opens or refreshes the edges events report (dataset -> job for reads, job -> dataset for writes),
--- each with its job ($5), eventTime ($6) and run ($7); an edge stays `derived` only while no producer
--- has reported it. A late, stale event never opens an edge: not one closed after its time, and not
+-- Opens or refreshes the edges events report ($1: a JSON array; dataset -> job for reads, job ->
+-- dataset for writes), each with its job, eventTime and run; an edge stays `derived` only while no
+-- producer has reported it. A late, stale event never opens an edge: not one closed after its time, and not
 -- one missing from a job version defined by a later completed run. Returns the edges opened.
 WITH input AS (
     SELECT DISTINCT ON (src, dst) *
-    FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::text[], $5::uuid[], $6::timestamptz[], $7::uuid[],
-                $8::boolean[])
-        AS t(src, dst, dataset_uuid, edge_type, job_uuid, at, run_uuid, derived)
+    FROM json_to_recordset($1::json)
+        AS t(src bigint, dst bigint, dataset_uuid uuid, edge_type text, job_uuid uuid, at timestamptz, run_uuid uuid,
+             derived boolean)
 ),
 refreshed AS (
     UPDATE lineage_edges e SET

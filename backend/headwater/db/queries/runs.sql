@@ -3,17 +3,15 @@
 SELECT run_uuid, current_state FROM runs WHERE run_uuid = ANY($1::uuid[]) FOR UPDATE;
 
 -- name: write_run_events
--- Creates or updates runs from events (one per run), records the state events, and merges each
--- event's datasets ($14 runs, $15 uuids, $16 INPUT|OUTPUT, $17 versions) into the run's (the latest
--- version wins). The state follows eventTime, except that a terminal state (COMPLETE, FAIL, ABORT) is
+-- Creates or updates runs from events ($1, one per run), records the state events, and merges each
+-- event's datasets ($2: run, dataset, INPUT|OUTPUT, version) into the run's (the latest version wins). The state follows eventTime, except that a terminal state (COMPLETE, FAIL, ABORT) is
 -- never replaced by a non-terminal one, and OTHER never sets the state of a run that has one.
 -- Returns each run's state after (lock_runs tells the state before).
 WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::timestamptz[],
-                         $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::jsonb[],
-                         $13::jsonb[])
-        AS t(run_uuid, job_uuid, parent_run_uuid, root_run_uuid, state, at, nominal_start_time, nominal_end_time,
-             error_message, error_language, error_stack_trace, facets, warnings)
+    SELECT * FROM jsonb_to_recordset($1::jsonb)
+        AS t(run_uuid uuid, job_uuid uuid, parent_run_uuid uuid, root_run_uuid uuid, state text, at timestamptz,
+             nominal_start_time timestamptz, nominal_end_time timestamptz, error_message text, error_language text,
+             error_stack_trace text, facets jsonb, warnings jsonb)
 ),
 upserted AS (
     INSERT INTO runs AS r (run_uuid, job_uuid, parent_run_uuid, root_run_uuid, current_state, current_state_at,
@@ -66,7 +64,7 @@ touched AS (
     INSERT INTO run_datasets AS rd (run_uuid, dataset_uuid, direction, dataset_version_uuid, first_seen_at,
                                     last_seen_at)
     SELECT t.run_uuid, t.dataset_uuid, t.direction, t.version_uuid, i.at, i.at
-    FROM unnest($14::uuid[], $15::uuid[], $16::text[], $17::uuid[]) AS t(run_uuid, dataset_uuid, direction, version_uuid)
+    FROM json_to_recordset($2::json) AS t(run_uuid uuid, dataset_uuid uuid, direction text, version_uuid uuid)
     JOIN input i USING (run_uuid)
     ON CONFLICT (run_uuid, direction, dataset_uuid) DO UPDATE SET
         dataset_version_uuid = CASE WHEN excluded.last_seen_at >= rd.last_seen_at
