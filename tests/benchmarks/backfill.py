@@ -8,7 +8,8 @@ subprocess, over HTTP, on another empty database); the online rate is extrapolat
 memory is sampled every 0.2 s: the command's driver (Python), its JVM (driver and executors, as
 local mode runs them in one JVM) and its Python workers.
 
-Run: ``python tests/benchmarks/backfill.py [--events 1000000] [--online-sample 2000] [--master local[*]]``.
+Run: ``python tests/benchmarks/backfill.py [--events 1000000] [--online-sample 2000] [--master local[*]]
+[--archive PATH]`` (``--archive`` keeps the generated archive, for another run with as many events).
 Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default postgresql://postgres@127.0.0.1:5432/postgres);
 creates and drops headwater_bench_backfill and headwater_bench_online.
 """
@@ -267,11 +268,14 @@ def run_backfill(archive: Path, url: str, master: str, tmp: Path) -> tuple[float
         str(archive),
     ]
     started = time.monotonic()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    errors = tmp / "backfill.stderr"
+    with errors.open("w") as stderr:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
     with MemorySampler(proc.pid) as memory:
         out, _ = proc.communicate()
     if proc.returncode != 0:
-        raise SystemExit(f"backfill failed ({proc.returncode}):\n{out}")
+        tail = errors.read_text()[-4000:]
+        raise SystemExit(f"backfill failed ({proc.returncode}):\n{out}\n{tail}")
     return time.monotonic() - started, out, memory.peak
 
 
@@ -322,16 +326,22 @@ def main() -> int:
     parser.add_argument("--online-sample", type=int, default=2_000)
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--keep", action="store_true", help="keep the databases")
+    parser.add_argument(
+        "--archive", type=Path, help="where the generated archive is kept; reused if it is there"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="headwater-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        archive = tmp / "events.jsonl.gz"
-        started = time.monotonic()
-        size = write_archive(archive, args.events)
-        print(
-            f"generated {args.events:,} events ({size / 2**20:,.1f} MiB gzip) in {time.monotonic() - started:,.0f} s",
-            flush=True,
-        )
+        archive = args.archive or tmp / "events.jsonl.gz"
+        if archive.exists():
+            print(f"reusing {archive} ({archive.stat().st_size / 2**20:,.1f} MiB gzip)", flush=True)
+        else:
+            started = time.monotonic()
+            size = write_archive(archive, args.events)
+            print(
+                f"generated {args.events:,} events ({size / 2**20:,.1f} MiB gzip) in {time.monotonic() - started:,.0f} s",
+                flush=True,
+            )
         bulk_url = asyncio.run(fresh_database("headwater_bench_backfill"))
         seconds, output, peak = run_backfill(archive, bulk_url, args.master, tmp)
         written = int(re.search(r"^stored\s+([\d,]+)", output, re.MULTILINE).group(1).replace(",", ""))  # type: ignore[union-attr]

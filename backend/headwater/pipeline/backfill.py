@@ -122,8 +122,12 @@ def run_backfill(spark: SparkSession, options: BackfillOptions, progress: Progre
             summary.seconds = time.monotonic() - started
             return summary
 
-        fresh = steps.drop_stored_events(steps.drop_duplicate_events(valid), stored)
         partitions = max(1, math.ceil(summary.to_write / options.events_per_partition))
+        # The shuffles below carry whole events: as many partitions as written, so that no task
+        # sorts more than a partition's worth (a few hundred MiB of JSON for a million events
+        # would otherwise land in eight tasks).
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(partitions, sc.defaultParallelism)))
+        fresh = steps.drop_stored_events(steps.drop_duplicate_events(valid), stored)
         progress.set_phase("ordering events by eventTime", f"({partitions} partitions)")
         payloads = steps.order_for_ingest(fresh, partitions).select("payload").rdd.map(lambda r: r[0])
         _write(spark, payloads, options, summary, progress)

@@ -28,6 +28,9 @@ def build_session(master: str, app_name: str, conf: dict[str, str] | None = None
     if master.startswith("local"):
         # Few, larger shuffle partitions on one machine: 200 tiny tasks per shuffle cost more.
         builder = builder.config("spark.sql.shuffle.partitions", "8")
+        # Executors live in the driver's JVM: Spark's 1 GiB default is too little for the sorts of
+        # a large backfill (it spills, but its buffers alone can exhaust 1 GiB).
+        builder = builder.config("spark.driver.memory", "3g")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
