@@ -37,7 +37,9 @@ async def register_codecs(conn: asyncpg.Connection) -> None:
 # Plan every execution of a prepared statement with its actual parameters. The queries bind arrays
 # (unnest of an event's datasets, edges, fields): a generic plan cached while a table was small
 # keeps scanning it as it grows, and ingest slowed from 150 to under 40 events/s over 20,000 events.
-PLAN_SETTINGS = {"plan_cache_mode": "force_custom_plan"}
+# No JIT: every statement here runs in milliseconds, and an estimate inflated by a set-returning
+# function (100 rows a call) was enough to spend 20 ms compiling a statement that ran in 10.
+PLAN_SETTINGS = {"plan_cache_mode": "force_custom_plan", "jit": "off"}
 
 
 async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:

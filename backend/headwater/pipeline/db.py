@@ -176,7 +176,8 @@ def ingest_partition(
     """Ingest events (JSON text, in the order given) with ``ingest_prepared``, a transaction per batch.
 
     Two stages overlap: while the connection's thread writes one batch, this thread decodes,
-    validates and prepares the next (PostgreSQL works meanwhile on the other core).
+    validates and prepares the next (PostgreSQL works meanwhile on the other core). The tables'
+    statistics are refreshed after each partition, as they grow.
     """
     rules = load_alias_rules(Path(alias_rules_file)) if alias_rules_file else []
     totals = IngestTotals()
@@ -189,6 +190,7 @@ def ingest_partition(
             writing = db.submit(_store(db.conn, prepared, rules))
         if writing is not None:
             totals.add(IngestTotals.of(writing.result()))
+        db.run(pipeline_store.analyze_model(db.conn))
     yield totals
 
 

@@ -96,3 +96,8 @@ async def fetch_hottest_nodes(conn: asyncpg.Connection, limit: int) -> list[tupl
     """The hottest datasets and jobs as (node key, heat)."""
     rows = await conn.fetch(QUERIES["fetch_hottest_nodes"], limit)
     return [(r["node_key"], float(r["heat"])) for r in rows]
+
+
+async def analyze_model(conn: asyncpg.Connection) -> None:
+    """Refresh the planner's statistics of the tables ingest writes."""
+    await conn.execute(QUERIES["analyze_model"])

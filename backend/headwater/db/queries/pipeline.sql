@@ -137,3 +137,9 @@ SELECT node_key, heat FROM (
 ) n
 ORDER BY heat DESC, node_key
 LIMIT $1;
+
+-- name: analyze_model
+-- Refreshes the planner's statistics of the tables ingest writes. A backfill grows them faster than
+-- autovacuum samples them; stale row counts would make the planner scan whole tables.
+ANALYZE raw_events, datasets, dataset_aliases, dataset_fields, dataset_versions, jobs, job_versions, runs,
+        run_states, run_datasets, lineage_edges, column_lineage;
