@@ -35,7 +35,6 @@ class Rounds:
         self.conn = conn
         self._requests: dict[BatchOperation[Any, Any], list[tuple[Any, asyncio.Future[Any]]]] = {}
         self._waiting = 0
-        self.statements = 0
 
     def __call__(self, operation: BatchOperation[A, R], request: A) -> asyncio.Future[R]:
         """Ask for ``operation`` on ``request`` in the next round; await the result."""
@@ -68,7 +67,6 @@ class Rounds:
         requests, self._requests = self._requests, {}
         for operation, calls in requests.items():
             results = await operation(self.conn, [request for request, _ in calls])
-            self.statements += 1
             if len(results) != len(calls):
                 raise AssertionError(f"{operation.__name__} answered {len(results)} of {len(calls)}")
             for (_, future), result in zip(calls, results, strict=True):
