@@ -94,8 +94,8 @@ async def close_stale_job_edges(
             QUERIES["close_stale_job_edges"],
             [r[0] for r in requests],
             [r[1] for r in requests],
-            [json_text([str(u) for u in r[2]]) for r in requests],
-            [json_text([str(u) for u in r[3]]) for r in requests],
+            [json_text(r[2]) for r in requests],
+            [json_text(r[3]) for r in requests],
         )
     )
     return [closed.get(r[0], []) for r in requests]
@@ -148,7 +148,7 @@ async def close_stale_column_lineage(
         await conn.execute(
             QUERIES["close_stale_column_lineage"],
             [r.job_uuid for r in items],
-            [json_text([str(u) for u in r.output_uuids]) for r in items],
+            [json_text(r.output_uuids) for r in items],
             [r.at for r in items],
             [r.derived for r in items],
             [r.run_uuid for r in items],
