@@ -5,7 +5,7 @@ with schema, symlinks, dataSource and column lineage facets and a parent run fac
 NDJSON archive, backfills it into an empty database with ``headwater spark backfill`` (a
 subprocess), and posts a sample of the same events one by one to ``headwater serve`` (another
 subprocess, over HTTP, on another empty database), then the sample of events that follow the
-archive's into the backfilled database, as online ingest slows while the store grows. Peak
+archive's into the backfilled database, since online ingest may slow as the store grows. Peak
 memory is sampled every 0.2 s: the command's driver (Python), its JVM (driver and executors, as
 local mode runs them in one JVM) and its Python workers.
 
@@ -350,8 +350,8 @@ def main() -> int:
         print(output, flush=True)
         online_url = asyncio.run(fresh_database("headwater_bench_online"))
         posted, online_seconds = asyncio.run(run_online(archive, online_url, args.online_sample))
-        # Online ingest slows as the store grows: also post the events that follow the archive's
-        # into the database the backfill filled.
+        # Online ingest may slow as the store grows: also post the events that follow the archive's
+        # into the database the backfill filled. (Generating them replays the archive's stream.)
         following = tmp / "following.jsonl.gz"
         write_archive(following, args.events + args.online_sample, start=args.events)
         posted_late, late_seconds = asyncio.run(run_online(following, bulk_url, args.online_sample))
