@@ -43,6 +43,10 @@ _RETRYABLE = (
 )
 _ATTEMPTS = 5
 READ_CHUNK = 20_000
+# Batches written between two VACUUMs of the tables ingest updates in place (``vacuum_model``): often
+# enough that dead row versions never outnumber live ones by much, rarely enough that the VACUUMs
+# themselves stay a small share of the writing.
+VACUUM_EVERY = 5
 T = TypeVar("T")
 
 
@@ -176,20 +180,23 @@ def ingest_partition(
     """Ingest events (JSON text, in the order given) with ``ingest_prepared``, a transaction per batch.
 
     Two stages overlap: while the connection's thread writes one batch, this thread decodes,
-    validates and prepares the next (PostgreSQL works meanwhile on the other core). The tables'
-    statistics are refreshed after each partition, as they grow.
+    validates and prepares the next (PostgreSQL works meanwhile on the other core). Every
+    ``VACUUM_EVERY`` batches and at the end, the tables updated in place are vacuumed; at the end,
+    the statistics of the others are refreshed too, as they grow.
     """
     rules = load_alias_rules(Path(alias_rules_file)) if alias_rules_file else []
     totals = IngestTotals()
     with connect(url) as db:
         writing: concurrent.futures.Future[list[IngestResult]] | None = None
-        for batch in _batches(payloads, batch_size):
+        for number, batch in enumerate(_batches(payloads, batch_size), start=1):
             prepared = prepare_events([validate_event(msgspec.json.decode(p)) for p in batch], rules)
             if writing is not None:
                 totals.add(IngestTotals.of(writing.result()))
-            writing = db.submit(_store(db.conn, prepared, rules))
+            vacuum = number % VACUUM_EVERY == 0
+            writing = db.submit(_store(db.conn, prepared, rules, vacuum_after=vacuum))
         if writing is not None:
             totals.add(IngestTotals.of(writing.result()))
+        db.run(pipeline_store.vacuum_model(db.conn))
         db.run(pipeline_store.analyze_model(db.conn))
     yield totals
 
@@ -206,16 +213,20 @@ def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
 
 
 async def _store(
-    conn: asyncpg.Connection, events: list[PreparedEvent], rules: list[AliasRule]
+    conn: asyncpg.Connection, events: list[PreparedEvent], rules: list[AliasRule], *, vacuum_after: bool
 ) -> list[IngestResult]:
+    """Ingest one batch in a transaction (run again on a race), then VACUUM if asked."""
     for attempt in range(_ATTEMPTS):
         try:
-            return await ingest_prepared(conn, events, rules)
+            results = await ingest_prepared(conn, events, rules)
+            break
         except _RETRYABLE:
             if attempt == _ATTEMPTS - 1:
                 raise
             await asyncio.sleep(0.05 * (attempt + 1))
-    raise AssertionError("unreachable")
+    if vacuum_after:
+        await pipeline_store.vacuum_model(conn)
+    return results
 
 
 # -- heat -----------------------------------------------------------------------------------------

@@ -98,6 +98,14 @@ async def fetch_hottest_nodes(conn: asyncpg.Connection, limit: int) -> list[tupl
     return [(r["node_key"], float(r["heat"])) for r in rows]
 
 
+async def vacuum_model(conn: asyncpg.Connection) -> None:
+    """Reclaim dead row versions of the tables ingest updates, and refresh their statistics.
+
+    Outside a transaction only (VACUUM cannot run inside one).
+    """
+    await conn.execute(QUERIES["vacuum_model"])
+
+
 async def analyze_model(conn: asyncpg.Connection) -> None:
-    """Refresh the planner's statistics of the tables ingest writes."""
+    """Refresh the planner's statistics of the tables ingest only inserts into."""
     await conn.execute(QUERIES["analyze_model"])

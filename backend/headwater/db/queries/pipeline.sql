@@ -138,8 +138,17 @@ SELECT node_key, heat FROM (
 ORDER BY heat DESC, node_key
 LIMIT $1;
 
+-- name: vacuum_model
+-- Reclaims the row versions ingest leaves behind in the tables it updates in place, and refreshes
+-- their statistics. Every event rewrites its job, run and datasets rows (most updates move an indexed
+-- column, updated_at, so they are not HOT and only VACUUM frees them): a backfill writes hundreds of
+-- row versions per live row between two autovacuum passes (or with none at all where it is off), and
+-- every lookup then wades through them. A manual VACUUM is not throttled, and takes no lock that
+-- blocks ingest.
+VACUUM (ANALYZE) datasets, dataset_versions, jobs, job_versions, runs, run_datasets, lineage_edges,
+                 column_lineage;
+
 -- name: analyze_model
--- Refreshes the planner's statistics of the tables ingest writes. A backfill grows them faster than
--- autovacuum samples them; stale row counts would make the planner scan whole tables.
-ANALYZE raw_events, datasets, dataset_aliases, dataset_fields, dataset_versions, jobs, job_versions, runs,
-        run_states, run_datasets, lineage_edges, column_lineage;
+-- Refreshes the planner's statistics of the tables ingest only inserts into. A backfill grows them
+-- faster than autovacuum samples them; stale row counts would make the planner scan whole tables.
+ANALYZE raw_events, dataset_aliases, dataset_fields, run_states;
