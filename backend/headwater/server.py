@@ -21,9 +21,22 @@ async def apply_migrations(url: str) -> list[str]:
     conn = await asyncpg.connect(url)
     try:
         result = await migrate(conn)
+        await warn_if_autovacuum_is_off(conn)
     finally:
         await conn.close()
     return result.applied
+
+
+async def warn_if_autovacuum_is_off(conn: asyncpg.Connection) -> bool:
+    """Say so when nothing reclaims dead rows: every event rewrites its job, run and dataset rows."""
+    if await conn.fetchval("SELECT current_setting('autovacuum')::boolean"):
+        return False
+    log.warning(
+        "PostgreSQL's autovacuum is off: the row versions ingest leaves behind are never reclaimed, "
+        "and ingest and lineage queries slow down as they pile up. Turn autovacuum on, or run "
+        "VACUUM (ANALYZE) on the database regularly (headwater spark backfill vacuums as it writes)."
+    )
+    return True
 
 
 async def run_migrations() -> int:

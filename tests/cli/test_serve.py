@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from headwater.server import warn_if_autovacuum_is_off
 from tests.factories import job_run
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -30,6 +31,15 @@ def test_migrate_is_idempotent(database_url):
     result = subprocess.run([HEADWATER, "migrate"], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "headwater: 0 migration(s) applied"
+
+
+async def test_migrate_warns_when_nothing_reclaims_dead_rows(database_url, conn):
+    autovacuum = await conn.fetchval("SELECT current_setting('autovacuum')::boolean")
+    env = {**os.environ, "HEADWATER_DATABASE_URL": database_url}
+    result = subprocess.run([HEADWATER, "migrate"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert ("autovacuum is off" in result.stderr) is not autovacuum
+    assert (await warn_if_autovacuum_is_off(conn)) is not autovacuum
 
 
 def test_serve_accepts_events_and_stops_on_sigint(db, database_url):
