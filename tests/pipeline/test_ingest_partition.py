@@ -1,14 +1,15 @@
-"""The backfill's writer (no Spark needed): it vacuums the rows ingest updates in place as it goes."""
+"""The backfill's writer (no Spark needed): vacuums as it goes, collects garbage rarely meanwhile."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 
 import asyncpg
 import pytest
 
-from headwater.pipeline.db import VACUUM_EVERY, ingest_partition
+from headwater.pipeline.db import VACUUM_EVERY, WRITER_GC_THRESHOLDS, ingest_partition
 from tests.factories import mixed_history
 
 pytestmark = pytest.mark.db
@@ -53,3 +54,19 @@ async def test_a_backfill_vacuums_the_tables_it_updates_every_few_batches_and_at
     assert {t: after[t] - before[t] for t in UPDATED_IN_PLACE} == dict.fromkeys(UPDATED_IN_PLACE, passes)
     # What was vacuumed away was only dead: every event is there.
     assert await conn.fetchval("SELECT count(*) FROM raw_events") == totals.created
+
+
+async def test_the_writer_collects_garbage_rarely_while_it_writes_and_then_as_before(db, database_url):
+    before = gc.get_threshold()
+    assert before != WRITER_GC_THRESHOLDS
+    seen: list[tuple[int, int, int]] = []
+
+    def payloads():
+        for event in mixed_history():
+            seen.append(gc.get_threshold())  # read as the writer takes the next event
+            yield json.dumps(event)
+
+    [totals] = await asyncio.to_thread(lambda: list(ingest_partition(payloads(), database_url, None, 3)))
+    assert totals.created > 0
+    assert set(seen) == {WRITER_GC_THRESHOLDS}
+    assert gc.get_threshold() == before
