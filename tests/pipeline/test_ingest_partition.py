@@ -35,11 +35,14 @@ async def vacuum_counts(conn: asyncpg.Connection) -> dict[str, int]:
     return {r["relname"]: r["vacuum_count"] for r in rows}
 
 
+@pytest.mark.parametrize(
+    "batches", [18, 2 * VACUUM_EVERY], ids=["ends-between-passes", "ends-on-a-pass"]
+)
 async def test_a_backfill_vacuums_the_tables_it_updates_every_few_batches_and_at_the_end(
-    conn, database_url
+    conn, database_url, batches
 ):
-    events = mixed_history()
-    assert len(events) >= 2 * VACUUM_EVERY  # at least two periodic passes
+    events = mixed_history()[:batches]
+    assert len(events) == batches  # a batch per event
     before = await vacuum_counts(conn)
 
     def write() -> list:
@@ -50,7 +53,8 @@ async def test_a_backfill_vacuums_the_tables_it_updates_every_few_batches_and_at
     assert totals.created + totals.duplicates == len(events)
     assert totals.created > 0
     after = await vacuum_counts(conn)
-    passes = len(events) // VACUUM_EVERY + 1
+    # One pass per VACUUM_EVERY batches, and one for the batches after the last (none if no batch is).
+    passes = -(-batches // VACUUM_EVERY)
     assert {t: after[t] - before[t] for t in UPDATED_IN_PLACE} == dict.fromkeys(UPDATED_IN_PLACE, passes)
     # What was vacuumed away was only dead: every event is there.
     assert await conn.fetchval("SELECT count(*) FROM raw_events") == totals.created

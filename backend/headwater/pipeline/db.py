@@ -187,7 +187,8 @@ def ingest_partition(
 
     Two stages overlap: while the connection's thread writes one batch, this thread decodes,
     validates and prepares the next (PostgreSQL works meanwhile on the other core). Every
-    ``VACUUM_EVERY`` batches and at the end, the tables updated in place are vacuumed; at the end,
+    ``VACUUM_EVERY`` batches, and at the end unless the last batch just did, the tables updated in
+    place are vacuumed; at the end,
     the statistics of the others are refreshed too, as they grow. The garbage collector runs
     rarely meanwhile (``WRITER_GC_THRESHOLDS``).
     """
@@ -195,15 +196,17 @@ def ingest_partition(
     totals = IngestTotals()
     with _rare_collections(), connect(url) as db:
         writing: concurrent.futures.Future[list[IngestResult]] | None = None
-        for number, batch in enumerate(_batches(payloads, batch_size), start=1):
+        unvacuumed = 0  # batches written since the last VACUUM
+        for batch in _batches(payloads, batch_size):
             prepared = prepare_events([validate_event(msgspec.json.decode(p)) for p in batch], rules)
             if writing is not None:
                 totals.add(IngestTotals.of(writing.result()))
-            vacuum = number % VACUUM_EVERY == 0
-            writing = db.submit(_store(db.conn, prepared, rules, vacuum_after=vacuum))
+            unvacuumed = (unvacuumed + 1) % VACUUM_EVERY
+            writing = db.submit(_store(db.conn, prepared, rules, vacuum_after=unvacuumed == 0))
         if writing is not None:
             totals.add(IngestTotals.of(writing.result()))
-        db.run(pipeline_store.vacuum_model(db.conn))
+        if unvacuumed:
+            db.run(pipeline_store.vacuum_model(db.conn))
         db.run(pipeline_store.analyze_model(db.conn))
     yield totals
 
