@@ -5,10 +5,9 @@ BIN := $(VENV)/bin
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-install: ## create .venv and install Headwater with its test, Spark and benchmark extras
+install: ## create .venv with what every test and benchmark needs (Chromium: apt-get install chromium)
 	python3 -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip uv
-	$(BIN)/uv pip install -q -p $(BIN)/python -e '.[dev,spark,bench]' ./integrations/spark
+	$(BIN)/pip install -q -e '.[dev,spark,e2e,bench]' './integrations/spark[pyspark]'
 
 lint: ## ruff
 	$(BIN)/ruff check backend tests integrations
