@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
 
 import asyncpg
@@ -14,6 +15,10 @@ from headwater.db.migrate import migrate
 from headwater.settings import get_settings
 
 log = logging.getLogger("headwater")
+
+# Open requests and subscriptions get this long to finish once a stop is asked for; then they are
+# cancelled, so that a stop always ends within a bounded time.
+SHUTDOWN_GRACE_S = 10
 
 
 async def apply_migrations(url: str) -> list[str]:
@@ -65,6 +70,11 @@ async def run_migrations() -> int:
 def serve(host: str | None, port: int | None, workers: int) -> int:
     """Start on the configured database, or on an embedded one kept in HEADWATER_DATA_DIR."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # uvicorn drains on SIGTERM as on SIGINT, then raises the signal again once it has put the
+    # previous handlers back. SIGTERM's default action would then end the process on the spot,
+    # before the embedded PostgreSQL is stopped; as KeyboardInterrupt, like SIGINT, it unwinds
+    # through the cleanup below and `headwater serve` exits 0 either way.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     settings = get_settings()
     embedded = None
     url = settings.database_url
@@ -94,6 +104,7 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
             workers=workers,
             log_level="info",
             proxy_headers=False,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     finally:
         if embedded is not None:

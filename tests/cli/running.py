@@ -1,0 +1,81 @@
+"""Running `headwater` as users do: real processes, on a data dir of their own."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+HEADWATER = str(Path(sys.executable).with_name("headwater"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def processes_under(folder: Path) -> dict[int, str]:
+    """Processes whose working directory is inside folder (every PostgreSQL process has one)."""
+    found: dict[int, str] = {}
+    prefix = os.path.realpath(folder) + os.sep
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (os.readlink(entry / "cwd") + os.sep).startswith(prefix):
+                    found[int(entry.name)] = (
+                        (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                    )
+            except OSError:
+                continue
+    return found
+
+
+def embedded_env(data_dir: Path) -> dict[str, str]:
+    """The environment of a user who has set nothing: the embedded PostgreSQL in data_dir."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
+    env["HEADWATER_DATA_DIR"] = str(data_dir)
+    return env
+
+
+def wait_until_healthy(server: subprocess.Popen[str], port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if server.poll() is not None:
+            output = server.stdout.read() if server.stdout else ""
+            raise AssertionError(f"the server exited before it was ready:\n{output}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "the server did not become healthy"
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def serving(data_dir: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """`headwater serve` on the embedded default, healthy; killed if the block leaves it running."""
+    port = free_port()
+    server = subprocess.Popen(
+        [HEADWATER, "serve", "--port", str(port), *args],
+        env=embedded_env(data_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=data_dir.parent,
+    )
+    try:
+        wait_until_healthy(server, port)
+        yield server, port
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
