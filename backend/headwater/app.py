@@ -12,6 +12,7 @@ from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 
 from headwater import __version__
+from headwater.api.graphql.graphiql import graphiql_static_router
 from headwater.api.graphql.schema import GraphQLController
 from headwater.api.metrics import MetricsController, prometheus_config
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 readyz,
                 MetricsController,
                 GraphQLController,
+                graphiql_static_router(),
                 *catalog_handlers,
             ],
             middleware=[prometheus_config.middleware],

@@ -1,4 +1,7 @@
-"""The GraphQL schema and its Litestar controller at /graphql (GraphiQL on GET, websockets too)."""
+"""The GraphQL schema and its Litestar controller at /graphql (GraphiQL on GET, websockets too).
+
+GraphiQL is our own page (graphiql.html) whose assets are served from the package (graphiql.py).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from strawberry.schema.config import StrawberryConfig
 
 from headwater.api.graphql.context import LoadersPerOperation, context_getter
 from headwater.api.graphql.errors import HeadwaterSchema
+from headwater.api.graphql.graphiql import ENDPOINT, graphiql_html
 from headwater.api.graphql.limits import limit_extensions
 from headwater.api.graphql.mutations import Mutation
 from headwater.api.graphql.queries import Query
@@ -20,11 +24,20 @@ schema = HeadwaterSchema(
     config=StrawberryConfig(disable_field_suggestions=True),
 )
 
-GraphQLController = make_graphql_controller(
+_StrawberryController = make_graphql_controller(
     schema,
-    path="/graphql",
+    path=ENDPOINT,
     context_getter=context_getter,
     keep_alive=True,
     keep_alive_interval=15,
 )
-GraphQLController.include_in_schema = False  # GraphQL documents itself (schemas/graphql/schema.graphql)
+
+
+class GraphQLController(_StrawberryController):
+    """Strawberry's controller, with GraphiQL from the package instead of a CDN."""
+
+    include_in_schema = False  # GraphQL documents itself (schemas/graphql/schema.graphql)
+
+    @property
+    def graphql_ide_html(self) -> str:
+        return graphiql_html()
