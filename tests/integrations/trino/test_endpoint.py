@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
+from pathlib import Path
 
 import pytest
 from litestar.testing import AsyncTestClient
@@ -308,3 +310,20 @@ async def test_ingest_uri_as_written_in_the_properties_file(client, conn):
     response = await client.post(f"{URL}?trinoUri=http://trino.prod:8080", json=http_example())
     assert response.status_code == 201, response.text
     assert response.json()["job"]["namespace"] == "trino://trino.prod:8080"
+
+
+async def test_the_readme_example_body_is_stored_with_its_column_lineage(client, conn):
+    readme = (Path(__file__).resolve().parents[3] / "integrations" / "trino" / "README.md").read_text()
+    example = re.search(
+        r"curl -s -X POST '(localhost:5000)?(?P<url>[^']+)'.*?-d '(?P<body>.*?)'\n", readme, re.S
+    )
+    assert example is not None, "the README has a curl example of the bridge"
+    response = await client.post(
+        example["url"], content=example["body"], headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 201, response.text
+    assert [e["status"] for e in response.json()["events"]] == ["created", "created"]
+    assert await column_edges(conn) == [
+        ("hive.sales.daily_revenue.orderdate", "tpch.tiny.orders.orderdate", "", False),
+        ("hive.sales.daily_revenue.revenue", "tpch.tiny.orders.totalprice", "", False),
+    ]
