@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import dataset, run_event, sql_facet
+from tests.client import post_all
+from tests.factories import dataset, parent_facet, rid, run_event, sql_facet
 
 pytestmark = pytest.mark.db
 
@@ -75,6 +76,113 @@ async def test_producer_lineage_naming_projections_loses_to_sql(client, conn):
     assert ("shop.public.customer_totals._0", "shop.public.orders.amount", False, True) in edges
 
 
+def dags_test_events() -> list[dict]:
+    """What Airflow's provider sends for the example DAG under `airflow dags test`, in its order.
+
+    The SQL task reports the schema of customer_totals and column lineage named after the SELECT
+    projections (id, name, _0); the Python task then re-sends the same INSERT as a child QUERY job
+    ``….report.query.1`` whose output has the same column lineage but no schema facet.
+    """
+    projections = {
+        "id": [(PG, "shop.public.customers", "id")],
+        "name": [(PG, "shop.public.customers", "name")],
+        "_0": [(PG, "shop.public.orders", "amount")],
+    }
+    tables = [
+        dataset("shop.public.customers", PG, fields=["id", "name"]),
+        dataset("shop.public.orders", PG, fields=["id", "customer_id", "amount", "ordered_at"]),
+    ]
+    totals = dataset(
+        "shop.public.customer_totals",
+        PG,
+        fields=["customer_id", "name", "total"],
+        column_lineage=projections,
+    )
+    dag = parent_facet(rid("dag"), "customer_totals")
+    report = parent_facet(rid("report"), "customer_totals.report")
+    events = [
+        run_event(
+            "customer_totals.load_customer_totals",
+            kind,
+            run_id=rid("load"),
+            time=minute,
+            inputs=tables,
+            outputs=[totals],
+            run_facets=dag,
+            job_facets=sql_facet(INSERT),
+        )
+        for kind, minute in (("START", 0), ("COMPLETE", 1))
+    ]
+    events.append(
+        run_event("customer_totals.report", "START", run_id=rid("report"), time=2, run_facets=dag)
+    )
+    events += [
+        run_event(
+            "customer_totals.report.query.1",
+            kind,
+            run_id=rid("query"),
+            time=3,
+            inputs=[dataset("shop.public.customers", PG), dataset("shop.public.orders", PG)],
+            outputs=[dataset("shop.public.customer_totals", PG, column_lineage=projections)],
+            run_facets=report,
+            job_facets=sql_facet(INSERT),
+        )
+        for kind in ("START", "COMPLETE")
+    ]
+    events.append(
+        run_event("customer_totals.report", "COMPLETE", run_id=rid("report"), time=4, run_facets=dag)
+    )
+    events.append(run_event("customer_totals", "COMPLETE", run_id=rid("dag"), time=5))
+    return events
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["one by one", "one array"])
+async def test_a_resent_query_without_schema_loses_to_sql_as_its_parent_task_does(client, conn, batched):
+    """The schema customer_totals already has (from the SQL task, earlier in the same batch too)
+    decides for the re-sent query: its reported edges name no column of the table."""
+    events = dags_test_events()
+    if batched:
+        assert (await client.post("/api/v1/lineage", json=events)).status_code == 201
+    else:
+        await post_all(client, events)
+    expected = [
+        ("shop.public.customer_totals.customer_id", "shop.public.customers.id"),
+        ("shop.public.customer_totals.name", "shop.public.customers.name"),
+        ("shop.public.customer_totals.total", "shop.public.orders.amount"),
+    ]
+    rows = await conn.fetch(
+        "SELECT j.name AS job, o.name || '.' || c.output_field AS output,"
+        " i.name || '.' || c.input_field AS input, c.derived, c.superseded FROM column_lineage c"
+        " JOIN jobs j USING (job_uuid)"
+        " JOIN datasets o ON o.dataset_uuid = c.output_dataset_uuid"
+        " JOIN datasets i ON i.dataset_uuid = c.input_dataset_uuid"
+        " WHERE c.valid_to IS NULL ORDER BY 1, 2, 3, 4"
+    )
+    for job in ("customer_totals.load_customer_totals", "customer_totals.report.query.1"):
+        edges = [tuple(r)[1:] for r in rows if r["job"] == job]
+        assert [e[:2] for e in edges if not e[3]] == expected, job
+        assert all(e[2] for e in edges if not e[3]), f"{job}: only derived edges are preferred"
+        assert sorted(e[:2] for e in edges if e[3]) == sorted(
+            [
+                ("shop.public.customer_totals._0", "shop.public.orders.amount"),
+                ("shop.public.customer_totals.id", "shop.public.customers.id"),
+                ("shop.public.customer_totals.name", "shop.public.customers.name"),
+            ]
+        ), f"{job}: the reported edges are kept, superseded"
+
+    response = await client.get(
+        "/api/v1/column-lineage",
+        params={"nodeId": f"dataset:{PG}:shop.public.customer_totals", "direction": "UPSTREAM"},
+    )
+    assert response.status_code == 200, response.text
+    graph = {
+        (n["data"]["dataset"] + "." + n["data"]["field"], i["dataset"] + "." + i["field"])
+        for n in response.json()["graph"]
+        for i in n["data"]["inputFields"]
+    }
+    assert sorted(graph) == expected
+
+
 async def test_correct_producer_lineage_is_kept_and_derived_kept_for_comparison(client, conn):
     event = totals_event(("customer_id", "name", "total"))
     assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
@@ -117,7 +225,9 @@ async def test_unparseable_sql_is_a_warning_not_a_failure(client, conn):
     assert response.status_code == 201
     warning = response.json()["warnings"][0]
     assert warning["path"] == "$.job.facets.sql.query"
-    assert warning["message"].startswith("SQL lineage not derived: Line 1, Col")
+    assert warning["message"] == (
+        "SQL lineage not derived: expected a table name but found 'WHERE' at line 1, column 25"
+    )
     assert await conn.fetchval("SELECT count(*) FROM lineage_edges") == 2
 
 

@@ -142,11 +142,12 @@ class JobWriter:
     async def _write_column_lineage(self, job_uuid: uuid.UUID) -> None:
         """Store reported and SQL-derived column edges; per output, mark the less trusted superseded."""
         n = self.n
+        schemas = await self._output_schemas()
         rows: list[tuple[edge_store.ColumnEdgeRow, bool, bool]] = []
-        for d in n.outputs:
+        for d, schema in zip(n.outputs, schemas, strict=True):
             reported = self._column_rows(d, d.column_edges)
             derived = self._column_rows(d, d.derived_column_edges)
-            prefer_derived = bool(derived) and _names_unknown_fields(d)
+            prefer_derived = bool(derived) and _names_unknown_fields(d.column_edges, schema)
             rows += [(row, False, prefer_derived) for row in reported]
             rows += [(row, True, bool(reported) and not prefer_derived) for row in derived]
         if rows:
@@ -154,6 +155,34 @@ class JobWriter:
                 edge_store.upsert_column_lineage,
                 edge_store.EventEdges(job_uuid, n.event_time, n.run_id, column_edges=rows),
             )
+
+    async def _output_schemas(self) -> list[set[str] | None]:
+        """The field names each output is known to have (None: no schema known), where it matters.
+
+        The event's own schema facet, else the dataset's stored schema: a producer may send column
+        lineage without a schema (Airflow re-sending a query as a child ``...query.N`` job), and the
+        schema an earlier event set, earlier in the same batch too, still tells whether the names
+        its column lineage uses are columns. Stored schemas are read only for outputs with both
+        reported and derived column edges and no schema of their own.
+        """
+        schemas: list[set[str] | None] = [
+            None if d.fields is None else {f.name for f in d.fields} for d in self.n.outputs
+        ]
+        missing = [
+            i
+            for i, d in enumerate(self.n.outputs)
+            if d.fields is None and d.column_edges and d.derived_column_edges
+        ]
+        if missing:
+            states = await self.db(
+                dataset_store.fetch_dataset_states,
+                [self.row_of(self.n.outputs[i]).dataset_uuid for i in missing],
+            )
+            for i in missing:
+                state = states[self.row_of(self.n.outputs[i]).dataset_uuid]
+                if state.fields or state.fields_at is not None:
+                    schemas[i] = {f["name"] for f in state.fields}
+        return schemas
 
     def _column_rows(self, d: DatasetDef, edges: list[ColumnEdgeDef]) -> list[edge_store.ColumnEdgeRow]:
         out_uuid = self.row_of(d).dataset_uuid
@@ -279,18 +308,17 @@ def job_version_hash(
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def _names_unknown_fields(d: DatasetDef) -> bool:
+def _names_unknown_fields(column_edges: list[ColumnEdgeDef], schema: set[str] | None) -> bool:
     """Whether the producer's column lineage names output fields the output's schema does not have.
 
     Some producers name SQL projections instead of target columns (``_0`` for ``SUM(x)``); their
     lineage then loses to the lineage derived from the SQL itself.
     """
-    if not d.column_edges:
+    if not column_edges:
         return True
-    if d.fields is None:
+    if schema is None:
         return False
-    known = {f.name for f in d.fields}
-    return any(e.output_field not in known for e in d.column_edges)
+    return any(e.output_field not in schema for e in column_edges)
 
 
 def _unique(items: list[Any]) -> list[Any]:

@@ -11,7 +11,12 @@ from headwater.sql_lineage.script import extract_lineage
 
 
 def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
-    """Print the lineage of `file` (- for stdin) as JSON; with `jsonl`, one result per input line."""
+    """Print the lineage of `file` (- for stdin) as JSON; with `jsonl`, one result per input line.
+
+    The exit status is 1 when a statement of the file is not valid SQL or has no lineage Headwater
+    can derive (the lineage of the others is printed all the same), 2 when the file cannot be read. With `jsonl`, errors are answers:
+    each line says its own and the status stays 0.
+    """
     # sqlglot logs a warning for every statement it keeps as an opaque command (SET, GRANT …);
     # on a terminal that would bury the results.
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -23,16 +28,16 @@ def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
     with source:
         if jsonl:
             _run_lines(source, dialect, sys.stdout)
-        else:
-            _run_file(source.read(), dialect)
-    return 0
+            return 0
+        return _run_file(source.read(), dialect)
 
 
-def _run_file(sql: str, dialect: str | None) -> None:
+def _run_file(sql: str, dialect: str | None) -> int:
     result = extract_lineage(sql, dialect)
     print(json.dumps(result.to_dict(), indent=2))
     for error in result.errors:
         print(f"error: {error}", file=sys.stderr)
+    return 1 if result.errors else 0
 
 
 def _run_lines(lines: IO[str], dialect: str | None, out: IO[str]) -> None:

@@ -17,7 +17,11 @@ TRANSFORMATIONS = (IDENTITY, TRANSFORMATION, AGGREGATION, INDIRECT)
 
 @dataclass(frozen=True, slots=True)
 class SqlError:
-    """A statement that could not be parsed, located at 1-based line and column."""
+    """What is wrong with a statement, located at the 1-based line and column where `highlight` starts.
+
+    The message names the offending text; its text form adds the position:
+    `unrecognized statement 'selec' at line 1, column 1`.
+    """
 
     message: str
     line: int | None = None
@@ -27,7 +31,7 @@ class SqlError:
     def __str__(self) -> str:
         if self.line is None:
             return self.message
-        return f"Line {self.line}, Col {self.col}: {self.message}"
+        return f"{self.message} at line {self.line}, column {self.col}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,25 +22,45 @@ if TYPE_CHECKING:
 # silently missing, so they are reported instead of skipped like SET or GRANT.
 _WRITING_COMMANDS = {"INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "REPLACE", "COPY", "UNLOAD"}
 
-_MISSING_DELIMITER = re.compile(r"from (\d+):(\d+)$")
-# sqlglot puts a token's repr in some messages; users need only its text.
+# Tokens a query may start with: sqlglot parses queries as expressions, not as statements. A
+# parenthesis may open a query or an expression, so what follows it decides.
+_QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.VALUES, TokenType.TABLE}
+
+_MISSING_DELIMITER = re.compile(r"^Missing (\S+) from (\d+):(\d+)$")
+# sqlglot puts a token's repr in some messages, and a class's in others; users need only a word.
 _TOKEN_REPR = re.compile(
     r"<Token token_type: [^,]+, text: (.*?), line: \d+, col: \d+, start: \d+, end: \d+, "
     r"comments: \[.*?\]>"
 )
+_CLASS_REPR = re.compile(r"<class '(?:\w+\.)*(\w+)'>")
+_EXPECTING = re.compile(r"^Expecting (\S+)$")
+_CTE_WITHOUT_STATEMENT = "Failed to parse any statement following CTE"
+_EXPECTED_NAME = re.compile(r"^Expected (table name|database name) but got ")
 
 
 @dataclass(slots=True)
 class ParsedScript:
     """The statements of a script that parsed, in order, and an error for each that did not."""
 
+    sql: str
     statements: list[exp.Expr] = field(default_factory=list)
     errors: list[SqlError] = field(default_factory=list)
+    # The first token of the SQL each statement was parsed from, to locate it later.
+    firsts: list[Token] = field(default_factory=list)
+
+    def add(self, statements: list[exp.Expr], first: Token) -> None:
+        self.statements.extend(statements)
+        self.firsts.extend(first for _ in statements)
+
+    def lineage_failure(self, index: int) -> SqlError:
+        """The error to report when the lineage of a statement that parsed cannot be derived."""
+        first = self.firsts[index]
+        return _at(first, self.sql, f"cannot derive the lineage of the {first.text.upper()} statement")
 
 
 def parse_script(sql: str, dialect: str | None) -> ParsedScript:
     """Parse every statement of `sql`, keeping the ones that parse and locating the others."""
-    result = ParsedScript()
+    result = ParsedScript(sql)
     target = get_dialect(dialect)
     tokens = _tokenize(sql, target, result.errors)
     parser = target.parser(error_level=ErrorLevel.IMMEDIATE)
@@ -53,8 +73,8 @@ def _tokenize(sql: str, dialect: Dialect, errors: list[SqlError]) -> list[Token]
     try:
         return dialect.tokenize(sql)
     except TokenError as error:
-        offset = _token_error_offset(error, len(sql))
-        errors.append(_located(f"Cannot tokenize: {error.__cause__ or error}", sql, offset))
+        failure, offset = _token_error(error, sql)
+        errors.append(failure)
         # The statements before the bad one still count: tokenize up to it and drop the
         # statement it interrupts.
         try:
@@ -65,17 +85,22 @@ def _tokenize(sql: str, dialect: Dialect, errors: list[SqlError]) -> list[Token]
         return head[: last + 1]
 
 
-def _token_error_offset(error: TokenError, size: int) -> int:
-    match = _MISSING_DELIMITER.search(str(error.__cause__ or ""))
-    if match:
-        return int(match.group(2))
-    return min(error.end if error.end is not None else size, size)
+def _token_error(error: TokenError, sql: str) -> tuple[SqlError, int]:
+    """The error and the offset where the token that could not be read starts."""
+    missing = _MISSING_DELIMITER.match(str(error.__cause__ or ""))
+    if missing:
+        offset = int(missing.group(3))
+        delimiter = missing.group(1)
+        failure = _located(f"no closing {delimiter} for the {delimiter}", sql, offset, delimiter)
+        return failure, offset
+    offset = min(error.end if error.end is not None else len(sql), len(sql))
+    return _located("unreadable SQL", sql, offset, sql[offset : offset + 1]), offset
 
 
-def _located(message: str, sql: str, offset: int) -> SqlError:
+def _located(message: str, sql: str, offset: int, text: str) -> SqlError:
     line = sql.count("\n", 0, offset) + 1
     col = offset - sql.rfind("\n", 0, offset)
-    return SqlError(message=message, line=line, col=col, highlight=sql[offset : offset + 20] or None)
+    return SqlError(message=message, line=line, col=col, highlight=text or None)
 
 
 def _split(tokens: list[Token]) -> list[list[Token]]:
@@ -101,45 +126,105 @@ def _is_batch_separator(tokens: list[Token], i: int) -> bool:
 def _parse_chunk(
     chunk: list[Token], sql: str, dialect: Dialect, parser: Parser, result: ParsedScript
 ) -> None:
-    failure: SqlError | None = None
-    statement: exp.Expr | None = None
-    try:
-        parsed = parser.parse(chunk, sql)
-        statement = parsed[0] if parsed else None
-    except ParseError as error:
-        failure = _parse_error(error)
-    except Exception:
-        failure = _at(chunk[0], "Cannot parse statement")
-    if failure is None and statement is None:
-        failure = _at(chunk[0], "Cannot parse statement")
-
+    first = chunk[0]
+    statement, failure = _parse(chunk, sql, dialect, parser)
     if failure is not None or isinstance(statement, exp.Command):
         rewritten = rewrite_statement(chunk, sql, dialect)
         if rewritten is not None:
-            result.statements.extend(rewritten)
+            result.add(rewritten, first)
             return
     if failure is not None:
         result.errors.append(failure)
     elif isinstance(statement, exp.Command):
         if str(statement.this).upper() in _WRITING_COMMANDS:
-            message = f"Unsupported syntax in {chunk[0].text.upper()} statement"
-            result.errors.append(_at(chunk[0], message))
+            message = f"unsupported form of {first.text.upper()} statement"
+            result.errors.append(_at(first, sql, message))
     elif statement is not None:
-        result.statements.append(statement)
+        result.add([statement], first)
 
 
-def _at(token: Token, message: str) -> SqlError:
-    """An error located at a token, the way sqlglot locates its own (column of its last character)."""
-    return SqlError(message=message, line=token.line, col=token.col, highlight=token.text)
+def _parse(
+    chunk: list[Token], sql: str, dialect: Dialect, parser: Parser
+) -> tuple[exp.Expr | None, SqlError | None]:
+    """The statement of a chunk, or why it is not one."""
+    first = chunk[0]
+    statement: exp.Expr | None = None
+    failure: SqlError | None = None
+    try:
+        parsed = parser.parse(chunk, sql)
+        statement = parsed[0] if parsed else None
+    except ParseError as error:
+        failure = _parse_error(error, chunk, sql, parser)
+    except Exception:
+        failure = _at(first, sql, f"cannot parse the {first.text.upper()} statement")
+    if statement is None and failure is None:
+        failure = _at(first, sql, f"cannot parse the {first.text.upper()} statement")
+    if (
+        _starts_statement(first, dialect, parser)
+        or isinstance(statement, exp.Query)
+        or (failure is not None and first.token_type == TokenType.L_PAREN)
+    ):
+        return statement, failure
+    # sqlglot reads any expression as a statement (`selec oops` is the column `selec` aliased
+    # `oops`), and its errors would point past the misspelt keyword that causes them.
+    return None, _at(first, sql, f"unrecognized statement {_quote(first.text)}")
 
 
-def _parse_error(error: ParseError) -> SqlError:
-    if not error.errors:
-        return SqlError(message=str(error))
-    first = error.errors[0]
-    return SqlError(
-        message=_TOKEN_REPR.sub(r"\1", str(first.get("description") or error)),
-        line=first.get("line"),
-        col=first.get("col"),
-        highlight=first.get("highlight"),
+def _starts_statement(token: Token, dialect: Dialect, parser: Parser) -> bool:
+    return (
+        token.token_type in parser.STATEMENT_PARSERS
+        or token.token_type in dialect.tokenizer_class.COMMANDS
+        or token.token_type in _QUERY_STARTS
+        or token.text.upper() == "WHILE"
     )
+
+
+def _at(token: Token, sql: str, message: str) -> SqlError:
+    return _located(message, sql, token.start, token.text)
+
+
+def _quote(text: str) -> str:
+    """SQL text for a message: one line, short, control characters escaped."""
+    line = text.strip().split("\n", 1)[0]
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in line[:40])
+    return f"'{shown}…'" if len(line) > 40 or line != text.strip() else f"'{shown}'"
+
+
+def _parse_error(error: ParseError, chunk: list[Token], sql: str, parser: Parser) -> SqlError:
+    """sqlglot's error in words a person can act on, at the start of the token it stopped at."""
+    first = error.errors[0] if error.errors else {}
+    line, col = first.get("line"), first.get("col")
+    # sqlglot locates an error by the line and last column of a token of the statement.
+    token = next((t for t in chunk if t.line == line and t.col == col), chunk[-1])
+    description = _TOKEN_REPR.sub(r"\1", str(first.get("description") or ""))
+    # With nothing left to read, sqlglot blames the last token: the statement is cut short.
+    ended = token is chunk[-1] and (
+        parser._curr is None or parser._curr.token_type == TokenType.SENTINEL
+    )
+    expected = _expected(description)
+    text = _quote(token.text)
+    if description == _CTE_WITHOUT_STATEMENT:
+        message = f"no statement after the WITH clause that ends with {text}"
+    elif ended and expected:
+        message = f"expected {expected}, but the statement ends after {text}"
+    elif ended:
+        message = f"the statement ends too early, after {text}"
+    elif expected:
+        message = f"expected {expected} but found {text}"
+    elif description.startswith(("Required keyword", "Invalid expression")):
+        message = f"unexpected {text}"
+    else:
+        detail = _CLASS_REPR.sub(r"\1", description)
+        if detail[1:2].islower():
+            detail = detail[0].lower() + detail[1:]
+        message = f"{detail}, near {text}"
+    return _located(message, sql, token.start, token.text)
+
+
+def _expected(description: str) -> str | None:
+    """What sqlglot's message says it expected, if it says so in a form worth repeating."""
+    if match := _EXPECTING.match(description):
+        return f"'{match.group(1)}'" if len(match.group(1)) == 1 else match.group(1)
+    if match := _EXPECTED_NAME.match(description):
+        return f"a {match.group(1)}"
+    return None

@@ -42,8 +42,8 @@ def extract_lineage(
     for index, statement in enumerate(parsed.statements):
         try:
             lineage = statement_lineage(statement, catalog)
-        except Exception as error:
-            errors.append(SqlError(f"Cannot extract lineage of {type(statement).__name__}: {error}"))
+        except Exception:
+            errors.append(parsed.lineage_failure(index))
             continue
         chain.add(index, lineage)
     return chain.result(errors)
