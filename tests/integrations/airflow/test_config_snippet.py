@@ -5,7 +5,7 @@ from __future__ import annotations
 import configparser
 import json
 
-from tests.integrations.airflow.conftest import REPO
+from tests.integrations.airflow.conftest import REPO, SHOP_SCHEMA
 
 SNIPPET = REPO / "integrations" / "airflow" / "airflow-openlineage.cfg"
 
@@ -22,3 +22,9 @@ def test_snippet_configures_the_http_transport_for_headwater() -> None:
         "compression": "gzip",
     }
     assert parser["openlineage"]["namespace"] == "airflow-prod"
+
+
+def test_readme_creates_the_tables_the_end_to_end_test_uses() -> None:
+    readme = (REPO / "integrations" / "airflow" / "README.md").read_text()
+    ddl = readme.split("<<'SQL'\n", 1)[1].split("\nSQL\n", 1)[0]
+    assert ddl.strip() == SHOP_SCHEMA.strip()
