@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+
+class CommandError(Exception):
+    """What stops a command that the user can fix: printed as one line, with a non-zero exit."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -40,6 +47,17 @@ def _build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `headwater` console script."""
     args = _build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except CommandError as exc:
+        print(f"headwater: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("headwater: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from headwater.server import serve
 
@@ -47,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "migrate":
         from headwater.server import run_migrations
 
-        return asyncio.run(run_migrations())
+        return run_migrations()
     if args.command == "sql-lineage":
         from headwater.sql_lineage.command import run_sql_lineage
 

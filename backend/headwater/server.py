@@ -1,35 +1,122 @@
-"""`headwater serve` and `headwater migrate`: resolve the database, migrate, run the ASGI server."""
+"""`headwater serve` and `headwater migrate`, and the database every command resolves the same way.
+
+The database is HEADWATER_DATABASE_URL (or a command's ``--database-url``); when neither is set,
+it is the embedded PostgreSQL of HEADWATER_DATA_DIR: the server `headwater serve` runs, joined
+while it runs, else started by the command and stopped when it ends.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 import uvicorn
 
-from headwater.db.migrate import migrate
-from headwater.settings import get_settings
+from headwater.cli import CommandError
+from headwater.db.migrate import MIGRATIONS_DIR, migrate
+from headwater.errors import MigrationError
+from headwater.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 log = logging.getLogger("headwater")
 
 # Open requests and subscriptions get this long to finish once a stop is asked for; then they are
 # cancelled, so that a stop always ends within a bounded time.
 SHUTDOWN_GRACE_S = 10
+# A server that does not answer within this is as good as absent for a command about to start.
+CONNECT_TIMEOUT_S = 15
+_NO_DATABASE = (
+    "start it, or set HEADWATER_DATABASE_URL (spark commands: --database-url) to one that runs"
+)
+
+
+def _say(message: str) -> None:
+    print(f"headwater: {message}", file=sys.stderr, flush=True)
+
+
+def load_settings() -> Settings:
+    """The process's settings; a malformed HEADWATER_* variable is the user's to fix."""
+    try:
+        return get_settings()
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def describe(url: str) -> str:
+    """Where a URL points, without its password: ``host:port/database`` or ``socket dir/database``."""
+    try:
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        host = query.get("host", [parts.hostname or "localhost"])[0]
+        port = query.get("port", [str(parts.port or 5432)])[0]
+    except ValueError:
+        return "(a URL that cannot be parsed)"
+    database = parts.path.lstrip("/") or parts.username or "postgres"
+    return f"{host}:{port}/{database}"
+
+
+async def connect(url: str) -> asyncpg.Connection:
+    """A connection to url, or a CommandError that says what is wrong and what to do."""
+    where = describe(url)
+    try:
+        return await asyncpg.connect(url, timeout=CONNECT_TIMEOUT_S)
+    except TimeoutError:  # before OSError, of which it is a subclass
+        raise CommandError(
+            f"PostgreSQL at {where} did not answer within {CONNECT_TIMEOUT_S} s; {_NO_DATABASE}"
+        ) from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise CommandError(f"cannot reach PostgreSQL at {where} ({reason}); {_NO_DATABASE}") from None
+    except asyncpg.InvalidCatalogNameError:
+        raise CommandError(
+            f"the database of {where} does not exist; create it (createdb) or fix the URL"
+        ) from None
+    except (asyncpg.InvalidPasswordError, asyncpg.InvalidAuthorizationSpecificationError) as exc:
+        raise CommandError(
+            f"PostgreSQL at {where} refused the login ({exc}); fix the user or password in the URL"
+        ) from None
+    except (asyncpg.ClientConfigurationError, ValueError) as exc:
+        raise CommandError(f"not a usable postgresql:// URL: {exc}") from None
+    except asyncpg.PostgresError as exc:
+        raise CommandError(f"PostgreSQL at {where} refused the connection: {exc}") from None
 
 
 async def apply_migrations(url: str) -> list[str]:
     """Apply pending migrations on the database at ``url``; returns the names applied."""
-    conn = await asyncpg.connect(url)
+    conn = await connect(url)
     try:
         result = await migrate(conn)
         await warn_if_autovacuum_is_off(conn)
+    except MigrationError as exc:
+        raise CommandError(str(exc)) from None
     finally:
         await conn.close()
     return result.applied
+
+
+async def check_migrated(url: str) -> None:
+    """For commands that only read: the database must hold every migration (they do not migrate)."""
+    conn = await connect(url)
+    try:
+        applied: set[str] = set()
+        if await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
+            applied = {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
+    finally:
+        await conn.close()
+    pending = [p.name for p in sorted(MIGRATIONS_DIR.glob("*.sql")) if p.name not in applied]
+    if pending:
+        state = "has no Headwater tables" if not applied else f"lacks {len(pending)} migration(s)"
+        raise CommandError(f"the database at {describe(url)} {state}; run `headwater migrate` first")
 
 
 async def warn_if_autovacuum_is_off(conn: asyncpg.Connection) -> bool:
@@ -44,22 +131,38 @@ async def warn_if_autovacuum_is_off(conn: asyncpg.Connection) -> bool:
     return True
 
 
-async def run_migrations() -> int:
-    """`headwater migrate`: needs HEADWATER_DATABASE_URL (or the embedded default's data dir)."""
-    settings = get_settings()
-    embedded = None
-    url = settings.database_url
-    if not url:
-        from headwater.embedded import start_embedded
+@contextlib.contextmanager
+def database(url: str | None, data_dir: Path) -> Iterator[str]:
+    """url if given, else the URL of the embedded server of data_dir for the duration of a block.
 
-        embedded = start_embedded(settings.data_dir)
-        url = embedded.url
-        print(f"headwater: using the embedded PostgreSQL: {embedded.how}", file=sys.stderr)
+    The embedded server is joined if another Headwater process (`headwater serve`) runs it, else
+    started here and stopped when the block ends. Either way its URL is printed, for other tools.
+    """
+    if url:
+        yield url
+        return
+    from headwater.embedded import EmbeddedPostgresError, use_embedded
+
     try:
-        applied = await apply_migrations(url)
+        embedded = use_embedded(data_dir, say=_say)
+    except EmbeddedPostgresError as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        verb = "started" if embedded.started_here else "using"
+        _say(f"HEADWATER_DATABASE_URL is not set; {verb} the embedded PostgreSQL: {embedded.how}")
+        _say(f"its URL, for other tools and HEADWATER_DATABASE_URL: {embedded.shown_url}")
+        yield embedded.url
     finally:
-        if embedded is not None:
+        if embedded.started_here:
             embedded.stop()
+            _say("embedded PostgreSQL stopped")
+
+
+def run_migrations() -> int:
+    """`headwater migrate`: on HEADWATER_DATABASE_URL, or on the embedded default's data dir."""
+    settings = load_settings()
+    with database(settings.database_url, settings.data_dir) as url:
+        applied = asyncio.run(apply_migrations(url))
     print(
         f"headwater: {len(applied)} migration(s) applied"
         + (f": {', '.join(applied)}" if applied else "")
@@ -75,21 +178,8 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     # before the embedded PostgreSQL is stopped; as KeyboardInterrupt, like SIGINT, it unwinds
     # through the cleanup below and `headwater serve` exits 0 either way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    settings = get_settings()
-    embedded = None
-    url = settings.database_url
-    if not url:
-        from headwater.embedded import start_embedded
-
-        embedded = start_embedded(settings.data_dir)
-        url = embedded.url
-        print(
-            "headwater: HEADWATER_DATABASE_URL is not set; started an embedded PostgreSQL: "
-            + embedded.how,
-            file=sys.stderr,
-            flush=True,
-        )
-    try:
+    settings = load_settings()
+    with database(settings.database_url, settings.data_dir) as url:
         applied = asyncio.run(apply_migrations(url))
         if applied:
             log.info("applied migrations: %s", ", ".join(applied))
@@ -106,8 +196,4 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
             proxy_headers=False,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
-    finally:
-        if embedded is not None:
-            embedded.stop()
-            print("headwater: embedded PostgreSQL stopped", file=sys.stderr)
     return 0

@@ -7,12 +7,15 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from tests.cli.running import processes_under
+from tests.pg import with_database
 
 
 @pytest.fixture
@@ -30,3 +33,16 @@ def scratch() -> Iterator[Path]:
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(folder, ignore_errors=True)
         assert not leftovers, f"processes left running: {leftovers}"
+
+
+@pytest.fixture
+async def fresh_database(pg_server: str) -> AsyncIterator[str]:
+    """A new, empty database: not migrated, as a user's first one; dropped afterwards."""
+    name = f"headwater_fresh_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(pg_server)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield with_database(pg_server, name)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()

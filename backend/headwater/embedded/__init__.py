@@ -16,6 +16,7 @@ Which PostgreSQL
 
 Layout of the data dir
     ``embedded.lock``   held while a server started from this data dir runs (one Headwater per dir)
+    ``embedded.url``    the server's URL while it runs (mode 0600: over TCP it holds the password)
     ``postgres/``       the cluster (or a symlink to it, see "As root"), owned by the server's user:
         ``data/``              PGDATA (system binaries) or ``pgserver/`` (pgserver)
         ``run/``               unix socket directory (mode 0700)
@@ -60,6 +61,11 @@ Restarts after a crash
     process (after a reboot or in a container), is removed once no process of the cluster is alive
     (Linux: found through ``/proc/*/cwd``); PostgreSQL then runs its normal crash recovery.
 
+Sharing
+    Only one process starts the server of a data dir; ``use_embedded(data_dir)`` is what commands
+    call: it joins the server another Headwater process runs (``SharedPostgres``, through
+    ``embedded.url``; stopping it is left to its owner), else starts it (``started_here``).
+
 Stopping
     ``stop()`` does a fast shutdown (clients are disconnected, everything committed is kept) and
     may be called any number of times; it also runs at interpreter exit, and the object is a
@@ -68,14 +74,19 @@ Stopping
 """
 
 from headwater.embedded.binaries import PostgresBinaries, find_system_binaries
-from headwater.embedded.instance import EmbeddedPostgres, EmbeddedPostgresError
+from headwater.embedded.instance import DataDirBusyError, EmbeddedPostgres, EmbeddedPostgresError
+from headwater.embedded.shared import SharedPostgres, has_cluster, use_embedded
 from headwater.embedded.start import Backend, start_embedded
 
 __all__ = [
     "Backend",
+    "DataDirBusyError",
     "EmbeddedPostgres",
     "EmbeddedPostgresError",
     "PostgresBinaries",
+    "SharedPostgres",
     "find_system_binaries",
+    "has_cluster",
     "start_embedded",
+    "use_embedded",
 ]

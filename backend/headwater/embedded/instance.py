@@ -6,6 +6,7 @@ import atexit
 import os
 import threading
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -15,12 +16,36 @@ if TYPE_CHECKING:
     from headwater.embedded.processes import _DataDirLock
 
 
+# In the data dir, while a server started from it runs: the URL other processes connect with.
+URL_FILE = "embedded.url"
+
+
+def shown_url(url: str, data_dir: Path) -> str:
+    """The URL to print: as is over the socket; over TCP without its password, which stays in a file."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}@{parts.hostname}:{parts.port}"
+    bare = urlunsplit(parts._replace(netloc=netloc))
+    return f"{bare} (with the password: the whole URL is in {data_dir / URL_FILE})"
+
+
 class EmbeddedPostgresError(RuntimeError):
     """The embedded PostgreSQL could not be started; the message says what is missing or wrong."""
 
 
+class DataDirBusyError(EmbeddedPostgresError):
+    """Another process holds the data dir: it started (or is starting) the server of that dir."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder  # its pid, as written in the lock file
+
+
 class EmbeddedPostgres:
     """A running embedded PostgreSQL; ``stop()`` ends it (idempotent), also as a context manager."""
+
+    started_here = True  # unlike ``SharedPostgres``, which another process runs
 
     def __init__(
         self,
@@ -50,6 +75,16 @@ class EmbeddedPostgres:
         self._stopped = False
         self._stop_mutex = threading.Lock()
         atexit.register(self.stop)
+        # Readable by this user only: over TCP the URL holds the password.
+        self._url_file = data_dir / URL_FILE
+        fd = os.open(self._url_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(url + "\n")
+
+    @property
+    def shown_url(self) -> str:
+        """The URL as printed for people: the password, if any, is left in the URL file."""
+        return shown_url(self.url, self.data_dir)
 
     @property
     def running(self) -> bool:
@@ -63,6 +98,7 @@ class EmbeddedPostgres:
                 return
             self._stopped = True
             try:
+                self._url_file.unlink(missing_ok=True)
                 self._stop_server()
             finally:
                 self._lock.release()

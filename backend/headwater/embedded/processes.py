@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from headwater.embedded.instance import EmbeddedPostgresError
+from headwater.embedded.instance import DataDirBusyError, EmbeddedPostgresError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -101,9 +101,10 @@ class _DataDirLock:
             holder = os.pread(self._fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(self._fd)
             self._fd = None
-            raise EmbeddedPostgresError(
+            raise DataDirBusyError(
                 f"{path.parent} is in use by another Headwater process (pid {holder}); "
-                "stop it, or give this one its own HEADWATER_DATA_DIR"
+                "stop it, or give this one its own HEADWATER_DATA_DIR",
+                holder,
             ) from None
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from headwater.embedded.binaries import DEBIAN_ROOT, _import_pgserver, find_system_binaries
-from headwater.embedded.instance import EmbeddedPostgresError
+from headwater.embedded.instance import URL_FILE, EmbeddedPostgresError
 from headwater.embedded.pgserver_server import _start_pgserver
 from headwater.embedded.placement import (
     _check_path,
@@ -58,6 +58,8 @@ def start_embedded(
     try:
         _make_data_dir(data_dir, as_root)
         lock = _DataDirLock(data_dir / "embedded.lock")
+        # Left by a run that was killed: nobody may connect with it before the server is up again.
+        (data_dir / URL_FILE).unlink(missing_ok=True)
     except OSError as exc:
         raise EmbeddedPostgresError(f"cannot use the data dir {data_dir}: {exc}") from exc
     try:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import datetime as dt
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from pyspark.sql import SparkSession
 
@@ -28,6 +30,13 @@ def _time(value: str) -> dt.datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
+def _setting(value: str) -> tuple[str, str]:
+    key, sep, setting = value.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
+    return key, setting
+
+
 def _positive(value: str) -> int:
     number = int(value)
     if number < 1:
@@ -41,10 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     common.add_argument(
-        "--database-url", default=None, help="postgresql://... (default $HEADWATER_DATABASE_URL)"
+        "--database-url",
+        default=None,
+        help="postgresql://... (default $HEADWATER_DATABASE_URL, else the embedded PostgreSQL)",
     )
     common.add_argument(
         "--conf",
+        type=_setting,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -122,32 +134,66 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_spark_command(argv: Sequence[str]) -> int:
-    """Entry point of `headwater spark ...`; returns the process exit code."""
+    """Entry point of `headwater spark ...`; returns the process exit code.
+
+    The database is checked (and for the commands that write, migrated) before the JVM starts: a
+    wrong URL or a fresh database is answered in a second, not after Spark's start-up.
+    """
+    from headwater.cli import CommandError
+    from headwater.pipeline.sources import ArchiveNotFoundError
+
     args = build_parser().parse_args(list(argv))
-    database_url = args.database_url or os.environ.get("HEADWATER_DATABASE_URL") or None
-    if database_url is None and not (args.command == "backfill" and args.dry_run):
-        print("headwater spark: set HEADWATER_DATABASE_URL or pass --database-url", file=sys.stderr)
-        return 2
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        print(
-            "headwater spark: pyspark is not installed; pip install 'headwater[spark]'", file=sys.stderr
-        )
-        return 2
-    conf = dict(item.split("=", 1) for item in args.conf)
+        raise CommandError("pyspark is not installed; pip install 'headwater[spark]'", 2) from None
     from headwater.pipeline.session import build_session
 
-    spark = build_session(args.master, f"headwater {args.command}", conf)
-    try:
-        return _dispatch(spark, args, database_url)
-    finally:
-        spark.stop()
+    with _database(args) as database_url:
+        spark = build_session(args.master, f"headwater {args.command}", dict(args.conf))
+        try:
+            return _dispatch(spark, args, database_url)
+        except ArchiveNotFoundError as exc:
+            raise CommandError(str(exc), 2) from None
+        finally:
+            spark.stop()
+
+
+@contextlib.contextmanager
+def _database(args: argparse.Namespace) -> Iterator[str | None]:
+    """The database URL, checked and ready for the command; None for a dry run without one.
+
+    As for `headwater serve`: --database-url, else HEADWATER_DATABASE_URL, else the embedded
+    PostgreSQL of HEADWATER_DATA_DIR (joined while `serve` runs it, else started and stopped here).
+    Backfill and heat write, so they migrate first; export and a dry run only read, so they need
+    a migrated database. A dry run with no database at all checks the archives alone.
+    """
+    from headwater.embedded import has_cluster
+    from headwater.server import apply_migrations, check_migrated, database, load_settings
+
+    settings = load_settings()
+    url = args.database_url or settings.database_url
+    dry_run = args.command == "backfill" and args.dry_run
+    if dry_run and not url and not has_cluster(settings.data_dir):
+        print(
+            "headwater: no database is set up: the dry run checks the archives only, "
+            "and cannot tell which events are already stored",
+            file=sys.stderr,
+        )
+        yield None
+        return
+    with database(url, settings.data_dir) as url:
+        if dry_run or args.command == "export":
+            asyncio.run(check_migrated(url))
+        else:
+            applied = asyncio.run(apply_migrations(url))
+            if applied:
+                print(f"headwater: applied migrations: {', '.join(applied)}", file=sys.stderr)
+        yield url
 
 
 def _dispatch(spark: SparkSession, args: argparse.Namespace, database_url: str | None) -> int:
     from headwater.pipeline.progress import Progress
-    from headwater.pipeline.sources import ArchiveNotFoundError
 
     with Progress(spark.sparkContext, enabled=not args.quiet) as progress:
         if args.command == "backfill":
@@ -165,21 +211,17 @@ def _dispatch(spark: SparkSession, args: argparse.Namespace, database_url: str |
                 events_per_partition=args.events_per_partition,
                 dry_run=args.dry_run,
             )
-            try:
-                backfill_summary = run_backfill(spark, options, progress)
-            except ArchiveNotFoundError as exc:
-                print(f"headwater spark backfill: {exc}", file=sys.stderr)
-                return 2
-            result: Any = backfill_summary
+            result: Any = run_backfill(spark, options, progress)
         elif args.command == "export":
             from headwater.pipeline.export import ExportOptions, run_export
 
+            assert database_url is not None  # only a dry run of backfill may go without one
             result = run_export(
                 spark,
                 ExportOptions(
                     out=args.out,
                     format=args.format,
-                    database_url=database_url or "",
+                    database_url=database_url,
                     namespace=args.namespace,
                     since=args.since,
                     until=args.until,
@@ -190,10 +232,11 @@ def _dispatch(spark: SparkSession, args: argparse.Namespace, database_url: str |
         else:
             from headwater.pipeline.heat import HeatOptions, run_heat
 
+            assert database_url is not None
             result = run_heat(
                 spark,
                 HeatOptions(
-                    database_url=database_url or "",
+                    database_url=database_url,
                     damping=args.damping,
                     max_iterations=args.max_iterations,
                     tolerance=args.tolerance,

@@ -1,0 +1,140 @@
+"""Which database each command uses, and how it answers when that database is not there."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.cli.running import HEADWATER, embedded_env, serving
+from tests.factories import job_run
+
+UNREACHABLE = "postgresql://postgres@127.0.0.1:1/headwater"  # port 1: refused at once
+
+
+def run(
+    args: list[str], env: dict[str, str], cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [HEADWATER, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def commands(tmp: Path) -> dict[str, list[str]]:
+    archive = tmp / "events.jsonl"
+    archive.write_text(
+        "".join(json.dumps(e) + "\n" for e in job_run("load", inputs=["a"], outputs=["b"]))
+    )
+    return {
+        "serve": ["serve", "--port", "1"],
+        "migrate": ["migrate"],
+        "backfill": ["spark", "backfill", str(archive)],
+        "export": ["spark", "export", "--format", "ndjson", str(tmp / "out")],
+        "heat": ["spark", "heat"],
+    }
+
+
+def assert_one_line(result: subprocess.CompletedProcess[str], *expected: str) -> str:
+    assert result.returncode != 0, result
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["serve", "migrate", "backfill", "export", "heat"])
+def test_an_unreachable_database_is_one_line_without_starting_spark(
+    tmp_path: Path, command: str
+) -> None:
+    env = {**os.environ, "HEADWATER_DATABASE_URL": UNREACHABLE}
+    started = time.monotonic()
+    result = run(commands(tmp_path)[command], env, tmp_path)
+    line = assert_one_line(result, "127.0.0.1:1/headwater", "HEADWATER_DATABASE_URL")
+    assert line.startswith("headwater: cannot reach PostgreSQL"), line
+    assert time.monotonic() - started < 20, "the database is checked before Spark starts"
+
+
+@pytest.mark.parametrize("command", ["backfill", "heat"])
+def test_spark_commands_name_a_malformed_database_url(tmp_path: Path, command: str) -> None:
+    args = [*commands(tmp_path)[command], "--database-url", "mysql://somewhere/db"]
+    assert_one_line(run(args, dict(os.environ), tmp_path), "not a usable postgresql:// URL")
+
+
+@pytest.mark.db
+def test_export_from_an_unmigrated_database_says_to_migrate(tmp_path: Path, fresh_database: str) -> None:
+    args = [*commands(tmp_path)["export"], "--database-url", fresh_database]
+    assert_one_line(
+        run(args, dict(os.environ), tmp_path), "has no Headwater tables", "headwater migrate"
+    )
+
+
+@pytest.mark.db
+@pytest.mark.slow
+def test_migrate_starts_the_embedded_database_and_stops_it(scratch: Path) -> None:
+    result = run(["migrate"], embedded_env(scratch / "data"), scratch)
+    assert result.returncode == 0, result.stderr
+    assert "started the embedded PostgreSQL" in result.stderr
+    assert "embedded PostgreSQL stopped" in result.stderr
+    assert (
+        result.stdout.startswith("headwater: 14 migration(s) applied")
+        or "migration(s) applied" in result.stdout
+    )
+    # the scratch fixture checks that no process of the instance is left
+
+
+@pytest.mark.spark
+@pytest.mark.db
+@pytest.mark.slow
+async def test_backfill_into_a_fresh_database_migrates_first(
+    tmp_path: Path, fresh_database: str
+) -> None:
+    events = job_run("load", inputs=["a"], outputs=["b"])
+    archive = tmp_path / "events.jsonl"
+    archive.write_text("".join(json.dumps(e) + "\n" for e in events))
+    args = ["spark", "backfill", "--master", "local[1]", str(archive), "--database-url", fresh_database]
+    result = run(args, dict(os.environ), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "applied migrations: 0001_" in result.stderr
+    conn = await asyncpg.connect(fresh_database)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM raw_events") == len(events)
+    finally:
+        await conn.close()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+async def test_commands_join_the_embedded_database_serve_runs(scratch: Path) -> None:
+    data_dir = scratch / "data"
+    env = embedded_env(data_dir)
+    with serving(data_dir) as (server, port):
+        url = (data_dir / "embedded.url").read_text().strip()
+        conn = await asyncpg.connect(url)  # the URL serve publishes works for other tools
+        await conn.close()
+        for event in job_run("load", inputs=["a"], outputs=["b"]):
+            assert httpx.post(f"http://127.0.0.1:{port}/api/v1/lineage", json=event).status_code == 201
+
+        migrated = run(["migrate"], env, scratch)
+        assert migrated.returncode == 0, migrated.stderr
+        assert migrated.stdout.strip() == "headwater: 0 migration(s) applied"
+        assert f"run by pid {server.pid}" in migrated.stderr
+
+        heat = run(["spark", "heat", "--master", "local[1]"], env, scratch)
+        assert heat.returncode == 0, heat.stderr
+        assert re.search(r"nodes\s+3 \(2 datasets, 1 jobs\)", heat.stdout), heat.stdout
+        assert server.poll() is None, "the commands left serve's database running"
+
+        server.send_signal(signal.SIGTERM)
+        output, _ = server.communicate(timeout=30)
+    assert server.returncode == 0, output
+    assert f"its URL, for other tools and HEADWATER_DATABASE_URL: {url}" in output, output
