@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncpg
 import pytest
 
 from tests.client import post_all
+from tests.db.test_batched_ingest import ingest
 from tests.factories import dataset, parent_facet, rid, run_event, sql_facet
+from tests.snapshot import model_snapshot
 
 pytestmark = pytest.mark.db
 
@@ -189,6 +192,32 @@ async def test_a_resent_query_without_schema_loses_to_sql_as_its_parent_task_doe
         for i in n["data"]["inputFields"]
     }
     assert sorted(columns) == [(*edge, (("DIRECT", None),)) for edge in expected]
+
+
+async def column_sources(url: str) -> list[tuple]:
+    """Every column edge with the source it comes from and whether it is superseded."""
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(
+            "SELECT j.name, o.name, c.output_field, i.name, c.input_field, c.derived, c.superseded"
+            " FROM column_lineage c JOIN jobs j USING (job_uuid)"
+            " JOIN datasets o ON o.dataset_uuid = c.output_dataset_uuid"
+            " JOIN datasets i ON i.dataset_uuid = c.input_dataset_uuid ORDER BY 1, 2, 3, 4, 5, 6"
+        )
+    finally:
+        await conn.close()
+    return [tuple(r) for r in rows]
+
+
+async def test_the_resent_query_builds_one_model_one_by_one_or_in_one_batch(make_database):
+    """The stored schema the re-sent query is judged by is read in the wave after the SQL task's."""
+    events = dags_test_events()
+    async with make_database() as serial, make_database() as batched:
+        await ingest(serial, events, batch=1)
+        await ingest(batched, events, batch=len(events))
+        assert await model_snapshot(batched) == await model_snapshot(serial)
+        # The model snapshot leaves out which source is superseded: the very thing decided here.
+        assert await column_sources(batched) == await column_sources(serial)
 
 
 async def test_correct_producer_lineage_is_kept_and_derived_kept_for_comparison(client, conn):
