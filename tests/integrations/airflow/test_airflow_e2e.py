@@ -1,6 +1,6 @@
 """End to end: a real Airflow 3 (`airflow dags test` of integrations/airflow/example_dag.py) sends
 OpenLineage over HTTP (API key, gzip) to a real `headwater serve`; everything is checked through
-Headwater's REST API, and column lineage through its tables.
+Headwater's REST API, and column lineage through its tables too.
 
 `dags test` runs every task in one process, and the provider's SQL hook-lineage collector is not
 reset between tasks: the Python task re-sends the SQL task's query as its own child job
