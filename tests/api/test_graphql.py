@@ -19,6 +19,16 @@ async def test_graphiql_is_served_on_get(client):
     assert "graphiql" in response.text.lower()
 
 
+async def test_a_subscription_over_http_says_to_use_websockets(client):
+    body = await execute(client, "subscription { lineageChanges { cursor } }")
+    assert body["data"] is None
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "subscription_needs_websocket"
+    assert "graphql-transport-ws" in error["message"]
+    # Queries and mutations on the same path are unaffected.
+    assert (await gql(client, "{ namespaces { name } }")) == {"namespaces": []}
+
+
 async def test_dataset_with_fields_facets_tags_versions_and_writers(client):
     run_id = uuid.uuid4()
     await post_all(

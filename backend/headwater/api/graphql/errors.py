@@ -14,11 +14,17 @@ from typing import TYPE_CHECKING, Any
 import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.exceptions import StrawberryGraphQLError
+from strawberry.schema.exceptions import InvalidOperationTypeError
+from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
+from strawberry.types.execution import ExecutionResult
+from strawberry.types.graphql import OperationType
 
 from headwater.api.problems import is_database_unavailable
 from headwater.errors import AppError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from strawberry.types import ExecutionContext
 
 log = logging.getLogger("headwater.api")
@@ -58,6 +64,30 @@ def annotate_error(error: GraphQLError) -> None:
 
 class HeadwaterSchema(strawberry.Schema):
     """The schema, with every error given a code before it is returned or logged."""
+
+    async def execute(
+        self,
+        query: str | None,
+        *args: Any,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+        **kwargs: Any,
+    ) -> ExecutionResult:
+        """Queries and mutations. Subscriptions reach ``subscribe`` over websockets only: over plain
+        HTTP there is no stream to send their changes on, so they get an error saying where to go."""
+        allowed = set(allowed_operation_types or DEFAULT_ALLOWED_OPERATION_TYPES) - {
+            OperationType.SUBSCRIPTION
+        }
+        try:
+            return await super().execute(query, *args, allowed_operation_types=allowed, **kwargs)
+        except InvalidOperationTypeError as exc:
+            if exc.operation_type is not OperationType.SUBSCRIPTION:
+                raise
+            error = GraphQLError(
+                "Subscriptions run over websockets: open ws://HOST:PORT/graphql with the "
+                "graphql-transport-ws protocol and send this operation there.",
+                extensions={"code": "subscription_needs_websocket"},
+            )
+            return ExecutionResult(data=None, errors=[error])
 
     def process_errors(
         self,
