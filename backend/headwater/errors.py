@@ -20,10 +20,12 @@ class AppError(Exception):
     status = 500
     title = "Internal error"
 
-    def __init__(self, message: str, errors: list[FieldError] | None = None) -> None:
+    def __init__(self, message: str, errors: list[FieldError] | None = None, omitted: int = 0) -> None:
         super().__init__(message)
         self.message = message
         self.errors = errors or []
+        # Errors found but not listed, so that a broken request cannot make a huge answer.
+        self.omitted = omitted
 
 
 class InvalidRequestError(AppError):

@@ -1,4 +1,5 @@
-"""Bad input gets a 4xx naming the JSON path; nothing is stored; gzip, batches, auth and outages."""
+"""Bad input gets a 4xx naming the JSON path of every error; nothing is stored; gzip, batches,
+auth and outages."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from headwater.app import create_app
+from headwater.ingest.validate import MAX_ERRORS
 from headwater.settings import Settings
 from tests.factories import run_event
 
@@ -133,9 +135,128 @@ async def test_batch_endpoint_reports_per_event(client, conn):
     assert response.json() == {
         "status": "partial_success",
         "summary": {"received": 3, "successful": 2, "failed": 1, "retriable": 0, "non_retriable": 1},
-        "failed_events": [{"index": 1, "reason": "$[1].run.runId: Invalid UUID", "retriable": False}],
+        "failed_events": [
+            {
+                "index": 1,
+                "reason": "$[1].run.runId: Invalid UUID",
+                "retriable": False,
+                "errors": [{"path": "$[1].run.runId", "message": "Invalid UUID"}],
+            }
+        ],
     }
     assert await conn.fetchval("SELECT count(*) FROM raw_events") == 2
+
+
+def many_errors() -> dict[str, Any]:
+    """An event wrong in five places, at three depths, in both dataset arrays."""
+    event: Any = run_event("job", inputs=["a", "b", "c"], outputs=["d"])
+    event["run"]["runId"] = "run-1"
+    del event["eventTime"]
+    event["job"]["name"] = ""
+    del event["inputs"][0]["name"]
+    event["inputs"][2]["facets"] = "none"
+    event["outputs"][0]["namespace"] = 7
+    return event
+
+
+MANY_ERRORS = [
+    ("$", "Object missing required field `eventTime`"),
+    ("$.run.runId", "Invalid UUID"),
+    ("$.job.name", "must not be empty"),
+    ("$.inputs[0]", "Object missing required field `name`"),
+    ("$.inputs[2].facets", "Expected `object | null`, got `str`"),
+    ("$.outputs[0].namespace", "Expected `str`, got `int`"),
+]
+
+
+def errors_of(problem: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(e["path"], e["message"]) for e in problem["errors"]]
+
+
+async def test_every_error_of_an_event_is_reported_at_once(client, conn):
+    response = await client.post("/api/v1/lineage", json=many_errors())
+    assert response.status_code == 400
+    problem = response.json()
+    assert sorted(errors_of(problem)) == sorted(MANY_ERRORS)
+    assert problem["detail"] == "Invalid RunEvent: 6 errors"
+    assert "errorsOmitted" not in problem
+    assert await conn.fetchval("SELECT count(*) FROM raw_events") == 0
+
+
+async def test_empty_names_are_all_reported_when_nothing_else_is_wrong(client):
+    event: Any = run_event("job", inputs=["a"], outputs=["b"])
+    event["job"]["namespace"] = " "
+    event["outputs"][0]["name"] = ""
+    response = await client.post("/api/v1/lineage", json=event)
+    assert response.status_code == 400
+    assert errors_of(response.json()) == [
+        ("$.job.namespace", "must not be empty"),
+        ("$.outputs[0].name", "must not be empty"),
+    ]
+
+
+async def test_array_lists_the_errors_of_every_invalid_event(client, conn):
+    response = await client.post(
+        "/api/v1/lineage", json=[run_event("a"), many_errors(), run_event("b"), without("job")]
+    )
+    assert response.status_code == 400
+    problem = response.json()
+    assert problem["detail"] == "2 of 4 events are invalid; none was stored."
+    assert sorted(errors_of(problem)) == sorted(
+        [(f"$[1]{path[1:]}", message) for path, message in MANY_ERRORS]
+        + [("$[3]", "Object missing required field `job`")]
+    )
+    assert await conn.fetchval("SELECT count(*) FROM raw_events") == 0
+
+
+def nameless_inputs(count: int) -> dict[str, Any]:
+    event: Any = run_event("job")
+    event["inputs"] = [{"namespace": "warehouse"} for _ in range(count)]
+    return event
+
+
+async def test_errors_are_listed_up_to_the_limit_and_the_rest_counted(client):
+    response = await client.post("/api/v1/lineage", json=nameless_inputs(MAX_ERRORS + 50))
+    assert response.status_code == 400
+    problem = response.json()
+    assert len(problem["errors"]) == MAX_ERRORS
+    assert problem["errors"][-1]["path"] == f"$.inputs[{MAX_ERRORS - 1}]"
+    assert problem["errorsOmitted"] == 50
+    assert problem["detail"] == f"Invalid RunEvent: {MAX_ERRORS + 50} errors"
+
+    # The limit is for the whole request: an array's later events are only counted.
+    response = await client.post("/api/v1/lineage", json=[nameless_inputs(60)] * 3)
+    problem = response.json()
+    assert len(problem["errors"]) == MAX_ERRORS
+    assert problem["errorsOmitted"] == 3 * 60 - MAX_ERRORS
+    assert problem["detail"] == "3 of 3 events are invalid; none was stored."
+
+
+async def test_batch_lists_each_invalid_event_with_its_errors_within_the_limit(client, conn):
+    events = [nameless_inputs(60), run_event("a"), many_errors(), nameless_inputs(60), 42]
+    response = await client.post("/api/v1/lineage/batch", json=events)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["summary"]["failed"] == 4
+    first, second, third, fourth = body["failed_events"]
+    assert (first["index"], len(first["errors"]), "errorsOmitted" in first) == (0, 60, False)
+    assert second["index"] == 2
+    assert sorted((e["path"], e["message"]) for e in second["errors"]) == sorted(
+        (f"$[2]{path[1:]}", message) for path, message in MANY_ERRORS
+    )
+    assert second["reason"].startswith("$[2]")
+    listed = MAX_ERRORS - 60 - len(MANY_ERRORS)
+    assert (third["index"], len(third["errors"]), third["errorsOmitted"]) == (3, listed, 60 - listed)
+    assert third["reason"].endswith(f"; {60 - listed} more errors not listed")
+    # Past the limit, an invalid event is still listed, with a count of its errors.
+    assert fourth == {
+        "index": 4,
+        "reason": "1 error not listed",
+        "retriable": False,
+        "errors": [],
+        "errorsOmitted": 1,
+    }
+    assert await conn.fetchval("SELECT count(*) FROM raw_events") == 1
 
 
 async def test_api_key_is_required_when_configured(db, database_url):

@@ -53,6 +53,8 @@ def app_error_handler(_: Request[Any, Any, Any], exc: AppError) -> Response[dict
     extra: dict[str, Any] = {}
     if exc.errors:
         extra["errors"] = [{"path": e.path, "message": e.message} for e in exc.errors]
+    if exc.omitted:
+        extra["errorsOmitted"] = exc.omitted
     return problem(exc.status, exc.code, exc.title, exc.message, **extra)
 
 

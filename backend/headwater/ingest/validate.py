@@ -1,15 +1,19 @@
 """Typed models of the OpenLineage core (2-0-x), decoded with msgspec for clear, located errors.
 
 The core of an event (kind, eventType, eventTime, run, job, datasets) is strict: a violation is a
-400 naming the JSON path. Facets stay free-form here; the ones Headwater interprets are checked in
+400 naming the JSON path of every error (up to ``MAX_ERRORS``, the rest counted). Facets stay
+free-form here; the ones Headwater interprets are checked in
 ``facets.py``, where a malformed facet becomes a warning instead of a rejected event.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import re
+import types
+import typing
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,6 +21,9 @@ from typing import Any, Literal
 import msgspec
 
 from headwater.errors import FieldError, InvalidEventError
+
+# Errors listed in one answer, over all the events of a request; the others are only counted.
+MAX_ERRORS = 100
 
 EventType = Literal["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"]
 Facets = dict[str, Any]
@@ -117,36 +124,116 @@ _MODELS: dict[str, type[AnyEvent]] = {
 }
 
 
-def validate_event(raw: Any, prefix: str = "$") -> ValidEvent:
-    """Check one decoded JSON value against the core model; raise InvalidEventError with its path."""
+def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) -> ValidEvent:
+    """Check one decoded JSON value against the core model.
+
+    Raises InvalidEventError listing every error with its JSON path, the first `max_errors` of
+    them: the others are counted in its `omitted`.
+    """
     if not isinstance(raw, dict):
-        raise InvalidEventError(
-            "An OpenLineage event must be a JSON object.",
-            [FieldError(prefix, f"Expected `object`, got `{json_type(raw)}`")],
-        )
+        found = _Errors(max_errors)
+        found.add(FieldError(prefix, f"Expected `object`, got `{json_type(raw)}`"))
+        raise found.error("An OpenLineage event must be a JSON object")
     kind = event_kind(raw)
     try:
         model = msgspec.convert(raw, _MODELS[kind])
     except msgspec.ValidationError as exc:
-        error = _field_error(exc, prefix)
-        raise InvalidEventError(
-            f"Invalid {kind.title()}Event: {error.message} at {error.path}", [error]
-        ) from None
+        # msgspec stops at the first error; only then is the event walked for all the others,
+        # so a valid event costs no more than one conversion.
+        found = _Errors(max_errors)
+        _walk(raw, _MODELS[kind], prefix, found)
+        if not found.count:
+            found.add(_field_error(exc, prefix))
+        raise found.error(f"Invalid {kind.title()}Event") from None
     if model.event_time.tzinfo is None:
         # Some clients (the Python client's own serde fixtures) omit the offset: read it as UTC.
         model.event_time = model.event_time.replace(tzinfo=dt.UTC)
-    _check_names(model, prefix)
+    _check_names(model, prefix, max_errors)
     return ValidEvent(kind=kind, model=model, raw=raw, content_hash=content_hash(raw))
 
 
-def _check_names(model: AnyEvent, prefix: str) -> None:
+class _Errors:
+    """The errors of one event: the first `limit` kept, all counted."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.listed: list[FieldError] = []
+        self.count = 0
+
+    def add(self, error: FieldError) -> None:
+        self.count += 1
+        if len(self.listed) < self.limit:
+            self.listed.append(error)
+
+    def error(self, what: str) -> InvalidEventError:
+        omitted = self.count - len(self.listed)
+        if self.count == 1 and self.listed:
+            first = self.listed[0]
+            return InvalidEventError(f"{what}: {first.message} at {first.path}", self.listed)
+        errors = f"{self.count} error" + ("s" if self.count > 1 else "")
+        return InvalidEventError(f"{what}: {errors}", self.listed, omitted=omitted)
+
+
+# Fields whose value names a job or dataset: empty, it could not be found again.
+_NAMES = {JobModel: ("namespace", "name"), DatasetModel: ("namespace", "name")}
+
+
+def _walk(value: Any, kind: Any, path: str, found: _Errors) -> None:
+    """Add every error of `value` as `kind` (a model, a list of models or a leaf type)."""
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        if not isinstance(value, dict):
+            _convert(value, kind, path, found)
+            return
+        names = _NAMES.get(kind, ())
+        for f in _fields(kind):
+            if f.encode_name not in value:
+                if f.required:
+                    found.add(FieldError(path, f"Object missing required field `{f.encode_name}`"))
+                continue
+            item = value[f.encode_name]
+            _walk(item, f.type, f"{path}.{f.encode_name}", found)
+            if f.name in names and isinstance(item, str) and not item.strip():
+                found.add(FieldError(f"{path}.{f.encode_name}", "must not be empty"))
+        return
+    model = _listed_model(kind)
+    if model is not None and isinstance(value, list):
+        for i, item in enumerate(value):
+            _walk(item, model, f"{path}[{i}]", found)
+        return
+    _convert(value, kind, path, found)
+
+
+@functools.cache
+def _fields(kind: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
+    # msgspec evaluates the annotations anew on every call.
+    return msgspec.structs.fields(kind)
+
+
+def _listed_model(kind: Any) -> type[msgspec.Struct] | None:
+    """M for a field typed `list[M]` or `list[M] | None`."""
+    for option in typing.get_args(kind) if isinstance(kind, types.UnionType) else (kind,):
+        if typing.get_origin(option) is list:
+            (item,) = typing.get_args(option)
+            if isinstance(item, type) and issubclass(item, msgspec.Struct):
+                return item
+    return None
+
+
+def _convert(value: Any, kind: Any, path: str, found: _Errors) -> None:
+    try:
+        msgspec.convert(value, kind)
+    except msgspec.ValidationError as exc:
+        found.add(_field_error(exc, path))
+
+
+def _check_names(model: AnyEvent, prefix: str, max_errors: int) -> None:
     """Reject empty identities: a job or dataset with an empty name cannot be found again."""
-    problems: list[FieldError] = []
+    found = _Errors(max_errors)
     job = getattr(model, "job", None)
     if job is not None:
         for key in ("namespace", "name"):
             if not getattr(job, key).strip():
-                problems.append(FieldError(f"{prefix}.job.{key}", "must not be empty"))
+                found.add(FieldError(f"{prefix}.job.{key}", "must not be empty"))
     datasets: list[tuple[str, DatasetModel]] = []
     if isinstance(model, DatasetEventModel):
         datasets.append((f"{prefix}.dataset", model.dataset))
@@ -156,10 +243,9 @@ def _check_names(model: AnyEvent, prefix: str) -> None:
     for path, dataset in datasets:
         for key in ("namespace", "name"):
             if not getattr(dataset, key).strip():
-                problems.append(FieldError(f"{path}.{key}", "must not be empty"))
-    if problems:
-        first = problems[0]
-        raise InvalidEventError(f"Invalid event: {first.path} {first.message}", problems)
+                found.add(FieldError(f"{path}.{key}", "must not be empty"))
+    if found.count:
+        raise found.error("Invalid event")
 
 
 def json_type(value: Any) -> str:

@@ -14,7 +14,7 @@ from headwater.api.metrics import EVENTS
 from headwater.api.rest.body import read_json_body
 from headwater.errors import AppError, InvalidEventError, UnauthorizedError
 from headwater.ingest.service import IngestResult, ingest_events
-from headwater.ingest.validate import ValidEvent, validate_event
+from headwater.ingest.validate import MAX_ERRORS, ValidEvent, validate_event
 
 if TYPE_CHECKING:
     from headwater.settings import Settings
@@ -64,6 +64,22 @@ def _result_json(result: IngestResult) -> dict[str, Any]:
     return body
 
 
+def _failed_event(index: int, exc: AppError) -> dict[str, Any]:
+    reasons = [f"{e.path}: {e.message}" for e in exc.errors]
+    if exc.omitted:
+        count = f"{exc.omitted} {'more ' if reasons else ''}error{'s' if exc.omitted > 1 else ''}"
+        reasons.append(f"{count} not listed")
+    failed: dict[str, Any] = {
+        "index": index,
+        "reason": "; ".join(reasons) or exc.message,
+        "retriable": False,
+        "errors": [{"path": e.path, "message": e.message} for e in exc.errors],
+    }
+    if exc.omitted:
+        failed["errorsOmitted"] = exc.omitted
+    return failed
+
+
 @post("/api/v1/lineage", status_code=201, summary="Ingest OpenLineage events")
 async def post_lineage(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
     """Accept one RunEvent/DatasetEvent/JobEvent, or a JSON array of them (all or none).
@@ -75,18 +91,18 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
     check_api_key(request, settings)
     raw = await read_json_body(request, settings.max_body_bytes)
     if isinstance(raw, list):
-        events, errors = [], []
+        events, errors, omitted, invalid = [], [], 0, 0
         for i, item in enumerate(raw):
             try:
-                events.append(validate_event(item, f"$[{i}]"))
+                events.append(validate_event(item, f"$[{i}]", MAX_ERRORS - len(errors)))
             except InvalidEventError as exc:
                 EVENTS.labels("UNKNOWN", "invalid").inc()
                 errors.extend(exc.errors)
-        if errors:
-            invalid = len({e.path.split("]")[0] for e in errors})
+                omitted += exc.omitted
+                invalid += 1
+        if invalid:
             raise InvalidEventError(
-                f"{invalid} of {len(raw)} events are invalid; none was stored.",
-                errors,
+                f"{invalid} of {len(raw)} events are invalid; none was stored.", errors, omitted
             )
         if not events:
             raise InvalidEventError("The array is empty; expected at least one event.")
@@ -103,7 +119,11 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
 
 @post("/api/v1/lineage/batch", status_code=200, summary="Ingest a batch with per-event results")
 async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
-    """The OpenLineage batch contract: valid events are stored, invalid ones reported by index."""
+    """The OpenLineage batch contract: valid events are stored, invalid ones reported by index.
+
+    Each failed event also lists its errors with their JSON paths, `MAX_ERRORS` over the whole
+    batch; an event's errors past that are counted in its `errorsOmitted`.
+    """
     settings: Settings = state.settings
     check_api_key(request, settings)
     raw = await read_json_body(request, settings.max_body_bytes)
@@ -111,13 +131,14 @@ async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> R
         raise InvalidEventError("A batch must be a JSON array of events.")
     valid: list[tuple[int, ValidEvent]] = []
     failed: list[dict[str, Any]] = []
+    listed = 0
     for i, item in enumerate(raw):
         try:
-            valid.append((i, validate_event(item, f"$[{i}]")))
+            valid.append((i, validate_event(item, f"$[{i}]", MAX_ERRORS - listed)))
         except AppError as exc:
             EVENTS.labels("UNKNOWN", "invalid").inc()
-            reason = "; ".join(f"{e.path}: {e.message}" for e in exc.errors) or exc.message
-            failed.append({"index": i, "reason": reason, "retriable": False})
+            listed += len(exc.errors)
+            failed.append(_failed_event(i, exc))
     if valid:
         await store_events(state, [v for _, v in valid])
     summary = {
