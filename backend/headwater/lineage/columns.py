@@ -8,7 +8,8 @@ computed from. DOWNSTREAM follows data forwards, UPSTREAM backwards, BOTH is the
 
 Edges reported by producers (the columnLineage facet) and edges derived by Headwater from a job's
 SQL are both followed; when both exist for the same (input field, output field) pair, the producer's
-transformations are shown, and either source wins over edges marked superseded.
+transformations are shown. Edges marked superseded (the less trusted source's edges into an output,
+e.g. a producer naming fields the output does not have) are kept for comparison, never followed.
 
 Point in time: as for table lineage, ``as_of=T`` follows the column edges valid at T
 (``valid_from <= T < coalesce(valid_to, infinity)``) instead of the open ones.
@@ -127,8 +128,6 @@ class ColumnGraph:
 
 
 FieldKey = tuple[str, str]  # (dataset uuid as text, field)
-# Which source of a column edge wins for a pair: producer-reported over derived, then not superseded.
-_RANK = {(False, False): 0, (False, True): 1, (True, False): 2, (True, True): 3}
 
 
 async def resolve_column_roots(
@@ -250,13 +249,12 @@ def preferred(
         description,
         masking,
         derived,
-        superseded,
     ) in rows:
         source = (in_ds, in_field)
         if source not in nodes:  # an input beyond the answer
             continue
         pair = (source, (out_ds, out_field))
-        rank = _RANK[(superseded, derived)]
+        rank = 1 if derived else 0  # producer-reported over derived
         step = Transformation(t_type, t_subtype, description, masking)
         found = best.get(pair)
         if found is None or rank < found[0]:

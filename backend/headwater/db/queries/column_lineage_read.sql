@@ -4,8 +4,10 @@
 -- field is in the dataset's schema or in its column lineage (then it is a node).
 SELECT t.ask, d.dataset_uuid, d.namespace, d.name, t.field, t.namespace AS asked_namespace,
        EXISTS (SELECT 1 FROM dataset_fields f WHERE f.dataset_uuid = d.dataset_uuid AND f.name = t.field)
-       OR EXISTS (SELECT 1 FROM column_lineage c WHERE c.output_dataset_uuid = d.dataset_uuid AND c.output_field = t.field)
-       OR EXISTS (SELECT 1 FROM column_lineage c WHERE c.input_dataset_uuid = d.dataset_uuid AND c.input_field = t.field)
+       OR EXISTS (SELECT 1 FROM column_lineage c WHERE c.output_dataset_uuid = d.dataset_uuid
+                  AND c.output_field = t.field AND NOT c.superseded)
+       OR EXISTS (SELECT 1 FROM column_lineage c WHERE c.input_dataset_uuid = d.dataset_uuid
+                  AND c.input_field = t.field AND NOT c.superseded)
        AS known
 FROM unnest($1::int[], $2::text[], $3::text[], $4::text[]) AS t(ask, namespace, name, field)
 JOIN dataset_aliases a ON a.namespace = t.namespace AND a.name = t.name
@@ -13,16 +15,16 @@ JOIN datasets d ON d.dataset_uuid = a.dataset_uuid;
 
 -- name: fetch_dataset_columns
 -- Every field of the given datasets: those in their schema and those in column lineage (open, or
--- valid at $2). Returns (dataset_uuid, field).
+-- valid at $2; superseded edges are not lineage). Returns (dataset_uuid, field).
 SELECT f.dataset_uuid, f.name AS field FROM dataset_fields f WHERE f.dataset_uuid = ANY($1::uuid[])
 UNION
 SELECT c.output_dataset_uuid, c.output_field FROM column_lineage c
-WHERE c.output_dataset_uuid = ANY($1)
+WHERE c.output_dataset_uuid = ANY($1) AND NOT c.superseded
   AND (CASE WHEN $2::timestamptz IS NULL THEN c.valid_to IS NULL
             ELSE c.valid_from <= $2 AND (c.valid_to IS NULL OR c.valid_to > $2) END)
 UNION
 SELECT c.input_dataset_uuid, c.input_field FROM column_lineage c
-WHERE c.input_dataset_uuid = ANY($1)
+WHERE c.input_dataset_uuid = ANY($1) AND NOT c.superseded
   AND (CASE WHEN $2 IS NULL THEN c.valid_to IS NULL
             ELSE c.valid_from <= $2 AND (c.valid_to IS NULL OR c.valid_to > $2) END);
 
@@ -74,15 +76,15 @@ SELECT array_agg(r.ds::text) AS datasets, array_agg(r.field) AS fields, array_ag
 FROM (SELECT ds, field, min(level) AS level FROM levels GROUP BY ds, field) r;
 
 -- name: fetch_column_lineage_edges
--- Column edges (open, or valid at $3) into the given output fields ($1 dataset uuids, $2 fields,
--- parallel), one row per transformation, with their source (derived, superseded) so the caller can
+-- Column edges (open, or valid at $3; not superseded) into the given output fields ($1 dataset uuids,
+-- $2 fields, parallel), one row per transformation, with their source (derived) so the caller can
 -- keep each (input field, output field) pair's preferred one. The caller also keeps only inputs that
 -- are nodes too: a join on both ends would be planned on guessed array sizes.
 SELECT c.input_dataset_uuid::text, c.input_field, c.output_dataset_uuid::text, c.output_field,
-       c.transformation_type, c.transformation_subtype, c.description, c.masking, c.derived, c.superseded
+       c.transformation_type, c.transformation_subtype, c.description, c.masking, c.derived
 FROM unnest($1::text[]::uuid[], $2::text[]) AS o(ds, field)
 JOIN column_lineage c ON c.output_dataset_uuid = o.ds AND c.output_field = o.field
-WHERE CASE WHEN $3::timestamptz IS NULL THEN c.valid_to IS NULL
+WHERE NOT c.superseded AND CASE WHEN $3::timestamptz IS NULL THEN c.valid_to IS NULL
            ELSE c.valid_from <= $3 AND (c.valid_to IS NULL OR c.valid_to > $3) END;
 
 -- name: fetch_column_datasets
