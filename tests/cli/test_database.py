@@ -102,9 +102,12 @@ async def test_backfill_into_a_fresh_database_migrates_first(
     archive = tmp_path / "events.jsonl"
     archive.write_text("".join(json.dumps(e) + "\n" for e in events))
     args = ["spark", "backfill", "--master", "local[1]", str(archive), "--database-url", fresh_database]
-    result = run(args, dict(os.environ), tmp_path)
+    result = run([*args, "--progress-interval", "0.5"], dict(os.environ), tmp_path)
     assert result.returncode == 0, result.stderr
     assert "applied migrations: 0001_" in result.stderr
+    # stderr is a pipe: the phases, and while Spark starts, lines that show time passing
+    assert re.search(r"^\[00:0\d\] starting Spark: \d+ s so far$", result.stderr, re.M), result.stderr
+    assert re.search(r"^\[\d\d:\d\d\] writing events in eventTime order$", result.stderr, re.M)
     conn = await asyncpg.connect(fresh_database)
     try:
         assert await conn.fetchval("SELECT count(*) FROM raw_events") == len(events)
@@ -129,7 +132,7 @@ async def test_commands_join_the_embedded_database_serve_runs(scratch: Path) -> 
         assert migrated.stdout.strip() == "headwater: 0 migration(s) applied"
         assert f"run by pid {server.pid}" in migrated.stderr
 
-        heat = run(["spark", "heat", "--master", "local[1]"], env, scratch)
+        heat = run(["spark", "heat", "--master", "local[1]", "--max-iterations", "2"], env, scratch)
         assert heat.returncode == 0, heat.stderr
         assert re.search(r"nodes\s+3 \(2 datasets, 1 jobs\)", heat.stdout), heat.stdout
         assert server.poll() is None, "the commands left serve's database running"

@@ -27,4 +27,4 @@ def spark() -> Iterator[Any]:
 def progress(spark: Any) -> Any:
     from headwater.pipeline.progress import Progress
 
-    return Progress(spark.sparkContext, enabled=False)
+    return Progress(enabled=False, sc=spark.sparkContext)

@@ -24,11 +24,16 @@ from typing import TYPE_CHECKING
 from headwater.pipeline import db
 from headwater.pipeline.jobs import backfill as steps
 from headwater.pipeline.sources import find_archive_files, read_archive
+from headwater.store import pipeline as pipeline_store
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from headwater.pipeline.progress import Progress
+
+
+# The range read over raw_events, whose bounds query also counts the stored events.
+RAW_EVENT_READ = "fetch_raw_event_hashes"
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,7 @@ def run_backfill(spark: SparkSession, options: BackfillOptions, progress: Progre
         if options.database_url:
             progress.set_phase("reading content hashes already stored")
             schema = t.StructType([t.StructField("content_hash", t.BinaryType(), False)])
-            stored = db.read_table(spark, options.database_url, "fetch_raw_event_hashes", schema)
+            stored = db.read_table(spark, options.database_url, RAW_EVENT_READ, schema)
         progress.set_phase("dropping duplicates")
         hashes = valid.select("content_hash").distinct().persist(StorageLevel.DISK_ONLY)
         summary.unique = hashes.count()
@@ -150,17 +155,24 @@ def _write(
     assert isinstance(payloads, RDD)
     url, rules, batch = options.database_url, options.alias_rules_file, options.batch_size
     assert url is not None
-    progress.set_phase("writing events in eventTime order", f"({summary.to_write:,} events)")
+    progress.set_phase("writing events in eventTime order", total=summary.to_write, unit="events")
     write_started = time.monotonic()
-    for index in range(payloads.getNumPartitions()):
-        results = spark.sparkContext.runJob(
-            payloads, lambda it: db.ingest_partition(it, url, rules, batch), [index]
-        )
-        for totals in results:
-            summary.written.add(totals)
-        done = summary.written.created + summary.written.duplicates
-        rate = done / max(time.monotonic() - write_started, 1e-9)
-        progress.set_detail(f"{done:,}/{summary.to_write:,} events, {rate:,.0f}/s")
+    with db.connect(url) as watch:
+
+        def stored() -> int:
+            return watch.run(pipeline_store.fetch_id_bounds(watch.conn, RAW_EVENT_READ)).rows
+
+        # A partition is one Spark task of up to 20,000 events: while it runs, the events it has
+        # committed so far (a batch at a time) are what tells how far the writing is.
+        stored_before = stored()
+        with progress.counting(lambda: stored() - stored_before):
+            for index in range(payloads.getNumPartitions()):
+                results = spark.sparkContext.runJob(
+                    payloads, lambda it: db.ingest_partition(it, url, rules, batch), [index]
+                )
+                for totals in results:
+                    summary.written.add(totals)
+                progress.set_count(summary.written.created + summary.written.duplicates)
     summary.write_seconds = time.monotonic() - write_started
 
 

@@ -8,7 +8,7 @@ import contextlib
 import datetime as dt
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from headwater.pipeline.backfill import BackfillSummary
     from headwater.pipeline.export import ExportSummary
     from headwater.pipeline.heat import HeatSummary
+    from headwater.pipeline.progress import Progress
 
 
 def _time(value: str) -> dt.datetime:
@@ -63,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="extra Spark configuration, repeatable",
     )
     common.add_argument("--quiet", action="store_true", help="no progress display, only the summary")
+    common.add_argument(
+        "--progress-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="when stderr is not a terminal, a progress line this often (default 10)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     backfill = sub.add_parser("backfill", parents=[common], help="load archives of OpenLineage events")
@@ -147,16 +155,22 @@ def run_spark_command(argv: Sequence[str]) -> int:
         import pyspark  # noqa: F401
     except ImportError:
         raise CommandError("pyspark is not installed; pip install 'headwater[spark]'", 2) from None
+    from headwater.pipeline.progress import Progress
     from headwater.pipeline.session import build_session
 
     with _database(args) as database_url:
-        spark = build_session(args.master, f"headwater {args.command}", dict(args.conf))
-        try:
-            return _dispatch(spark, args, database_url)
-        except ArchiveNotFoundError as exc:
-            raise CommandError(str(exc), 2) from None
-        finally:
-            spark.stop()
+        with Progress(enabled=not args.quiet, interval=args.progress_interval) as progress:
+            progress.set_phase("starting Spark")  # the JVM alone takes 10 to 20 s
+            spark = build_session(args.master, f"headwater {args.command}", dict(args.conf))
+            progress.attach(spark.sparkContext)
+            try:
+                result = _dispatch(spark, args, database_url, progress)
+            except ArchiveNotFoundError as exc:
+                raise CommandError(str(exc), 2) from None
+            finally:
+                spark.stop()
+        print(format_summary(result))
+    return 0
 
 
 @contextlib.contextmanager
@@ -182,69 +196,56 @@ def _database(args: argparse.Namespace) -> Iterator[str | None]:
         )
         yield None
         return
-    with database(url, settings.data_dir) as url:
+    with database(url, settings.data_dir) as ready:
         if dry_run or args.command == "export":
-            asyncio.run(check_migrated(url))
+            asyncio.run(check_migrated(ready))
         else:
-            applied = asyncio.run(apply_migrations(url))
+            applied = asyncio.run(apply_migrations(ready))
             if applied:
                 print(f"headwater: applied migrations: {', '.join(applied)}", file=sys.stderr)
-        yield url
+        yield ready
 
 
-def _dispatch(spark: SparkSession, args: argparse.Namespace, database_url: str | None) -> int:
-    from headwater.pipeline.progress import Progress
+def _dispatch(
+    spark: SparkSession, args: argparse.Namespace, database_url: str | None, progress: Progress
+) -> BackfillSummary | ExportSummary | HeatSummary:
+    if args.command == "backfill":
+        from headwater.pipeline.backfill import BackfillOptions, run_backfill
 
-    with Progress(spark.sparkContext, enabled=not args.quiet) as progress:
-        if args.command == "backfill":
-            from headwater.pipeline.backfill import BackfillOptions, run_backfill
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        options = BackfillOptions(
+            paths=args.paths,
+            database_url=database_url,
+            rejects_path=args.rejects or f"headwater-rejects-{stamp}",
+            alias_rules_file=args.alias_rules or os.environ.get("HEADWATER_ALIAS_RULES_FILE") or None,
+            batch_size=args.batch_size,
+            events_per_partition=args.events_per_partition,
+            dry_run=args.dry_run,
+        )
+        return run_backfill(spark, options, progress)
+    assert database_url is not None  # only a dry run of backfill may go without a database
+    if args.command == "export":
+        from headwater.pipeline.export import ExportOptions, run_export
 
-            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-            options = BackfillOptions(
-                paths=args.paths,
-                database_url=database_url,
-                rejects_path=args.rejects or f"headwater-rejects-{stamp}",
-                alias_rules_file=args.alias_rules
-                or os.environ.get("HEADWATER_ALIAS_RULES_FILE")
-                or None,
-                batch_size=args.batch_size,
-                events_per_partition=args.events_per_partition,
-                dry_run=args.dry_run,
-            )
-            result: Any = run_backfill(spark, options, progress)
-        elif args.command == "export":
-            from headwater.pipeline.export import ExportOptions, run_export
+        export = ExportOptions(
+            out=args.out,
+            format=args.format,
+            database_url=database_url,
+            namespace=args.namespace,
+            since=args.since,
+            until=args.until,
+            compression=args.compression,
+        )
+        return run_export(spark, export, progress)
+    from headwater.pipeline.heat import HeatOptions, run_heat
 
-            assert database_url is not None  # only a dry run of backfill may go without one
-            result = run_export(
-                spark,
-                ExportOptions(
-                    out=args.out,
-                    format=args.format,
-                    database_url=database_url,
-                    namespace=args.namespace,
-                    since=args.since,
-                    until=args.until,
-                    compression=args.compression,
-                ),
-                progress,
-            )
-        else:
-            from headwater.pipeline.heat import HeatOptions, run_heat
-
-            assert database_url is not None
-            result = run_heat(
-                spark,
-                HeatOptions(
-                    database_url=database_url,
-                    damping=args.damping,
-                    max_iterations=args.max_iterations,
-                    tolerance=args.tolerance,
-                ),
-                progress,
-            )
-    print(format_summary(result))
-    return 0
+    heat = HeatOptions(
+        database_url=database_url,
+        damping=args.damping,
+        max_iterations=args.max_iterations,
+        tolerance=args.tolerance,
+    )
+    return run_heat(spark, heat, progress)
 
 
 def _table(title: str, rows: list[tuple[str, str]]) -> str:

@@ -68,13 +68,21 @@ def run_heat(spark: SparkSession, options: HeatOptions, progress: Progress) -> H
             [t.StructField("src_node_id", t.LongType()), t.StructField("dst_node_id", t.LongType())]
         ),
     )
-    progress.set_phase("computing heat")
+    progress.set_phase("computing heat", total=options.max_iterations, unit="iterations")
+
+    def iterated(done: int, delta: float) -> None:
+        # The cap is the total; convergence (the L1 change falling below the tolerance) may end
+        # the phase sooner.
+        progress.set_count(done)
+        progress.set_detail(f"(L1 change {delta:.1e}, stops below {options.tolerance:.0e})")
+
     result = compute_heat(
         nodes,
         edges,
         damping=options.damping,
         max_iterations=options.max_iterations,
         tolerance=options.tolerance,
+        on_iteration=iterated,
     )
     summary.nodes, summary.edges = result.nodes, result.edges
     summary.iterations, summary.delta = result.iterations, result.delta

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
 
 # Broadcast the score table into the join while it has at most this many nodes.
@@ -63,8 +65,12 @@ def compute_heat(
     damping: float = 0.85,
     max_iterations: int = 30,
     tolerance: float = 1e-6,
+    on_iteration: Callable[[int, float], None] | None = None,
 ) -> HeatResult:
-    """Power iteration of the formula above; nodes: node_id; edges: src_node_id, dst_node_id."""
+    """Power iteration of the formula above; nodes: node_id; edges: src_node_id, dst_node_id.
+
+    on_iteration(iterations done, L1 change) is called after each iteration.
+    """
     from pyspark.sql import functions as F  # noqa: N812
 
     nodes = nodes.select("node_id").distinct().localCheckpoint(eager=True)
@@ -124,5 +130,7 @@ def compute_heat(
         delta, spread = float(stats["delta"]), float(stats["spread"] or 0.0)
         state = state.drop("previous")
         iterations += 1
+        if on_iteration is not None:
+            on_iteration(iterations, delta)
     scores = state.select("node_id", (F.col("h") * n).alias("heat"))
     return HeatResult(scores, n, edge_count, iterations, delta)
