@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,9 @@ def _build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `headwater` console script."""
     args = _build_parser().parse_args(argv)
+    # `kill` (SIGTERM) must end a command as Ctrl-C does: by default it ends the process on the
+    # spot, and an embedded PostgreSQL the command started would be left running.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return _run(args)
     except CommandError as exc:

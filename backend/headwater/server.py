@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
@@ -174,10 +173,8 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     """Start on the configured database, or on an embedded one kept in HEADWATER_DATA_DIR."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # uvicorn drains on SIGTERM as on SIGINT, then raises the signal again once it has put the
-    # previous handlers back. SIGTERM's default action would then end the process on the spot,
-    # before the embedded PostgreSQL is stopped; as KeyboardInterrupt, like SIGINT, it unwinds
-    # through the cleanup below and `headwater serve` exits 0 either way.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # previous handlers back; `headwater` turns that into KeyboardInterrupt (see cli.main), which
+    # uvicorn.run swallows, so the embedded PostgreSQL is stopped below and serve exits 0.
     settings = load_settings()
     with database(settings.database_url, settings.data_dir) as url:
         applied = asyncio.run(apply_migrations(url))

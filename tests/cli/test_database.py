@@ -141,3 +141,33 @@ async def test_commands_join_the_embedded_database_serve_runs(scratch: Path) -> 
         output, _ = server.communicate(timeout=30)
     assert server.returncode == 0, output
     assert f"its URL, for other tools and HEADWATER_DATABASE_URL: {url}" in output, output
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_sigterm_ends_a_spark_command_and_the_database_it_started(scratch: Path) -> None:
+    command = subprocess.Popen(
+        [HEADWATER, "spark", "heat", "--master", "local[1]"],
+        env=embedded_env(scratch / "data"),
+        cwd=scratch,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert command.stderr is not None
+        lines = []
+        for line in command.stderr:
+            lines.append(line)
+            if "starting Spark" in line:
+                break
+        command.send_signal(signal.SIGTERM)
+        _, rest = command.communicate(timeout=60)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.communicate()
+    output = "".join(lines) + rest
+    assert command.returncode == 130, output
+    assert "Traceback" not in output
+    assert "embedded PostgreSQL stopped" in output
+    # the scratch fixture checks that no process of the instance is left

@@ -20,8 +20,10 @@ import pytest
 from headwater.embedded import (
     EmbeddedPostgres,
     EmbeddedPostgresError,
+    SharedPostgres,
     find_system_binaries,
     start_embedded,
+    use_embedded,
 )
 
 AS_ROOT = os.geteuid() == 0
@@ -144,6 +146,31 @@ def test_a_data_dir_serves_one_process_at_a_time(scratch: Path) -> None:
         start_embedded(scratch / "data")
     # the lock goes with the server
     start_embedded(scratch / "data").stop()
+
+
+@pytest.mark.slow
+@needs_system_pg
+async def test_commands_join_the_server_another_process_runs(scratch: Path) -> None:
+    data_dir = scratch / "data"
+    with start_embedded(data_dir) as owner:
+        assert (data_dir / "embedded.url").read_text().strip() == owner.url
+        assert (data_dir / "embedded.url").stat().st_mode & 0o077 == 0
+        joined = use_embedded(data_dir, say=lambda _: None)
+        assert isinstance(joined, SharedPostgres)
+        assert not joined.started_here
+        assert joined.url == owner.url
+        assert str(owner.socket_dir) in joined.shown_url
+        joined.stop()  # the server is its owner's to stop
+        await _insert_row(joined.url)
+    assert not (data_dir / "embedded.url").exists()
+    assert not _postmaster_alive(owner)
+
+    started = use_embedded(data_dir, say=lambda _: None)  # nobody runs it now: started here
+    try:
+        assert started.started_here
+        assert await _count_rows(started.url) == 1
+    finally:
+        started.stop()
 
 
 @pytest.mark.slow
