@@ -70,6 +70,12 @@ def test_spark_commands_name_a_malformed_database_url(tmp_path: Path, command: s
     assert_one_line(run(args, dict(os.environ), tmp_path), "not a usable postgresql:// URL")
 
 
+def test_export_refuses_an_existing_folder_before_anything_starts(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    env = {**os.environ, "HEADWATER_DATABASE_URL": UNREACHABLE}
+    assert_one_line(run(commands(tmp_path)["export"], env, tmp_path), "out already exists")
+
+
 @pytest.mark.db
 def test_export_from_an_unmigrated_database_says_to_migrate(tmp_path: Path, fresh_database: str) -> None:
     args = [*commands(tmp_path)["export"], "--database-url", fresh_database]

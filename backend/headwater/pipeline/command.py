@@ -158,6 +158,8 @@ def run_spark_command(argv: Sequence[str]) -> int:
     from headwater.pipeline.progress import Progress
     from headwater.pipeline.session import build_session
 
+    if args.command == "export" and _local_path_exists(args.out):
+        raise CommandError(f"{args.out} already exists: export writes a new folder; choose another", 2)
     with _database(args) as database_url:
         with Progress(enabled=not args.quiet, interval=args.progress_interval) as progress:
             progress.set_phase("starting Spark")  # the JVM alone takes 10 to 20 s
@@ -171,6 +173,15 @@ def run_spark_command(argv: Sequence[str]) -> int:
                 spark.stop()
         print(format_summary(result))
     return 0
+
+
+def _local_path_exists(path: str) -> bool:
+    """Whether a path on this machine exists (other file systems are Spark's to check)."""
+    if path.startswith("file:"):
+        path = path.removeprefix("file:").removeprefix("//")
+    elif "://" in path:
+        return False
+    return os.path.lexists(path)
 
 
 @contextlib.contextmanager
