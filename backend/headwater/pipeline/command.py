@@ -38,6 +38,13 @@ def _setting(value: str) -> tuple[str, str]:
     return key, setting
 
 
+def _seconds(value: str) -> float:
+    seconds = float(value)
+    if not seconds >= 0.1:
+        raise argparse.ArgumentTypeError(f"must be 0.1 or more, got {value}")
+    return seconds
+
+
 def _positive(value: str) -> int:
     number = int(value)
     if number < 1:
@@ -66,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--quiet", action="store_true", help="no progress display, only the summary")
     common.add_argument(
         "--progress-interval",
-        type=float,
+        type=_seconds,
         default=10.0,
         metavar="SECONDS",
         help="when stderr is not a terminal, a progress line this often (default 10)",
