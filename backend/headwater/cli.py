@@ -1,4 +1,4 @@
-"""The `headwater` command: serve, migrate, sql-lineage, export-schemas, spark."""
+"""The `headwater` command: serve, migrate, sql-lineage, export-schemas, spark, consume, dead-letters."""
 
 from __future__ import annotations
 
@@ -42,6 +42,13 @@ def _build_parser() -> argparse.ArgumentParser:
 
     spark = sub.add_parser("spark", help="bulk jobs on Spark: backfill, export, heat (needs [spark])")
     spark.add_argument("spark_args", nargs=argparse.REMAINDER, help="arguments of the Spark command")
+
+    from headwater.consume.options import add_arguments, add_dead_letter_arguments
+
+    add_arguments(sub.add_parser("consume", help="ingest events from Kafka topics (needs [kafka])"))
+    add_dead_letter_arguments(
+        sub.add_parser("dead-letters", help="list, replay or purge Kafka messages that were not ingested")
+    )
     return parser
 
 
@@ -82,6 +89,14 @@ def _run(args: argparse.Namespace) -> int:
         from headwater.pipeline.command import run_spark_command
 
         return run_spark_command(args.spark_args)
+    if args.command == "consume":
+        from headwater.consume.command import run_consume
+
+        return run_consume(args)
+    if args.command == "dead-letters":
+        from headwater.consume.command import run_dead_letters
+
+        return run_dead_letters(args)
     raise AssertionError(args.command)  # argparse rejects unknown commands
 
 

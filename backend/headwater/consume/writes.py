@@ -1,0 +1,164 @@
+"""Writing a poll's events: one transaction, or message by message when one of them cannot be stored.
+
+A failure is either the database's (unreachable, shutting down, refusing connections, out of
+resources, a statement timeout: ``DatabaseUnavailableError``, the caller pauses and retries) or one of
+the events' own (bad data, a constraint, a trigger, a defect: the batch is written again message by
+message and the message that fails alone becomes a dead letter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import asyncpg
+
+from headwater.ingest.service import IngestResult, PreparedEvent, ingest_prepared
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    from headwater.consume.messages import Format
+    from headwater.ingest.normalize import AliasRule
+
+# SQLSTATE classes that say the database cannot take writes now, whatever the events: connection
+# exceptions, authorization (a changed password), an unknown database (renamed away), a missing
+# table (migrations not applied), resources, object state (ALLOW_CONNECTIONS false, lock timeout),
+# operator intervention (shutdown, statement timeout) and system errors.
+_UNAVAILABLE_CLASSES = frozenset({"08", "28", "3D", "42", "53", "55", "57", "58"})
+# Concurrent writers (another consumer, the HTTP server) racing on the same rows: retried at once.
+_RACES = (
+    asyncpg.exceptions.SerializationError,
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.UniqueViolationError,
+)
+_RACE_ATTEMPTS = 5
+
+
+class DatabaseUnavailableError(Exception):
+    """The database cannot take writes now; nothing of the batch was committed."""
+
+
+@dataclass
+class Item:
+    """One message of a poll and what becomes of it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    format: Format
+    timestamp: dt.datetime | None
+    events: list[PreparedEvent] = field(default_factory=list)
+    # Why the message is a dead letter; None while it may still be ingested.
+    dead: str | None = None
+    results: list[IngestResult] = field(default_factory=list)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether an error is the database's (retry later) rather than the events' (isolate them)."""
+    if isinstance(
+        exc, OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.PostgresConnectionError
+    ):
+        return True
+    if isinstance(exc, asyncpg.PostgresError):
+        state = exc.sqlstate or ""
+        return state[:2] in _UNAVAILABLE_CLASSES
+    return False
+
+
+async def store(
+    conn: asyncpg.Connection, events: list[PreparedEvent], rules: list[AliasRule]
+) -> list[IngestResult]:
+    """The one place events from Kafka are written (one transaction for the list)."""
+    return await ingest_prepared(conn, events, rules)
+
+
+async def _write(
+    pool: asyncpg.Pool, events: list[PreparedEvent], rules: list[AliasRule]
+) -> list[IngestResult]:
+    for attempt in range(_RACE_ATTEMPTS):
+        try:
+            async with pool.acquire() as conn:
+                return await store(conn, events, rules)
+        except _RACES:
+            if attempt == _RACE_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.01 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+async def write_items(pool: asyncpg.Pool, items: list[Item], rules: list[AliasRule]) -> None:
+    """Store the events of every live item, setting its results, or its ``dead`` reason when it fails alone.
+
+    Raises DatabaseUnavailableError when the database cannot take writes; items already written then
+    are duplicates on the next attempt, which changes nothing.
+    """
+    live = [i for i in items if i.dead is None and i.events]
+    if not live:
+        return
+    try:
+        results = await _write(pool, [e for i in live for e in i.events], rules)
+    except Exception as exc:
+        if is_unavailable(exc):
+            raise DatabaseUnavailableError(describe(exc)) from exc
+        if len(live) == 1:
+            live[0].dead = f"write failed: {describe(exc)}"
+            return
+        await _write_one_by_one(pool, live, rules)
+        return
+    at = 0
+    for item in live:
+        item.results = results[at : at + len(item.events)]
+        at += len(item.events)
+
+
+async def _write_one_by_one(pool: asyncpg.Pool, items: list[Item], rules: list[AliasRule]) -> None:
+    for item in items:
+        try:
+            item.results = await _write(pool, item.events, rules)
+        except Exception as exc:
+            if is_unavailable(exc):
+                raise DatabaseUnavailableError(describe(exc)) from exc
+            item.dead = f"write failed: {describe(exc)}"
+
+
+def describe(exc: BaseException) -> str:
+    state = getattr(exc, "sqlstate", None)
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__} ({state}): {text}" if state else f"{type(exc).__name__}: {text}"
+
+
+_INSERT_DEAD_LETTERS = """
+INSERT INTO kafka_dead_letters
+    (topic, "partition", "offset", message_key, payload, payload_size, payload_sha256, format, reason,
+     message_time)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::bytea[], $5::bytea[], $6::int[],
+                     $7::bytea[], $8::text[], $9::text[], $10::timestamptz[])
+ON CONFLICT DO NOTHING
+"""
+
+
+async def store_dead_letters(conn: asyncpg.Connection, items: list[Item], max_bytes: int) -> int:
+    """Record the dead items (a re-delivered one once); returns how many were new."""
+    dead = [i for i in items if i.dead is not None]
+    if not dead:
+        return 0
+    values = [i.value or b"" for i in dead]
+    status = await conn.execute(
+        _INSERT_DEAD_LETTERS,
+        [i.topic for i in dead],
+        [i.partition for i in dead],
+        [i.offset for i in dead],
+        [i.key for i in dead],
+        [None if i.value is None else i.value[:max_bytes] for i in dead],
+        [len(v) for v in values],
+        [hashlib.sha256(v).digest() for v in values],
+        [i.format for i in dead],
+        [i.dead for i in dead],
+        [i.timestamp for i in dead],
+    )
+    return int(status.split()[-1])

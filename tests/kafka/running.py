@@ -1,0 +1,130 @@
+"""The broker and `headwater consume` processes of the Kafka tests, and waiting on what they did."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from tests.server import REPO
+
+
+@dataclass
+class Broker:
+    bootstrap: str
+    proc: subprocess.Popen[bytes] | None
+
+    def admin(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        admin = self.admin()  # kept until the answer: a destroyed client fails its futures
+        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        for future in futures.values():
+            future.result(timeout=10)
+
+    def producer(self, **config: Any) -> Any:
+        from confluent_kafka import Producer
+
+        return Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, **config})
+
+
+@dataclass
+class ConsumerProcess:
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @classmethod
+    def start(
+        cls, database_url: str, bootstrap: str, args: list[str], log: Path, extra_env: dict[str, str]
+    ) -> ConsumerProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
+        env.update(
+            HEADWATER_DATABASE_URL=database_url,
+            HEADWATER_POOL_MIN_SIZE="1",
+            HEADWATER_POOL_MAX_SIZE="2",
+            **extra_env,
+        )
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "headwater.cli",
+                    "consume",
+                    "--bootstrap-servers",
+                    bootstrap,
+                    *args,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=REPO,
+                start_new_session=True,
+            )
+        return cls(proc, log)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """kill -9: no chance to commit or leave the group."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self, timeout: float = 20) -> int:
+        """SIGTERM, as `docker stop` does; returns the exit code."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def check_running(self) -> None:
+        if self.proc.poll() is not None:
+            raise AssertionError(
+                f"headwater consume exited with {self.proc.returncode}:\n{self.output()[-4000:]}"
+            )
+
+
+async def wait_for(
+    check: Callable[[], Awaitable[bool]],
+    timeout: float = 30,
+    *,
+    what: str = "condition",
+    alive: list[ConsumerProcess] | None = None,
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        for proc in alive or []:
+            proc.check_running()
+        if time.monotonic() > deadline:
+            logs = "\n".join(p.output()[-3000:] for p in alive or [])
+            raise AssertionError(f"timed out waiting for {what}\n{logs}")
+        await asyncio.sleep(0.1)
+
+
+async def fetchval(url: str, query: str, *args: Any) -> Any:
+    conn = await asyncpg.connect(url)
+    try:
+        return await conn.fetchval(query, *args)
+    finally:
+        await conn.close()
+
+
+async def count_events(url: str) -> int:
+    return int(await fetchval(url, "SELECT count(*) FROM raw_events"))
