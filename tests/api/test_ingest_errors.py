@@ -52,7 +52,7 @@ BAD_EVENTS = [
         "$.eventTime",
         "Invalid RFC3339 encoded datetime",
     ),
-    ("runId not a uuid", with_value(["run", "runId"], "run-1"), "$.run.runId", "Invalid UUID"),
+    ("runId not a string", with_value(["run", "runId"], 7), "$.run.runId", "Expected `str`, got `int`"),
     ("job name wrong type", with_value(["job", "name"], 7), "$.job.name", "Expected `str`, got `int`"),
     (
         "inputs not a list",
@@ -129,7 +129,7 @@ async def test_array_is_all_or_nothing(client, conn):
 
 
 async def test_batch_endpoint_reports_per_event(client, conn):
-    events = [run_event("a"), with_value(["run", "runId"], "x"), run_event("b")]
+    events = [run_event("a"), with_value(["run", "runId"], 7), run_event("b")]
     response = await client.post("/api/v1/lineage/batch", json=events)
     assert response.status_code == 200
     assert response.json() == {
@@ -138,9 +138,9 @@ async def test_batch_endpoint_reports_per_event(client, conn):
         "failed_events": [
             {
                 "index": 1,
-                "reason": "$[1].run.runId: Invalid UUID",
+                "reason": "$[1].run.runId: Expected `str`, got `int`",
                 "retriable": False,
-                "errors": [{"path": "$[1].run.runId", "message": "Invalid UUID"}],
+                "errors": [{"path": "$[1].run.runId", "message": "Expected `str`, got `int`"}],
             }
         ],
     }
@@ -150,7 +150,7 @@ async def test_batch_endpoint_reports_per_event(client, conn):
 def many_errors() -> dict[str, Any]:
     """An event wrong in five places, at three depths, in both dataset arrays."""
     event: Any = run_event("job", inputs=["a", "b", "c"], outputs=["d"])
-    event["run"]["runId"] = "run-1"
+    event["run"]["runId"] = 7
     del event["eventTime"]
     event["job"]["name"] = ""
     del event["inputs"][0]["name"]
@@ -161,7 +161,7 @@ def many_errors() -> dict[str, Any]:
 
 MANY_ERRORS = [
     ("$", "Object missing required field `eventTime`"),
-    ("$.run.runId", "Invalid UUID"),
+    ("$.run.runId", "Expected `str`, got `int`"),
     ("$.job.name", "must not be empty"),
     ("$.inputs[0]", "Object missing required field `name`"),
     ("$.inputs[2].facets", "Expected `object | null`, got `str`"),
@@ -224,12 +224,13 @@ async def test_errors_are_listed_up_to_the_limit_and_the_rest_counted(client):
     assert problem["errorsOmitted"] == 50
     assert problem["detail"] == f"Invalid RunEvent: {MAX_ERRORS + 50} errors"
 
-    # The limit is for the whole request: an array's later events are only counted.
+    # The limit is for the whole request: once it is reached, nothing can be stored and the rest
+    # of the array is not even checked.
     response = await client.post("/api/v1/lineage", json=[nameless_inputs(60)] * 3)
     problem = response.json()
     assert len(problem["errors"]) == MAX_ERRORS
-    assert problem["errorsOmitted"] == 3 * 60 - MAX_ERRORS
-    assert problem["detail"] == "3 of 3 events are invalid; none was stored."
+    assert problem["errorsOmitted"] == 2 * 60 - MAX_ERRORS
+    assert problem["detail"] == "2 of 3 events are invalid, 1 more not checked; none was stored."
 
 
 async def test_batch_lists_each_invalid_event_with_its_errors_within_the_limit(client, conn):

@@ -114,7 +114,7 @@ async def test_invalid_lines_are_rejected_with_their_reason_and_place(
         json.dumps(good),
         "{not json",
         "",
-        json.dumps({**run_event("load"), "run": {"runId": "not-a-uuid"}}),
+        json.dumps({**run_event("load"), "run": {"runId": 7}}),
         json.dumps(run_event(" ")),
         json.dumps([run_event("batch", outputs=["a"]), {"eventType": "START"}]),
     ]
@@ -142,7 +142,7 @@ async def test_invalid_lines_are_rejected_with_their_reason_and_place(
         (source, 6, 1, "$[1]"),
     ]
     assert rejects[0]["reason"].startswith("not valid JSON")
-    assert rejects[1]["reason"] == "Invalid RunEvent: Invalid UUID at $.run.runId"
+    assert rejects[1]["reason"] == "Invalid RunEvent: Expected `str`, got `int` at $.run.runId"
     assert rejects[1]["text"] == lines[3]
 
 

@@ -8,7 +8,6 @@ the client and stored on the run. Facets Headwater does not interpret are kept a
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from typing import Any, TypeVar
 
 import msgspec
@@ -101,7 +100,8 @@ class JobTypeFacet(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
 
 
 class ParentRun(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    run_id: uuid.UUID
+    # As reported: a runId that is not a UUID is read as Marquez reads it (validate.run_uuid).
+    run_id: str
 
 
 class ParentJob(msgspec.Struct, forbid_unknown_fields=False):

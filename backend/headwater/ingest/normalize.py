@@ -10,18 +10,25 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from headwater.errors import FieldError
 from headwater.ingest import facets as f
 from headwater.ingest.validate import (
+    MAX_FIELD_NAME_BYTES,
+    MAX_NAME_BYTES,
+    MAX_NAMESPACE_BYTES,
+    MAX_TRANSFORMATION_BYTES,
     DatasetEventModel,
     DatasetModel,
     JobEventModel,
     RunEventModel,
     ValidEvent,
+    run_uuid,
+    time_out_of_range,
+    too_long,
 )
 
 # Maps a reported (namespace, name) to the identity other engines use for it, or None to keep it.
@@ -86,6 +93,8 @@ class NormalizedEvent:
     sql_dialect: str | None = None
     code_hash: str | None = None
     run_id: uuid.UUID | None = None
+    # The runId as reported when it is not a UUID (run_id is then derived from it).
+    reported_run_id: str | None = None
     run_facets: dict[str, Any] = field(default_factory=dict)
     parent_run_id: uuid.UUID | None = None
     parent_job: tuple[str, str] | None = None
@@ -157,15 +166,16 @@ def _job(out: NormalizedEvent, model: RunEventModel | JobEventModel, warnings: l
 
 def _run(out: NormalizedEvent, model: RunEventModel, warnings: list[FieldError]) -> None:
     out.run_id = model.run.run_id
+    out.reported_run_id = model.run.non_uuid_run_id
     out.run_facets, _ = f.split_deleted(model.run.facets)
     facets = model.run.facets
     path = "$.run.facets"
-    parent = f.read_facet(facets, "parent", f.ParentFacet, path, warnings)
+    parent = _read(facets, "parent", f.ParentFacet, path, warnings)
     if parent is not None:
-        out.parent_run_id = parent.run.run_id
+        out.parent_run_id = run_uuid(parent.run.run_id)
         out.parent_job = (parent.job.namespace, parent.job.name)
-        out.root_run_id = parent.root.run.run_id if parent.root else parent.run.run_id
-    nominal = f.read_facet(facets, "nominalTime", f.NominalTimeFacet, path, warnings)
+        out.root_run_id = run_uuid(parent.root.run.run_id if parent.root else parent.run.run_id)
+    nominal = _read(facets, "nominalTime", f.NominalTimeFacet, path, warnings)
     if nominal is not None:
         out.nominal_start_time = _aware(nominal.nominal_start_time)
         out.nominal_end_time = _aware(nominal.nominal_end_time) if nominal.nominal_end_time else None
@@ -197,10 +207,10 @@ def _dataset(
         facets=facets,
         deleted_facets=deleted,
     )
-    schema = f.read_facet(model.facets, "schema", f.SchemaFacet, fpath, warnings)
+    schema = _read(model.facets, "schema", f.SchemaFacet, fpath, warnings)
     if schema is not None:
         dataset.fields = [FieldDef(x.name, x.type, x.description) for x in schema.fields]
-    source = f.read_facet(model.facets, "dataSource", f.DataSourceFacet, fpath, warnings)
+    source = _read(model.facets, "dataSource", f.DataSourceFacet, fpath, warnings)
     if source is not None:
         dataset.source_name = source.name or model.namespace
         dataset.source_uri = source.uri
@@ -210,16 +220,14 @@ def _dataset(
     version = f.read_facet(model.facets, "version", f.DatasetVersionFacet, fpath, warnings)
     if version is not None:
         dataset.storage_version = version.dataset_version
-    lifecycle = f.read_facet(
-        model.facets, "lifecycleStateChange", f.LifecycleStateChangeFacet, fpath, warnings
-    )
+    lifecycle = _read(model.facets, "lifecycleStateChange", f.LifecycleStateChangeFacet, fpath, warnings)
     if lifecycle is not None:
         dataset.lifecycle_state = lifecycle.lifecycle_state_change
         if lifecycle.previous_identifier is not None:
             prev = lifecycle.previous_identifier
             dataset.previous_identity = (prev.namespace, prev.name)
     if with_lineage:
-        lineage = f.read_facet(model.facets, "columnLineage", f.ColumnLineageFacet, fpath, warnings)
+        lineage = _read(model.facets, "columnLineage", f.ColumnLineageFacet, fpath, warnings)
         if lineage is not None:
             dataset.column_edges = column_edges(lineage, dataset.fields)
     return dataset
@@ -228,7 +236,7 @@ def _dataset(
 def _identities(
     model: DatasetModel, path: str, rules: list[AliasRule], warnings: list[FieldError]
 ) -> list[tuple[str, str, str]]:
-    symlinks = f.read_facet(model.facets, "symlinks", f.SymlinksFacet, path, warnings)
+    symlinks = _read(model.facets, "symlinks", f.SymlinksFacet, path, warnings)
     links = [
         (s.namespace, s.name, (s.type or "TABLE").upper())
         for s in (symlinks.identifiers if symlinks else [])
@@ -305,6 +313,69 @@ def column_edges(facet: f.ColumnLineageFacet, fields: list[FieldDef] | None) -> 
             for source in facet.dataset:
                 add(output_field, source, "INDIRECT", None)
     return list(edges.values())
+
+
+def _read(
+    facets: dict[str, Any] | None, key: str, model: type[f.T], path: str, warnings: list[FieldError]
+) -> f.T | None:
+    """``read_facet``, and the facet ignored too (with a warning) if the model could not store a
+    value of it: a name longer than its index allows, a time outside years 1 to 9999."""
+    facet = f.read_facet(facets, key, model, path, warnings)
+    if facet is None:
+        return None
+    problems = [(where, problem) for where, problem in _unstorable(facet) if problem]
+    for where, problem in problems:
+        warnings.append(FieldError(f"{path}.{key}{where}", f"facet ignored: {problem}"))
+    return None if problems else facet
+
+
+def _unstorable(facet: Any) -> Iterator[tuple[str, str | None]]:
+    """(path in the facet, problem or None) for each value of it the model stores in an index."""
+    if isinstance(facet, f.SchemaFacet):
+        for i, x in enumerate(facet.fields):
+            yield f".fields[{i}].name", too_long(x.name, MAX_FIELD_NAME_BYTES)
+    elif isinstance(facet, f.DataSourceFacet) and facet.name:
+        yield ".name", too_long(facet.name, MAX_NAMESPACE_BYTES)
+    elif isinstance(facet, f.SymlinksFacet):
+        for i, s in enumerate(facet.identifiers):
+            yield from _identity(f".identifiers[{i}]", s.namespace, s.name)
+    elif isinstance(facet, f.LifecycleStateChangeFacet) and facet.previous_identifier:
+        prev = facet.previous_identifier
+        yield from _identity(".previousIdentifier", prev.namespace, prev.name)
+    elif isinstance(facet, f.ParentFacet):
+        yield from _identity(".job", facet.job.namespace, facet.job.name)
+    elif isinstance(facet, f.NominalTimeFacet):
+        yield ".nominalStartTime", time_out_of_range(_aware(facet.nominal_start_time))
+        end = facet.nominal_end_time
+        yield ".nominalEndTime", time_out_of_range(_aware(end)) if end else None
+    elif isinstance(facet, f.ColumnLineageFacet):
+        yield from _column_lineage(facet)
+
+
+def _column_lineage(facet: f.ColumnLineageFacet) -> Iterator[tuple[str, str | None]]:
+    for name, entry in facet.fields.items():
+        yield f".fields.{name}", too_long(name, MAX_FIELD_NAME_BYTES)
+        yield from _input_fields(f".fields.{name}.inputFields", entry.input_fields)
+        yield f".fields.{name}.transformationType", _too_long_type(entry.transformation_type)
+    yield from _input_fields(".dataset", facet.dataset or [])
+
+
+def _identity(path: str, namespace: str, name: str) -> Iterator[tuple[str, str | None]]:
+    yield f"{path}.namespace", too_long(namespace, MAX_NAMESPACE_BYTES)
+    yield f"{path}.name", too_long(name, MAX_NAME_BYTES)
+
+
+def _input_fields(path: str, sources: list[f.InputField]) -> Iterator[tuple[str, str | None]]:
+    for i, source in enumerate(sources):
+        yield from _identity(f"{path}[{i}]", source.namespace, source.name)
+        yield f"{path}[{i}].field", too_long(source.field, MAX_FIELD_NAME_BYTES)
+        for j, t in enumerate(source.transformations or []):
+            yield f"{path}[{i}].transformations[{j}].type", _too_long_type(t.type)
+            yield f"{path}[{i}].transformations[{j}].subtype", _too_long_type(t.subtype)
+
+
+def _too_long_type(value: str | None) -> str | None:
+    return too_long(value, MAX_TRANSFORMATION_BYTES) if value else None
 
 
 def _aware(value: dt.datetime) -> dt.datetime:

@@ -14,6 +14,7 @@ import hashlib
 import re
 import types
 import typing
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,6 +25,20 @@ from headwater.errors import FieldError, InvalidEventError
 
 # Errors listed in one answer, over all the events of a request; the others are only counted.
 MAX_ERRORS = 100
+# Events in one request: every one of them gets a result, so this bounds the answer and its memory.
+MAX_EVENTS = 10_000
+# Nesting of objects and arrays in one event. Python code (and PostgreSQL's jsonb) recurses over it.
+MAX_DEPTH = 256
+# Longest identity parts, in UTF-8 bytes: a namespace and a name must fit together in one btree
+# index entry (2,704 bytes), with the other columns of the widest index over them.
+MAX_NAMESPACE_BYTES = 1_024
+MAX_NAME_BYTES = 1_536
+# Field names: two of them and the transformation share an entry of the column lineage index.
+MAX_FIELD_NAME_BYTES = 1_024
+MAX_TRANSFORMATION_BYTES = 128
+# The instants PostgreSQL's driver writes as -infinity and infinity; times must lie strictly between.
+_MIN_TIME = dt.datetime.min.replace(tzinfo=dt.UTC)
+_MAX_TIME = dt.datetime.max.replace(tzinfo=dt.UTC)
 
 EventType = Literal["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"]
 Facets = dict[str, Any]
@@ -44,8 +59,17 @@ class JobModel(msgspec.Struct, forbid_unknown_fields=False):
 
 
 class RunModel(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    run_id: uuid.UUID
+    reported_run_id: str = msgspec.field(name="runId")
     facets: Facets | None = None
+
+    @property
+    def run_id(self) -> uuid.UUID:
+        return run_uuid(self.reported_run_id)
+
+    @property
+    def non_uuid_run_id(self) -> str | None:
+        """The runId as reported when it is not a UUID (the run's id is then derived from it)."""
+        return None if _java_uuid(self.reported_run_id) else self.reported_run_id
 
 
 class RunEventModel(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
@@ -97,6 +121,62 @@ def content_hash(raw: Any) -> bytes:
     return hashlib.sha256(_sorted_encoder.encode(raw)).digest()
 
 
+@functools.lru_cache(maxsize=4096)
+def run_uuid(run_id: str) -> uuid.UUID:
+    """The UUID of a reported runId, as Marquez computes it so that a run keeps its id across both.
+
+    A runId Java's ``UUID.fromString`` accepts is that UUID; any other string is
+    ``UUID.nameUUIDFromBytes`` of its UTF-8 bytes: the MD5 digest with version 3 and the IETF variant.
+    """
+    return _java_uuid(run_id) or uuid.UUID(
+        bytes=hashlib.md5(run_id.encode(), usedforsecurity=False).digest(), version=3
+    )
+
+
+def _java_uuid(text: str) -> uuid.UUID | None:
+    """What Java's ``UUID.fromString`` makes of `text`, None where it throws.
+
+    It is lenient: five groups of 1 to 16 hex digits (an optional ``+``, Unicode digits and
+    full-width letters as ``Character.digit`` reads them), each cut to its width.
+    """
+    if len(text) > 36:
+        return None
+    groups = text.split("-")
+    if len(groups) != 5:
+        return None
+    values = [_java_hex_long(g) for g in groups]
+    if any(v is None for v in values):
+        return None
+    a, b, c, d, e = typing.cast("list[int]", values)
+    most = (a & 0xFFFFFFFF) << 32 | (b & 0xFFFF) << 16 | (c & 0xFFFF)
+    least = (d & 0xFFFF) << 48 | (e & 0xFFFFFFFFFFFF)
+    return uuid.UUID(int=most << 64 | least)
+
+
+def _java_hex_long(text: str) -> int | None:
+    """``Long.parseLong(text, 16)``, None where it throws (empty, a bad digit, out of range)."""
+    digits = text[1:] if text[:1] == "+" else text
+    if not digits:
+        return None
+    value = 0
+    for ch in digits:
+        digit = _java_hex_digit(ch)
+        if digit < 0:
+            return None
+        value = value * 16 + digit
+    return value if value <= 2**63 - 1 else None
+
+
+def _java_hex_digit(ch: str) -> int:
+    """``Character.digit(ch, 16)``."""
+    lower = ch.lower()
+    if "a" <= lower <= "f":
+        return ord(lower) - ord("a") + 10
+    if "\uff41" <= lower <= "\uff46":  # full-width a-f (and A-F, lowered)
+        return ord(lower) - 0xFF41 + 10
+    return unicodedata.decimal(ch, -1)
+
+
 def event_kind(raw: dict[str, Any]) -> Literal["RUN", "DATASET", "JOB"]:
     """Which of the three event types this object is: schemaURL first, then its shape."""
     schema_url = raw.get("schemaURL")
@@ -130,26 +210,91 @@ def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) ->
     Raises InvalidEventError listing every error with its JSON path, the first `max_errors` of
     them: the others are counted in its `omitted`.
     """
+    found = _Errors(max_errors)
     if not isinstance(raw, dict):
-        found = _Errors(max_errors)
         found.add(FieldError(prefix, f"Expected `object`, got `{json_type(raw)}`"))
         raise found.error("An OpenLineage event must be a JSON object")
+    # Checked first and always: what PostgreSQL cannot store is an error wherever it is, facets too.
+    _check_storable(raw, prefix, found)
     kind = event_kind(raw)
+    what = f"Invalid {kind.title()}Event"
     try:
         model = msgspec.convert(raw, _MODELS[kind])
     except msgspec.ValidationError as exc:
         # msgspec stops at the first error; only then is the event walked for all the others,
         # so a valid event costs no more than one conversion.
-        found = _Errors(max_errors)
+        before = found.count
         _walk(raw, _MODELS[kind], prefix, found)
-        if not found.count:
+        if found.count == before:
             found.add(_field_error(exc, prefix))
-        raise found.error(f"Invalid {kind.title()}Event") from None
+        raise found.error(what) from None
     if model.event_time.tzinfo is None:
         # Some clients (the Python client's own serde fixtures) omit the offset: read it as UTC.
         model.event_time = model.event_time.replace(tzinfo=dt.UTC)
-    _check_names(model, prefix, max_errors)
+    time_error = time_out_of_range(model.event_time)
+    if time_error:
+        found.add(FieldError(f"{prefix}.eventTime", time_error))
+    _check_names(model, prefix, found)
+    if found.count:
+        raise found.error(what)
     return ValidEvent(kind=kind, model=model, raw=raw, content_hash=content_hash(raw))
+
+
+def time_out_of_range(value: dt.datetime) -> str | None:
+    """Why a time cannot be stored as it is, or None: its UTC value must lie in years 1 to 9999."""
+    try:
+        utc = value.astimezone(dt.UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not _MIN_TIME < utc < _MAX_TIME:
+        return "must be, in UTC, after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z"
+    return None
+
+
+def too_long(value: str, limit: int) -> str | None:
+    """Why a name cannot be stored, or None: it must fit in `limit` bytes of UTF-8."""
+    size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    return f"must be at most {limit} bytes in UTF-8, not {size}" if size > limit else None
+
+
+def _check_storable(raw: dict[str, Any], prefix: str, found: _Errors) -> None:
+    """Add an error for each string PostgreSQL cannot store (U+0000, a lone surrogate: text and jsonb
+    refuse them) and for nesting deeper than ``MAX_DEPTH``; keys are strings too."""
+    stack: list[tuple[Any, str, int]] = [(raw, prefix, 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            found.add(FieldError(path, f"nested deeper than {MAX_DEPTH} levels"))
+            continue
+        entries = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in entries:
+            if isinstance(key, str) and _unstorable(key):
+                found.add(FieldError(_child(path, key), f"the key {_unstorable(key)}"))
+            if isinstance(item, str):
+                if _unstorable(item):
+                    found.add(FieldError(_child(path, key), f"the value {_unstorable(item)}"))
+            elif isinstance(item, dict | list):
+                stack.append((item, _child(path, key), depth + 1))
+
+
+def _child(path: str, key: str | int) -> str:
+    """The path of a member (``.key``, control characters escaped) or an element (``[3]``)."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if not key.isprintable() or _unstorable(key):
+        key = key.encode("unicode_escape").decode("ascii")
+    return f"{path}.{key}"
+
+
+def _unstorable(text: str) -> str | None:
+    if "\x00" in text:
+        return "contains U+0000, which PostgreSQL cannot store"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains a lone UTF-16 surrogate (not a character), which PostgreSQL cannot store"
+    return None
 
 
 class _Errors:
@@ -226,26 +371,23 @@ def _convert(value: Any, kind: Any, path: str, found: _Errors) -> None:
         found.add(_field_error(exc, path))
 
 
-def _check_names(model: AnyEvent, prefix: str, max_errors: int) -> None:
-    """Reject empty identities: a job or dataset with an empty name cannot be found again."""
-    found = _Errors(max_errors)
+def _check_names(model: AnyEvent, prefix: str, found: _Errors) -> None:
+    """Identities must be findable again and storable: not empty, not longer than an index allows."""
+    parts: list[tuple[str, Any]] = []
     job = getattr(model, "job", None)
     if job is not None:
-        for key in ("namespace", "name"):
-            if not getattr(job, key).strip():
-                found.add(FieldError(f"{prefix}.job.{key}", "must not be empty"))
-    datasets: list[tuple[str, DatasetModel]] = []
+        parts.append((f"{prefix}.job", job))
     if isinstance(model, DatasetEventModel):
-        datasets.append((f"{prefix}.dataset", model.dataset))
+        parts.append((f"{prefix}.dataset", model.dataset))
     else:
-        datasets += [(f"{prefix}.inputs[{i}]", d) for i, d in enumerate(model.inputs or [])]
-        datasets += [(f"{prefix}.outputs[{i}]", d) for i, d in enumerate(model.outputs or [])]
-    for path, dataset in datasets:
-        for key in ("namespace", "name"):
-            if not getattr(dataset, key).strip():
-                found.add(FieldError(f"{path}.{key}", "must not be empty"))
-    if found.count:
-        raise found.error("Invalid event")
+        parts += [(f"{prefix}.inputs[{i}]", d) for i, d in enumerate(model.inputs or [])]
+        parts += [(f"{prefix}.outputs[{i}]", d) for i, d in enumerate(model.outputs or [])]
+    for path, part in parts:
+        for key, limit in (("namespace", MAX_NAMESPACE_BYTES), ("name", MAX_NAME_BYTES)):
+            value = getattr(part, key)
+            problem = "must not be empty" if not value.strip() else too_long(value, limit)
+            if problem:
+                found.add(FieldError(f"{path}.{key}", problem))
 
 
 def json_type(value: Any) -> str:

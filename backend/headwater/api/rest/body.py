@@ -1,4 +1,7 @@
-"""Request bodies: gzip decoding with a size bound, and JSON decoding with a located error."""
+"""Request bodies: gzip decoding with a size bound, and JSON decoding with a located error.
+
+A body that is not UTF-8, nests too deeply or holds more than ``MAX_EVENTS`` events is refused
+before any event is looked at."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from headwater.errors import (
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
 )
+from headwater.ingest.validate import MAX_DEPTH, MAX_EVENTS
 
 if TYPE_CHECKING:
     from litestar import Request
@@ -36,11 +40,27 @@ async def read_json_body(request: Request[Any, Any, Any], max_bytes: int) -> Any
             [FieldError("$", "empty body")],
         )
     try:
-        return msgspec.json.decode(body)
+        value = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
         raise InvalidRequestError(
             f"The request body is not valid JSON: {exc}", [FieldError("$", f"not valid JSON: {exc}")]
         ) from None
+    except UnicodeDecodeError as exc:
+        message = f"not valid UTF-8: byte {exc.start} of the body (0x{body[exc.start]:02x})"
+        raise InvalidRequestError(
+            f"The request body is not valid JSON: {message}", [FieldError("$", message)]
+        ) from None
+    except RecursionError:
+        # The decoder recurses per level; how deep it gets depends on the stack it starts from.
+        message = f"nested too deeply (events may nest {MAX_DEPTH} levels)"
+        raise InvalidRequestError(
+            f"The request body is not valid JSON: {message}", [FieldError("$", message)]
+        ) from None
+    if isinstance(value, list) and len(value) > MAX_EVENTS:
+        raise PayloadTooLargeError(
+            f"The request holds {len(value)} events; send at most {MAX_EVENTS} per request."
+        )
+    return value
 
 
 def _gunzip(body: bytes, max_bytes: int) -> bytes:

@@ -34,7 +34,9 @@ def check_api_key(request: Request[Any, Any, Any], settings: Settings) -> None:
         return
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), settings.api_key):
+    # As bytes: compare_digest refuses str with non-ASCII characters, which a header may carry.
+    given, expected = token.strip().encode(), settings.api_key.encode()
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
         raise UnauthorizedError("Missing or wrong API key: send 'Authorization: Bearer <key>'.")
 
 
@@ -91,8 +93,12 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
     check_api_key(request, settings)
     raw = await read_json_body(request, settings.max_body_bytes)
     if isinstance(raw, list):
-        events, errors, omitted, invalid = [], [], 0, 0
+        events, errors, omitted, invalid, unchecked = [], [], 0, 0, 0
         for i, item in enumerate(raw):
+            if len(errors) >= MAX_ERRORS:
+                # Nothing will be stored and no more errors listed: the rest is not checked.
+                unchecked = len(raw) - i
+                break
             try:
                 events.append(validate_event(item, f"$[{i}]", MAX_ERRORS - len(errors)))
             except InvalidEventError as exc:
@@ -101,8 +107,9 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
                 omitted += exc.omitted
                 invalid += 1
         if invalid:
+            rest = f", {unchecked} more not checked" if unchecked else ""
             raise InvalidEventError(
-                f"{invalid} of {len(raw)} events are invalid; none was stored.", errors, omitted
+                f"{invalid} of {len(raw)} events are invalid{rest}; none was stored.", errors, omitted
             )
         if not events:
             raise InvalidEventError("The array is empty; expected at least one event.")
