@@ -20,7 +20,14 @@ from headwater.ingest.normalize import (
     NormalizedEvent,
     identities_for,
 )
+from headwater.ingest.validate import (
+    MAX_FIELD_NAME_BYTES,
+    MAX_NAME_BYTES,
+    MAX_NAMESPACE_BYTES,
+    too_long,
+)
 from headwater.sql_lineage import SqlLineage, extract_lineage
+from headwater.sql_lineage.model import ColumnLineage
 
 _SCHEME_DIALECTS = {
     "postgres": "postgres",
@@ -68,15 +75,35 @@ def sql_dialect(event: NormalizedEvent) -> str | None:
     return None
 
 
+# SQL longer than this is not derived (a warning says so): parsing takes about 6 s per MB, and the
+# derivation of one event must stay within seconds.
+MAX_SQL_CHARS = 256 * 1024
+# Only short SQL is cached: the same job's statement comes again with each of its runs, while a
+# long script's lineage could hold much memory.
+_CACHED_SQL_CHARS = 16 * 1024
+
+
 @lru_cache(maxsize=2048)
+def _cached_lineage(sql: str, dialect: str | None) -> SqlLineage:
+    return extract_lineage(sql, dialect)
+
+
 def _lineage(sql: str, dialect: str | None) -> SqlLineage:
+    if len(sql) <= _CACHED_SQL_CHARS:
+        return _cached_lineage(sql, dialect)
     return extract_lineage(sql, dialect)
 
 
 def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]:
-    """Add SQL-derived datasets (marked derived) and column edges to the event; returns parse errors."""
+    """Add SQL-derived datasets (marked derived) and column edges to the event; returns parse errors.
+
+    The work is linear in the size of the SQL and the event, and SQL over ``MAX_SQL_CHARS`` is not
+    parsed at all.
+    """
     if not event.sql or (not event.inputs and not event.outputs):
         return []
+    if len(event.sql) > MAX_SQL_CHARS:
+        return [f"the SQL is {len(event.sql)} characters long; at most {MAX_SQL_CHARS} are parsed"]
     lineage = _lineage(event.sql, sql_dialect(event))
     errors = [str(e) for e in lineage.errors]
     resolver = _Resolver(event, rules)
@@ -85,55 +112,96 @@ def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]
     for table in lineage.outputs:
         resolver.dataset(table, output=True)
     for column in lineage.columns:
-        out_table, _, out_field = column.output.rpartition(".")
-        output = resolver.dataset(out_table, output=True) if out_table else None
-        if output is None or not out_field:
-            continue
-        for source in column.inputs:
-            in_table, _, in_field = source.rpartition(".")
-            source_def = resolver.dataset(in_table, output=False) if in_table else None
-            if source_def is None or not in_field or in_field == "*":
-                continue
-            output.derived_column_edges.append(
-                ColumnEdgeDef(
-                    out_field,
-                    source_def.namespace,
-                    source_def.name,
-                    in_field,
-                    _transformation(column.transformation),
-                    None,
-                    None,
-                    None,
-                )
-            )
+        _add_column_edges(resolver, column)
+    if resolver.too_long:
+        errors.append(
+            f"{resolver.too_long} table names are longer than a dataset name may be "
+            f"({MAX_NAMESPACE_BYTES} bytes of namespace, {MAX_NAME_BYTES} of name)"
+        )
     return errors
+
+
+def _add_column_edges(resolver: _Resolver, column: ColumnLineage) -> None:
+    out_table, _, out_field = column.output.rpartition(".")
+    output = resolver.dataset(out_table, output=True) if out_table else None
+    if output is None or not out_field or too_long(out_field, MAX_FIELD_NAME_BYTES):
+        return
+    for source in column.inputs:
+        in_table, _, in_field = source.rpartition(".")
+        source_def = resolver.dataset(in_table, output=False) if in_table else None
+        if source_def is None or not in_field or in_field == "*":
+            continue
+        if too_long(in_field, MAX_FIELD_NAME_BYTES):
+            continue
+        output.derived_column_edges.append(
+            ColumnEdgeDef(
+                out_field,
+                source_def.namespace,
+                source_def.name,
+                in_field,
+                _transformation(column.transformation),
+                None,
+                None,
+                None,
+            )
+        )
 
 
 def _transformation(kind: str) -> str:
     return "INDIRECT" if kind == "INDIRECT" else "DIRECT"
 
 
+def _last_part(name: str) -> str:
+    return name.rpartition(".")[2]
+
+
 class _Resolver:
-    """Maps SQL table names to the event's datasets, adding derived ones where needed."""
+    """Maps SQL table names to the event's datasets, adding derived ones where needed.
+
+    A SQL name matches an identity equal to it or ending with ``.<it>``; both end with the SQL
+    name's last part, so identities are indexed by their last part and each lookup reads only the
+    identities sharing it.
+    """
 
     def __init__(self, event: NormalizedEvent, rules: list[AliasRule]) -> None:
         self.event = event
         self.rules = rules
-        self.namespaces = sorted({d.namespace for d in [*event.inputs, *event.outputs]})
+        reported = [*event.inputs, *event.outputs]
+        self.namespaces = sorted({d.namespace for d in reported})
+        # Unknown names are qualified like the datasets the producer reported.
+        self.siblings = [d.name.split(".") for d in reported]
+        self.longest = max((len(s) for s in self.siblings), default=0)
+        self.prefixes: dict[int, set[tuple[str, ...]]] = {}
+        self.listed: dict[bool, dict[tuple[str, str], DatasetDef]] = {
+            output: {
+                (d.namespace, d.name): d for d in reversed(event.outputs if output else event.inputs)
+            }
+            for output in (True, False)
+        }
+        self.by_last_part: dict[str, list[tuple[str, DatasetDef]]] = {}
+        for d in [*event.outputs, *event.inputs]:
+            self._index(d)
+        self.matches: dict[str, dict[str, DatasetDef | None]] = {}
+        self.too_long = 0
+
+    def _index(self, d: DatasetDef) -> None:
+        for _, nm, _ in d.identities:
+            lowered = nm.lower()
+            self.by_last_part.setdefault(_last_part(lowered), []).append((lowered, d))
 
     def _match(self, table: str) -> DatasetDef | None:
         # Any identity of a dataset may be the one the SQL uses: a Spark table written to a path is
         # named in its SQL by its TABLE symlink (``default.dept_totals``).
         wanted = table.lower()
-        found = [
-            d
-            for d in [*self.event.outputs, *self.event.inputs]
-            if any(
-                nm.lower() == wanted or nm.lower().endswith("." + wanted) for _, nm, _ in d.identities
-            )
-        ]
-        unique = {(d.namespace, d.name): d for d in found}
-        return next(iter(unique.values())) if len(unique) == 1 else None
+        known = self.matches.setdefault(_last_part(wanted), {})
+        if wanted not in known:
+            unique = {
+                (d.namespace, d.name): d
+                for nm, d in self.by_last_part.get(_last_part(wanted), [])
+                if nm == wanted or nm.endswith("." + wanted)
+            }
+            known[wanted] = next(iter(unique.values())) if len(unique) == 1 else None
+        return known[wanted]
 
     def dataset(self, table: str, *, output: bool) -> DatasetDef | None:
         if table.startswith("path:"):
@@ -141,33 +209,33 @@ class _Resolver:
             namespace = f"{parts.scheme}://{parts.netloc}" if parts.netloc else (parts.scheme or "file")
             return self._add(namespace, parts.path or table, output=output)
         found = self._match(table)
-        listing = self.event.outputs if output else self.event.inputs
         if found is not None:
-            if not any(d is found for d in listing) and not any(
-                (d.namespace, d.name) == (found.namespace, found.name) for d in listing
-            ):
-                return self._add(found.namespace, found.name, output=output)
-            return next(d for d in listing if (d.namespace, d.name) == (found.namespace, found.name))
+            return self._add(found.namespace, found.name, output=output)
         if len(self.namespaces) != 1:
             return None
         return self._add(self.namespaces[0], self._qualify(table), output=output)
 
     def _qualify(self, table: str) -> str:
         parts = table.split(".")
-        siblings = [d.name.split(".") for d in [*self.event.inputs, *self.event.outputs]]
-        longest = max((len(s) for s in siblings), default=0)
+        longest = self.longest
         if len(parts) >= longest:
             return table
-        prefixes = {tuple(s[: longest - len(parts)]) for s in siblings if len(s) == longest}
+        if len(parts) not in self.prefixes:
+            self.prefixes[len(parts)] = {
+                tuple(s[: longest - len(parts)]) for s in self.siblings if len(s) == longest
+            }
+        prefixes = self.prefixes[len(parts)]
         if len(prefixes) != 1:
             return table
         return ".".join([*next(iter(prefixes)), *parts])
 
-    def _add(self, namespace: str, name: str, *, output: bool) -> DatasetDef:
-        listing = self.event.outputs if output else self.event.inputs
-        for d in listing:
-            if (d.namespace, d.name) == (namespace, name):
-                return d
+    def _add(self, namespace: str, name: str, *, output: bool) -> DatasetDef | None:
+        listed = self.listed[output]
+        if (namespace, name) in listed:
+            return listed[(namespace, name)]
+        if too_long(namespace, MAX_NAMESPACE_BYTES) or too_long(name, MAX_NAME_BYTES):
+            self.too_long += 1
+            return None
         d = DatasetDef(
             namespace=namespace,
             name=name,
@@ -176,5 +244,10 @@ class _Resolver:
             deleted_facets=[],
             derived=True,
         )
-        listing.append(d)
+        (self.event.outputs if output else self.event.inputs).append(d)
+        listed[(namespace, name)] = d
+        self._index(d)
+        # A new identity may make a name ambiguous or let it match: forget what was found for it.
+        for _, nm, _ in d.identities:
+            self.matches.pop(_last_part(nm.lower()), None)
         return d
