@@ -6,6 +6,7 @@ run may come in any order; every write below is a merge that respects eventTime.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -66,7 +67,10 @@ async def ingest_events(
 ) -> list[IngestResult]:
     """Store events in one transaction (all or none); duplicates are reported, not stored twice."""
     rules = alias_rules or []
-    return await ingest_prepared(conn, prepare_events(events, rules), rules)
+    # In a thread: deriving lineage from a long SQL script takes seconds of CPU, during which the
+    # event loop must go on answering other requests.
+    prepared = await asyncio.to_thread(prepare_events, events, rules)
+    return await ingest_prepared(conn, prepared, rules)
 
 
 async def ingest_prepared(
