@@ -258,8 +258,8 @@ def too_long(value: str, limit: int) -> str | None:
 
 
 def _check_storable(raw: dict[str, Any], prefix: str, found: _Errors) -> None:
-    """Add an error for each string PostgreSQL cannot store (U+0000, a lone surrogate: text and jsonb
-    refuse them) and for nesting deeper than ``MAX_DEPTH``; keys are strings too."""
+    """Add an error for each string PostgreSQL cannot store (U+0000: text and jsonb refuse it) and
+    for nesting deeper than ``MAX_DEPTH``; keys are strings too."""
     stack: list[tuple[Any, str, int]] = [(raw, prefix, 1)]
     while stack:
         value, path, depth = stack.pop()
@@ -287,14 +287,8 @@ def _child(path: str, key: str | int) -> str:
 
 
 def _unstorable(text: str) -> str | None:
-    if "\x00" in text:
-        return "contains U+0000, which PostgreSQL cannot store"
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return "contains a lone UTF-16 surrogate (not a character), which PostgreSQL cannot store"
-    return None
+    # Lone surrogates need no check: the JSON decoder refuses them.
+    return "contains U+0000, which PostgreSQL cannot store" if "\x00" in text else None
 
 
 class _Errors:

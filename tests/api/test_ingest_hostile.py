@@ -1,0 +1,220 @@
+"""Input a careless or hostile client sends: a 4xx naming the path (or stored as sent), never a
+500, and a server that keeps answering, against a real `headwater serve`."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from headwater.ingest.validate import (
+    MAX_DEPTH,
+    MAX_EVENTS,
+    MAX_FIELD_NAME_BYTES,
+    MAX_NAME_BYTES,
+    MAX_NAMESPACE_BYTES,
+)
+from tests.factories import run_event
+from tests.pg import migrated_database
+from tests.server import HeadwaterServer, running_headwater
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture(scope="module")
+async def hostile_database(pg_server: str) -> AsyncIterator[str]:
+    async with migrated_database(pg_server, "headwater_hostile") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, hostile_database: str) -> Iterator[HeadwaterServer]:
+    with running_headwater(
+        hostile_database, tmp_path_factory.mktemp("hostile") / "serve.log"
+    ) as running:
+        yield running
+
+
+def event(**changes: Any) -> dict[str, Any]:
+    e: dict[str, Any] = run_event("job", inputs=["a"], outputs=["b"])
+    e["run"]["runId"] = str(uuid.uuid4())
+    e.update(changes)
+    return e
+
+
+def post(server: HeadwaterServer, body: Any, path: str = "/api/v1/lineage", **headers: Any):
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx.post(
+        server.url + path,
+        content=content,
+        headers={"Authorization": f"Bearer {server.api_key}", **headers},
+        timeout=60,
+    )
+
+
+def with_facet(where: str, facets: Any) -> dict[str, Any]:
+    e = event()
+    if where == "run":
+        e["run"]["facets"] = facets
+    else:
+        e["inputs"][0]["facets"] = facets
+    return e
+
+
+def random_name(size: int) -> str:
+    return "".join(random.choices(string.ascii_letters + string.digits, k=size))
+
+
+def deep(levels: int) -> bytes:
+    e = event()
+    e["run"]["facets"] = {"deep": "HERE"}
+    return json.dumps(e).encode().replace(b'"HERE"', b"[" * levels + b"]" * levels)
+
+
+def job_named(name: str) -> dict[str, Any]:
+    e = event()
+    e["job"]["name"] = name
+    return e
+
+
+def at(time: str) -> dict[str, Any]:
+    return event(eventTime=time)
+
+
+BAD = [
+    ("nul in job name", job_named("a\u0000b"), "$.job.name", "U+0000"),
+    ("nul in facet key", with_facet("run", {"x\u0000": {}}), "$.run.facets.x\\x00", "U+0000"),
+    ("nul in facet value", with_facet("run", {"x": {"v": "\u0000"}}), "$.run.facets.x.v", "U+0000"),
+    (
+        "nul in schema field name",
+        with_facet("input", {"schema": {"fields": [{"name": "c\u0000"}]}}),
+        "$.inputs[0].facets.schema.fields[0].name",
+        "U+0000",
+    ),
+    ("10k-character name", job_named(random_name(10_000)), "$.job.name", "at most"),
+    (
+        "long namespace",
+        event(job={"namespace": random_name(MAX_NAMESPACE_BYTES + 1), "name": "j"}),
+        "$.job.namespace",
+        "at most",
+    ),
+    ("after year 9999 in UTC", at("9999-12-31T23:00:00-14:00"), "$.eventTime", "in UTC"),
+    ("before year 1 in UTC", at("0001-01-01T00:00:00+14:00"), "$.eventTime", "in UTC"),
+    ("the first instant", at("0001-01-01T00:00:00Z"), "$.eventTime", "in UTC"),
+    ("the last instant", at("9999-12-31T23:59:59.999999Z"), "$.eventTime", "in UTC"),
+]
+
+
+def test_every_bad_input_is_a_400_naming_its_path(server):
+    for name, body, path, message in BAD:
+        response = post(server, body)
+        assert response.status_code == 400, (name, response.text)
+        errors = response.json()["errors"]
+        assert [e["path"] for e in errors] == [path], name
+        assert message in errors[0]["message"], name
+        # The same element in a batch fails alone; its neighbours are stored.
+        response = post(server, [event(), body, event()], "/api/v1/lineage/batch")
+        assert response.status_code == 200, (name, response.text)
+        result = response.json()
+        assert result["summary"]["successful"] == 2, name
+        assert [f["index"] for f in result["failed_events"]] == [1], name
+    assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+
+
+def test_bodies_that_cannot_be_decoded_are_400(server):
+    response = post(server, json.dumps(job_named("JOB")).encode().replace(b"JOB", b"J\xff"))
+    assert response.status_code == 400
+    assert "not valid UTF-8" in response.json()["errors"][0]["message"]
+    response = post(server, json.dumps(job_named("a\ud800")).encode())
+    assert response.status_code == 400
+    assert "not valid JSON" in response.json()["errors"][0]["message"]
+    for levels in (MAX_DEPTH + 1, 970, 100_000):
+        response = post(server, deep(levels))
+        assert response.status_code == 400, levels
+        assert "nested" in response.json()["errors"][0]["message"]
+    assert post(server, deep(MAX_DEPTH - 5)).status_code == 201
+    response = post(server, b"[" + b",".join([b"{}"] * (MAX_EVENTS + 1)) + b"]")
+    assert response.status_code == 413
+    assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+
+
+def test_a_non_ascii_authorization_header_is_a_401(server):
+    response = httpx.post(
+        f"{server.url}/api/v1/lineage",
+        content=json.dumps(event()).encode(),
+        headers={"Authorization": "Bearer cl\u00e9".encode()},
+    )
+    assert response.status_code == 401
+
+
+def test_the_widest_storable_values_are_stored_as_sent(server):
+    e = event(eventTime="0001-01-01T00:00:00.000001Z")
+    e["job"] = {"namespace": "é" * (MAX_NAMESPACE_BYTES // 2), "name": random_name(MAX_NAME_BYTES)}
+    e["inputs"][0]["facets"] = {"schema": {"fields": [{"name": random_name(MAX_FIELD_NAME_BYTES)}]}}
+    response = post(server, e)
+    assert response.status_code == 201, response.text
+    assert not response.json().get("warnings")
+    run = httpx.get(f"{server.url}/api/v1/runs/{e['run']['runId']}", timeout=10).json()
+    assert run["updatedAt"].startswith("0001-01-01T00:00:00.000001")
+    e = event(eventTime="9999-12-31T23:59:59.999998Z")
+    assert post(server, e).status_code == 201
+    run = httpx.get(f"{server.url}/api/v1/runs/{e['run']['runId']}", timeout=10).json()
+    assert run["updatedAt"].startswith("9999-12-31T23:59:59.999998")
+
+
+def test_a_facet_with_a_field_name_too_long_to_store_is_ignored_with_a_warning(server):
+    e = with_facet("input", {"schema": {"fields": [{"name": "x" * (MAX_FIELD_NAME_BYTES + 1)}]}})
+    response = post(server, e)
+    assert response.status_code == 201
+    [warning] = response.json()["warnings"]
+    assert warning["path"] == "$.inputs[0].facets.schema.fields[0].name"
+
+
+def test_errors_of_a_huge_array_are_bounded(server):
+    body = b"[" + b",".join([b"{}"] * MAX_EVENTS) + b"]"
+    for path in ("/api/v1/lineage", "/api/v1/lineage/batch"):
+        response = post(server, body, path)
+        assert response.status_code in (200, 400)
+        assert len(response.content) < 2_000_000, path
+
+
+def sql_event(statements: int) -> dict[str, Any]:
+    e = run_event("script", inputs=["db.s.u0"], outputs=["db.s.t0"])
+    e["run"]["runId"] = str(uuid.uuid4())
+    sql = ";\n".join(f"INSERT INTO s.t{i} SELECT a, b FROM s.u{i}" for i in range(statements))
+    e["job"]["facets"] = {"sql": {"_producer": "p", "_schemaURL": "s", "query": sql}}
+    return e
+
+
+def test_a_5000_statement_script_is_ingested_in_seconds_while_healthz_answers(server):
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        while not done.is_set():
+            started = time.monotonic()
+            httpx.get(f"{server.url}/healthz", timeout=30).raise_for_status()
+            latencies.append(time.monotonic() - started)
+            time.sleep(0.02)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    started = time.monotonic()
+    try:
+        response = post(server, sql_event(5000))
+    finally:
+        took = time.monotonic() - started
+        done.set()
+        prober.join()
+    assert response.status_code == 201, response.text
+    print(f"5,000 statements: {took:.1f} s; /healthz max {max(latencies) * 1000:.0f} ms")
+    assert took < 20
+    assert max(latencies) < 1.0
