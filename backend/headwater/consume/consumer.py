@@ -118,6 +118,8 @@ class KafkaConsumer:
             # Lineage must not skip history: a new group reads each partition from its start.
             auto_offset_reset="earliest",
             max_poll_records=options.batch_size,
+            session_timeout_ms=options.session_timeout_ms,
+            heartbeat_interval_ms=options.session_timeout_ms // 3,
             **options.client_options(),
         )
         self.committed: dict[TopicPartition, int] = {}

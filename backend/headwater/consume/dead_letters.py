@@ -70,7 +70,7 @@ async def list_dead_letters(
             if r["message_key"] is None
             else bytes(r["message_key"]).decode("utf-8", "replace"),
             "size": r["payload_size"],
-            "replayable": r["kept"] is not None and r["kept"] == r["payload_size"],
+            "replayable": (r["kept"] or 0) == r["payload_size"],
             "format": r["format"],
             "reason": r["reason"],
             "messageTime": r["message_time"].isoformat() if r["message_time"] else None,

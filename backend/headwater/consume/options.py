@@ -12,6 +12,9 @@ DEFAULT_GROUP = "headwater"
 # Messages per poll, and so per transaction: large enough that a write's fixed costs are shared,
 # small enough that a poll's events stay a few MiB in memory.
 DEFAULT_BATCH_SIZE = 1000
+# How long the group waits for a silent member (a killed consumer) before handing its partitions
+# to the others; heartbeats go at a third of it.
+DEFAULT_SESSION_TIMEOUT_MS = 10_000
 # What a dead letter keeps of its message; a longer one is cut and can no longer be replayed.
 DEFAULT_DEAD_LETTER_MAX_BYTES = 1024 * 1024
 
@@ -32,6 +35,7 @@ class ConsumeOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     dead_letter_max_bytes: int = DEFAULT_DEAD_LETTER_MAX_BYTES
     metrics_port: int | None = None
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
@@ -188,6 +192,13 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> C
             0,
         )
         or 0,
+        session_timeout_ms=_int(
+            env.get("HEADWATER_KAFKA_SESSION_TIMEOUT_MS"),
+            "HEADWATER_KAFKA_SESSION_TIMEOUT_MS",
+            DEFAULT_SESSION_TIMEOUT_MS,
+            1000,
+        )
+        or DEFAULT_SESSION_TIMEOUT_MS,
         metrics_port=_int(
             args.metrics_port
             if args.metrics_port is not None
