@@ -72,6 +72,7 @@ async def write_run_events(
             "error_stack_trace": e.error_stack_trace,
             "facets": e.run_facets,
             "warnings": r.warnings,
+            "reported_run_id": e.reported_run_id,
         }
         for r, e in zip(requests, events, strict=True)
     ]

@@ -179,6 +179,7 @@ async def runs_json(conn: asyncpg.Connection, runs: list[RunRecord]) -> list[dic
         out.append(
             {
                 "id": str(r.run_uuid),
+                "reportedRunId": r.reported_run_id,
                 "createdAt": _iso(r.created_at),
                 "updatedAt": _iso(r.updated_at),
                 "nominalStartTime": _iso(r.nominal_start_time),

@@ -94,7 +94,7 @@ WHERE v.dataset_version_uuid = ANY($1::uuid[]);
 -- The latest $2 runs that wrote each dataset (by the run's creation), newest first.
 SELECT w.dataset_uuid, w.run_uuid, w.job_uuid, w.job_version_uuid, w.parent_run_uuid, w.root_run_uuid,
        w.current_state, w.current_state_at, w.started_at, w.ended_at, w.nominal_start_time, w.nominal_end_time,
-       w.error_message, w.facets, w.created_at, w.updated_at
+       w.error_message, w.facets, w.created_at, w.updated_at, w.reported_run_id
 FROM (SELECT rd.dataset_uuid, r.*,
              row_number() OVER (PARTITION BY rd.dataset_uuid ORDER BY r.created_at DESC, r.run_uuid) AS rn
       FROM run_datasets rd JOIN runs r ON r.run_uuid = rd.run_uuid

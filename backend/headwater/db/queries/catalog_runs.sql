@@ -2,7 +2,7 @@
 -- Runs by uuid.
 SELECT r.run_uuid, r.job_uuid, r.job_version_uuid, r.parent_run_uuid, r.root_run_uuid, r.current_state,
        r.current_state_at, r.started_at, r.ended_at, r.nominal_start_time, r.nominal_end_time, r.error_message,
-       r.facets, r.created_at, r.updated_at
+       r.facets, r.created_at, r.updated_at, r.reported_run_id
 FROM runs r
 WHERE r.run_uuid = ANY($1::uuid[]);
 
@@ -11,7 +11,7 @@ WHERE r.run_uuid = ANY($1::uuid[]);
 -- given (keyset paging of one job's runs).
 SELECT w.run_uuid, w.job_uuid, w.job_version_uuid, w.parent_run_uuid, w.root_run_uuid, w.current_state,
        w.current_state_at, w.started_at, w.ended_at, w.nominal_start_time, w.nominal_end_time, w.error_message,
-       w.facets, w.created_at, w.updated_at
+       w.facets, w.created_at, w.updated_at, w.reported_run_id
 FROM (SELECT r.*, row_number() OVER (PARTITION BY r.job_uuid ORDER BY r.created_at DESC, r.run_uuid DESC) AS rn
       FROM runs r
       WHERE r.job_uuid = ANY($1::uuid[])
@@ -23,7 +23,7 @@ ORDER BY w.job_uuid, w.created_at DESC, w.run_uuid DESC;
 -- One page of a job's runs, newest first: $2 rows after skipping $3.
 SELECT r.run_uuid, r.job_uuid, r.job_version_uuid, r.parent_run_uuid, r.root_run_uuid, r.current_state,
        r.current_state_at, r.started_at, r.ended_at, r.nominal_start_time, r.nominal_end_time, r.error_message,
-       r.facets, r.created_at, r.updated_at
+       r.facets, r.created_at, r.updated_at, r.reported_run_id
 FROM runs r
 WHERE r.job_uuid = $1
 ORDER BY r.created_at DESC, r.run_uuid DESC

@@ -11,21 +11,23 @@ WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
         AS t(run_uuid uuid, job_uuid uuid, parent_run_uuid uuid, root_run_uuid uuid, state text, at timestamptz,
              nominal_start_time timestamptz, nominal_end_time timestamptz, error_message text, error_language text,
-             error_stack_trace text, facets jsonb, warnings jsonb)
+             error_stack_trace text, facets jsonb, warnings jsonb, reported_run_id text)
 ),
 upserted AS (
     INSERT INTO runs AS r (run_uuid, job_uuid, parent_run_uuid, root_run_uuid, current_state, current_state_at,
                            started_at, ended_at, nominal_start_time, nominal_end_time, error_message, error_language,
-                           error_stack_trace, facets, facets_at, warnings, created_at, updated_at)
+                           error_stack_trace, facets, facets_at, warnings, created_at, updated_at,
+                           reported_run_id)
     SELECT run_uuid, job_uuid, parent_run_uuid, root_run_uuid, state, at,
            CASE WHEN state IN ('START', 'RUNNING') THEN at END,
            CASE WHEN state IN ('COMPLETE', 'FAIL', 'ABORT') THEN at END,
            nominal_start_time, nominal_end_time, error_message, error_language, error_stack_trace, facets, at,
-           warnings, at, at
+           warnings, at, at, reported_run_id
     FROM input
     ON CONFLICT (run_uuid) DO UPDATE SET
         parent_run_uuid = coalesce(r.parent_run_uuid, excluded.parent_run_uuid),
         root_run_uuid = coalesce(r.root_run_uuid, excluded.root_run_uuid),
+        reported_run_id = coalesce(r.reported_run_id, excluded.reported_run_id),
         (current_state, current_state_at) = (
             SELECT CASE WHEN wins THEN excluded.current_state ELSE r.current_state END,
                    CASE WHEN wins THEN excluded.current_state_at ELSE r.current_state_at END

@@ -114,6 +114,8 @@ class RunRecord:
     facets: dict[str, Any]
     created_at: dt.datetime
     updated_at: dt.datetime
+    # The runId as the producer reported it, when it is not a UUID (run_uuid is derived from it).
+    reported_run_id: str | None
 
 
 @dataclass(frozen=True)

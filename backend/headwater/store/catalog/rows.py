@@ -99,6 +99,7 @@ def run_from_row(r: Any) -> RunRecord:
         r["facets"] or {},
         r["created_at"],
         r["updated_at"],
+        r["reported_run_id"],
     )
 
 

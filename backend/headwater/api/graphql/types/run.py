@@ -55,6 +55,10 @@ class RunDataset:
 @strawberry.type(description="One execution of a job.")
 class Run:
     id: strawberry.ID = strawberry.field(description="The OpenLineage runId.")
+    reported_run_id: str | None = strawberry.field(
+        description="The runId as the producer reported it when it is not a UUID; `id` is then its "
+        "name-based UUID (MD5 of its UTF-8 bytes), as Marquez derives it."
+    )
     state: RunState | None = strawberry.field(description="The latest state by event time.")
     started_at: dt.datetime | None
     ended_at: dt.datetime | None
@@ -109,6 +113,7 @@ class Run:
     def from_record(cls, r: RunRecord) -> Run:
         return cls(
             id=strawberry.ID(str(r.run_uuid)),
+            reported_run_id=r.reported_run_id,
             state=_state(r.state),
             started_at=r.started_at,
             ended_at=r.ended_at,
