@@ -1,4 +1,5 @@
-"""The `headwater` command: serve, migrate, sql-lineage, export-schemas, spark, consume, dead-letters."""
+"""The `headwater` command: serve, migrate, sql-lineage, export-schemas, spark, consume, dead-letters,
+import."""
 
 from __future__ import annotations
 
@@ -44,10 +45,15 @@ def _build_parser() -> argparse.ArgumentParser:
     spark.add_argument("spark_args", nargs=argparse.REMAINDER, help="arguments of the Spark command")
 
     from headwater.consume.options import add_arguments, add_dead_letter_arguments
+    from headwater.imports.command import add_arguments as add_import_arguments
+
+    add_import_arguments(sub.add_parser("import", help="import another server's history (marquez)"))
 
     add_arguments(sub.add_parser("consume", help="ingest events from Kafka topics (needs [kafka])"))
     add_dead_letter_arguments(
-        sub.add_parser("dead-letters", help="list, replay or purge Kafka messages that were not ingested")
+        sub.add_parser(
+            "dead-letters", help="list, replay or purge Kafka messages that were not ingested"
+        )
     )
     return parser
 
@@ -93,6 +99,10 @@ def _run(args: argparse.Namespace) -> int:
         from headwater.consume.command import run_consume
 
         return run_consume(args)
+    if args.command == "import":
+        from headwater.imports.command import run_import
+
+        return run_import(args)
     if args.command == "dead-letters":
         from headwater.consume.command import run_dead_letters
 
@@ -101,4 +111,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python -m headwater.cli`, this file is also imported as headwater.cli by the commands,
+    # which raise that module's CommandError: main must be that module's too, to catch it.
+    from headwater.cli import main as imported_main
+
+    sys.exit(imported_main())

@@ -1,0 +1,1 @@
+"""Bringing another lineage server's history into Headwater, through Headwater's own ingest."""

@@ -1,0 +1,119 @@
+"""`headwater import marquez --from URL`: the command around imports.marquez."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import asyncpg
+
+from headwater.cli import CommandError
+
+if TYPE_CHECKING:
+    from headwater.imports.marquez import ImportSummary
+
+
+def _time(value: str) -> dt.datetime:
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sources = parser.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    marquez = sources.add_parser(
+        "marquez", help="replay a Marquez database's lineage_events (resumable, idempotent)"
+    )
+    marquez.add_argument(
+        "--from",
+        dest="source_url",
+        required=True,
+        metavar="URL",
+        help="postgresql:// URL of Marquez's database",
+    )
+    marquez.add_argument("--since", type=_time, default=None, help="only events at or after this time")
+    marquez.add_argument("--until", type=_time, default=None, help="only events before this time")
+    marquez.add_argument(
+        "--restart",
+        action="store_true",
+        help="read everything again instead of resuming (nothing is stored twice)",
+    )
+    marquez.add_argument(
+        "--batch-size", type=int, default=500, help="events per transaction (default 500)"
+    )
+    marquez.add_argument(
+        "--rejects",
+        type=Path,
+        default=Path("marquez-refused.jsonl"),
+        help="where refused events go, with their reasons (default marquez-refused.jsonl)",
+    )
+    marquez.add_argument(
+        "--progress-interval",
+        type=float,
+        default=10.0,
+        help="seconds between progress lines off a terminal",
+    )
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from headwater.server import apply_migrations, database, load_settings
+
+    if args.batch_size < 1:
+        raise CommandError("--batch-size must be 1 or more")
+    settings = load_settings()
+    with database(settings.database_url, settings.data_dir) as url:
+        asyncio.run(apply_migrations(url))
+        summary = asyncio.run(_import(args, url, settings.alias_rules_file))
+    for line in summary.lines(args.rejects if summary.refused else None):
+        print(f"headwater: {line}", file=sys.stderr)
+    return 0
+
+
+async def _import(args: argparse.Namespace, url: str, alias_rules_file: Path | None) -> ImportSummary:
+    from headwater.db.pool import register_codecs
+    from headwater.imports.marquez import SourceError, import_marquez, source_key
+    from headwater.ingest.aliases import load_alias_rules
+    from headwater.pipeline.progress import Progress
+    from headwater.server import connect
+
+    try:
+        rules = load_alias_rules(alias_rules_file)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    await (await connect(args.source_url)).close()  # a clear error for an unreachable source first
+    target = await connect(url)
+    try:
+        await register_codecs(target)
+        with (
+            args.rejects.open("w", encoding="utf-8") as rejects,
+            Progress(interval=args.progress_interval) as progress,
+        ):
+            try:
+                summary = await import_marquez(
+                    args.source_url,
+                    target,
+                    alias_rules=rules,
+                    since=args.since,
+                    until=args.until,
+                    batch_size=args.batch_size,
+                    restart=args.restart,
+                    rejects=rejects,
+                    progress=progress,
+                )
+            except SourceError as exc:
+                raise CommandError(f"cannot import from {source_key(args.source_url)}: {exc}") from None
+            except (OSError, asyncpg.PostgresError) as exc:
+                raise CommandError(f"the import stopped ({exc}); run it again to resume") from None
+    finally:
+        await target.close()
+    if not summary.refused:
+        with contextlib.suppress(OSError):
+            args.rejects.unlink()
+    return summary

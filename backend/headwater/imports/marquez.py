@@ -1,0 +1,216 @@
+"""`headwater import marquez`: replay a Marquez database's `lineage_events` into Headwater.
+
+Marquez keeps every event it accepted, verbatim, in `lineage_events` (`event_time`, `event` jsonb,
+…). Replaying them through Headwater's own ingest, in `event_time` order, builds the model posting
+them would have built, with nothing of Marquez's derived tables taken on trust.
+
+- Bounded memory at any size: the source is read through a server-side cursor, a batch at a time.
+- Resumable: each batch is written in one transaction together with the `event_time` it reached
+  (`import_progress`), so an interrupted import goes on from its last committed batch; events at
+  that very time are read again and come back as duplicates (ingest is idempotent by content).
+- Refused events (not valid OpenLineage) are counted by reason and written, one JSON line each with
+  the reason and JSON paths, to a file; they never stop the import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import asyncpg
+
+from headwater.errors import InvalidEventError
+from headwater.ingest.service import ingest_prepared, prepare_events
+
+if TYPE_CHECKING:
+    from headwater.ingest.normalize import AliasRule
+    from headwater.ingest.validate import ValidEvent
+    from headwater.pipeline.progress import Progress
+
+BATCH_SIZE = 500
+# Concurrent writers (another import, the server) can race this one on the same rows.
+_RETRYABLE = (
+    asyncpg.exceptions.SerializationError,
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.UniqueViolationError,
+)
+_ATTEMPTS = 5
+
+_REQUIRED_COLUMNS = {"event_time", "event"}
+
+
+class SourceError(Exception):
+    """The source database is not a Marquez database Headwater can read."""
+
+
+@dataclass
+class ImportSummary:
+    total: int = 0
+    read: int = 0
+    imported: int = 0
+    duplicates: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    resumed_from: dt.datetime | None = None
+
+    def lines(self, rejects: Path | None) -> list[str]:
+        out = [
+            f"read {self.read:,} of {self.total:,} events"
+            + (f" (resumed after {self.resumed_from.isoformat()})" if self.resumed_from else ""),
+            f"imported {self.imported:,}, already stored {self.duplicates:,}, "
+            f"refused {sum(self.refused.values()):,}",
+        ]
+        out += [f"  refused, {reason}: {count:,}" for reason, count in self.refused.most_common()]
+        if self.refused and rejects is not None:
+            out.append(f"refused events, with their reasons: {rejects}")
+        return out
+
+
+def source_key(url: str) -> str:
+    """What identifies a source in `import_progress`: its URL without the password."""
+    parts = url.split("@", 1)
+    if len(parts) == 2 and ":" in parts[0].split("//", 1)[-1]:
+        scheme, credentials = parts[0].split("//", 1)
+        return f"{scheme}//{credentials.split(':', 1)[0]}@{parts[1]}"
+    return url
+
+
+async def check_source(source: asyncpg.Connection) -> None:
+    """A clear error unless the source has Marquez's `lineage_events` with the columns we read."""
+    columns = {
+        r["column_name"]
+        for r in await source.fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'lineage_events'"
+            " AND table_schema = ANY(current_schemas(false))"
+        )
+    }
+    if not columns:
+        raise SourceError("it has no table lineage_events: is it Marquez's database?")
+    missing = _REQUIRED_COLUMNS - columns
+    if missing:
+        raise SourceError(f"its lineage_events lacks the column(s) {', '.join(sorted(missing))}")
+
+
+def _refusal(exc: InvalidEventError) -> str:
+    """The kind of a refusal, for counting: the first error's message, without its values."""
+    first = exc.errors[0] if exc.errors else None
+    if first is None:
+        return exc.message
+    path = ".".join(p for p in first.path.split(".") if not p.startswith("$"))
+    return f"{path or 'event'}: {first.message}"
+
+
+async def import_marquez(
+    source_url: str,
+    target: asyncpg.Connection,
+    *,
+    alias_rules: list[AliasRule],
+    since: dt.datetime | None = None,
+    until: dt.datetime | None = None,
+    batch_size: int = BATCH_SIZE,
+    restart: bool = False,
+    rejects: TextIO | None = None,
+    progress: Progress | None = None,
+) -> ImportSummary:
+    """Import the events of `source_url` with `since <= event_time < until` into `target`.
+
+    Goes on after the last batch an earlier import of the same source and bounds committed, unless
+    `restart`: then everything is read again (what is stored already is a duplicate).
+    """
+    key = source_key(source_url)
+    summary = ImportSummary()
+    if not restart:
+        summary.resumed_from = await target.fetchval(
+            "SELECT reached FROM import_progress WHERE source = $1"
+            " AND since = coalesce($2::timestamptz, '-infinity') AND until = coalesce($3::timestamptz, 'infinity')",
+            key,
+            since,
+            until,
+        )
+    start = max(filter(None, [since, summary.resumed_from]), default=None)
+    source = await asyncpg.connect(source_url)
+    try:
+        await check_source(source)
+        where = "($1::timestamptz IS NULL OR event_time >= $1) AND ($2::timestamptz IS NULL OR event_time < $2)"
+        summary.total = await source.fetchval(
+            f"SELECT count(*) FROM lineage_events WHERE {where}", start, until
+        )
+        if progress is not None:
+            progress.set_phase(
+                "importing events in event_time order", total=summary.total, unit="events"
+            )
+        # The event as text: parsed here, once, whatever jsonb codec the connection has.
+        query = f"SELECT event_time, event::text FROM lineage_events WHERE {where} ORDER BY event_time"
+        async with source.transaction(readonly=True, isolation="repeatable_read"):
+            cursor = await source.cursor(query, start, until)
+            while rows := await cursor.fetch(batch_size):
+                await _import_batch(target, rows, key, since, until, alias_rules, summary, rejects)
+                summary.read += len(rows)
+                if progress is not None:
+                    progress.set_count(summary.read)
+    finally:
+        await source.close()
+    return summary
+
+
+async def _import_batch(
+    target: asyncpg.Connection,
+    rows: list[asyncpg.Record],
+    key: str,
+    since: dt.datetime | None,
+    until: dt.datetime | None,
+    alias_rules: list[AliasRule],
+    summary: ImportSummary,
+    rejects: TextIO | None,
+) -> None:
+    from headwater.ingest.validate import validate_event
+
+    valid: list[ValidEvent] = []
+    for event_time, text in rows:
+        raw: Any = json.loads(text)
+        try:
+            valid.append(validate_event(raw))
+        except InvalidEventError as exc:
+            summary.refused[_refusal(exc)] += 1
+            if rejects is not None:
+                rejects.write(
+                    json.dumps(
+                        {
+                            "eventTime": event_time.isoformat(),
+                            "reason": exc.message,
+                            "errors": [{"path": e.path, "message": e.message} for e in exc.errors],
+                            "event": raw,
+                        }
+                    )
+                    + "\n"
+                )
+    prepared = prepare_events(valid, alias_rules)
+    reached = rows[-1]["event_time"]
+    for attempt in range(_ATTEMPTS):
+        try:
+            async with target.transaction():
+                results = await ingest_prepared(target, prepared, alias_rules)
+                await target.execute(
+                    "INSERT INTO import_progress (source, since, until, reached)"
+                    " VALUES ($1, coalesce($2::timestamptz, '-infinity'), coalesce($3::timestamptz, 'infinity'), $4)"
+                    " ON CONFLICT (source, since, until)"
+                    " DO UPDATE SET reached = excluded.reached, updated_at = now()",
+                    key,
+                    since,
+                    until,
+                    reached,
+                )
+            break
+        except _RETRYABLE:
+            if attempt == _ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.05 * (attempt + 1))
+    for result in results:
+        if result.status == "created":
+            summary.imported += 1
+        else:
+            summary.duplicates += 1

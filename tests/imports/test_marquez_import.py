@@ -1,0 +1,209 @@
+"""`headwater import marquez`: a database in Marquez's `lineage_events` layout, replayed into Headwater.
+
+The model it builds equals posting the same events in eventTime order; killed half way and run
+again, it ends the same; invalid events are refused with their reason and never stop it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from tests.client import post_all
+from tests.corpus import EVENTS
+from tests.factories import job_run, mixed_history, run_event
+from tests.pg import migrated_database, with_database
+from tests.snapshot import model_snapshot
+
+pytestmark = pytest.mark.db
+
+# Marquez's lineage_events as its migrations leave it (V17.2, changed in V20, V33, V36, V54, V66.2).
+MARQUEZ_DDL = """
+CREATE TABLE lineage_events (
+    event_time    timestamp with time zone,
+    event         jsonb,
+    event_type    text,
+    run_uuid      uuid,
+    job_name      text,
+    job_namespace text,
+    producer      text,
+    created_at    timestamp with time zone DEFAULT now(),
+    _event_type   varchar(64) NOT NULL DEFAULT 'RUN_EVENT'
+);
+CREATE INDEX lineage_events_event_time ON lineage_events (event_time DESC);
+"""
+
+
+def _time(event: dict[str, Any]) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(event["eventTime"].replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def in_ingest_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """eventTime, then the order Marquez received them in (created_at)."""
+    return [e for _, e in sorted(enumerate(events), key=lambda p: (_time(p[1]), p[0]))]
+
+
+def history() -> list[dict[str, Any]]:
+    """Spark-shaped runs with parents, schema, column lineage and a tie, plus real Spark events."""
+    events = mixed_history()
+    real = sorted(EVENTS.glob("spark/compat-cll-run-0*.json"))
+    events += [json.loads(p.read_text()) for p in real]
+    return events
+
+
+async def fill_marquez(url: str, events: list[dict[str, Any]], *, duplicates: int = 0) -> None:
+    """Store events as Marquez does, in a scrambled physical order; created_at keeps their order."""
+    received = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+    rows = [
+        (
+            _time(e),
+            json.dumps(e),
+            e.get("eventType"),
+            e.get("job", {}).get("name"),
+            e.get("job", {}).get("namespace"),
+            e.get("producer"),
+            received + dt.timedelta(seconds=i),
+        )
+        for i, e in enumerate(events)
+    ]
+    rows += rows[:duplicates]  # Marquez stores a retried event again
+    random.Random(7).shuffle(rows)
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(MARQUEZ_DDL)
+        await conn.executemany(
+            "INSERT INTO lineage_events (event_time, event, event_type, job_name, job_namespace,"
+            " producer, created_at) VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7)",
+            rows,
+        )
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def marquez(pg_server: str) -> AsyncIterator[str]:
+    """An empty database, to be filled in Marquez's layout."""
+    name = f"marquez_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(pg_server)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield with_database(pg_server, name)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+def headwater_import(target: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
+    env["HEADWATER_DATABASE_URL"] = target
+    return subprocess.Popen(
+        [sys.executable, "-m", "headwater.cli", "import", "marquez", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def finish(proc: subprocess.Popen[str]) -> str:
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    return err
+
+
+async def test_the_import_builds_the_model_posting_builds(
+    client, database_url, marquez, pg_server, tmp_path
+):
+    events = history()
+    await fill_marquez(marquez, events, duplicates=3)
+    await post_all(client, in_ingest_order(events))
+    async with migrated_database(pg_server, "headwater_import") as target:
+        err = finish(headwater_import(target, "--from", marquez, "--batch-size", "7", cwd=tmp_path))
+        assert f"read {len(events) + 3:,} of {len(events) + 3:,} events" in err
+        assert f"imported {len(events) - 1:,}, already stored 4, refused 0" in err  # the tie is one
+        assert not (tmp_path / "marquez-refused.jsonl").exists()
+        imported, posted = await model_snapshot(target), await model_snapshot(database_url)
+        assert {k: len(v) for k, v in imported.items()} == {k: len(v) for k, v in posted.items()}
+        assert imported == posted
+
+        # Run again: it resumes after its last batch and adds nothing.
+        err = finish(headwater_import(target, "--from", marquez, cwd=tmp_path))
+        assert "imported 0," in err
+        assert await model_snapshot(target) == posted
+
+
+async def test_killed_half_way_and_run_again_it_ends_the_same(marquez, pg_server, tmp_path):
+    events = [
+        e
+        for i in range(150)
+        for e in job_run(
+            f"job-{i % 7}", inputs=[f"in-{i}"], outputs=[f"out-{i % 11}"], start=i, end=i + 0.5
+        )
+    ]
+    await fill_marquez(marquez, events)
+    async with (
+        migrated_database(pg_server, "headwater_import") as whole,
+        migrated_database(pg_server, "headwater_import") as interrupted,
+    ):
+        finish(headwater_import(whole, "--from", marquez, "--batch-size", "5", cwd=tmp_path))
+
+        proc = headwater_import(interrupted, "--from", marquez, "--batch-size", "1", cwd=tmp_path)
+        conn = await asyncpg.connect(interrupted)
+        try:
+            deadline = time.monotonic() + 60
+            while not await conn.fetchval("SELECT count(*) FROM runs") and time.monotonic() < deadline:
+                time.sleep(0.01)
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+            stored = await conn.fetchval("SELECT count(*) FROM raw_events")
+            assert 0 < stored < len(events), "the import was killed half way"
+        finally:
+            await conn.close()
+
+        err = finish(headwater_import(interrupted, "--from", marquez, "--batch-size", "5", cwd=tmp_path))
+        assert "resumed after" in err
+        assert await model_snapshot(interrupted) == await model_snapshot(whole)
+
+
+async def test_refused_events_are_counted_and_kept_with_their_reason(marquez, pg_server, tmp_path):
+    good = run_event("load", inputs=["a"], outputs=["b"])
+    unknown_type = run_event("load", "FINISHED", inputs=["a"], outputs=["c"], time=1)
+    no_job_name = run_event("", inputs=["a"], outputs=["d"], time=2)
+    await fill_marquez(marquez, [good, unknown_type, no_job_name])
+    async with migrated_database(pg_server, "headwater_import") as target:
+        err = finish(headwater_import(target, "--from", marquez, cwd=tmp_path))
+        assert "imported 1, already stored 0, refused 2" in err
+        refused = [
+            json.loads(line) for line in (tmp_path / "marquez-refused.jsonl").read_text().splitlines()
+        ]
+        assert [r["event"] for r in refused] == [unknown_type, no_job_name]
+        assert [e["path"] for r in refused for e in r["errors"]] == ["$.eventType", "$.job.name"]
+
+
+async def test_a_database_that_is_not_marquez_is_one_clear_line(pg_server, marquez, tmp_path):
+    async with migrated_database(pg_server, "headwater_import") as target:
+        proc = headwater_import(target, "--from", marquez, cwd=tmp_path)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1
+        assert (
+            err.strip()
+            .splitlines()[-1]
+            .endswith("it has no table lineage_events: is it Marquez's database?")
+        )
+        assert "Traceback" not in err
