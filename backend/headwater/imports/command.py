@@ -60,6 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds between progress lines off a terminal",
     )
+    marquez.add_argument("--quiet", action="store_true", help="no progress display, only the summary")
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -93,7 +94,7 @@ async def _import(args: argparse.Namespace, url: str, alias_rules_file: Path | N
         await register_codecs(target)
         with (
             args.rejects.open("w", encoding="utf-8") as rejects,
-            Progress(interval=args.progress_interval) as progress,
+            Progress(enabled=not args.quiet, interval=args.progress_interval) as progress,
         ):
             try:
                 summary = await import_marquez(
