@@ -28,6 +28,8 @@ from headwater.errors import InvalidEventError
 from headwater.ingest.service import ingest_prepared, prepare_events
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from headwater.ingest.normalize import AliasRule
     from headwater.ingest.validate import ValidEvent
     from headwater.pipeline.progress import Progress
@@ -79,20 +81,59 @@ def source_key(url: str) -> str:
     return url
 
 
-async def check_source(source: asyncpg.Connection) -> None:
-    """A clear error unless the source has Marquez's `lineage_events` with the columns we read."""
-    columns = {
-        r["column_name"]
-        for r in await source.fetch(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'lineage_events'"
-            " AND table_schema = ANY(current_schemas(false))"
+_WHERE = "($1::timestamptz IS NULL OR event_time >= $1) AND ($2::timestamptz IS NULL OR event_time < $2)"
+
+
+class MarquezSource:
+    """Marquez's `lineage_events`, read in `event_time` order; ties in the order Marquez received
+    them (`created_at`, where the table has it), so that every read replays the same sequence."""
+
+    def __init__(self, conn: asyncpg.Connection, order: str) -> None:
+        self.conn = conn
+        self.order = order
+
+    @classmethod
+    async def connect(cls, url: str) -> MarquezSource:
+        """A clear SourceError unless the database has `lineage_events` with the columns we read."""
+        conn = await asyncpg.connect(url)
+        try:
+            columns = {
+                r["column_name"]
+                for r in await conn.fetch(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = 'lineage_events'"
+                    " AND table_schema = ANY(current_schemas(false))"
+                )
+            }
+            if not columns:
+                raise SourceError("it has no table lineage_events: is it Marquez's database?")
+            missing = _REQUIRED_COLUMNS - columns
+            if missing:
+                raise SourceError(f"its lineage_events lacks the column(s) {', '.join(sorted(missing))}")
+        except BaseException:
+            await conn.close()
+            raise
+        return cls(conn, "event_time, created_at" if "created_at" in columns else "event_time")
+
+    async def count(self, since: dt.datetime | None, until: dt.datetime | None) -> int:
+        return int(
+            await self.conn.fetchval(f"SELECT count(*) FROM lineage_events WHERE {_WHERE}", since, until)
         )
-    }
-    if not columns:
-        raise SourceError("it has no table lineage_events: is it Marquez's database?")
-    missing = _REQUIRED_COLUMNS - columns
-    if missing:
-        raise SourceError(f"its lineage_events lacks the column(s) {', '.join(sorted(missing))}")
+
+    async def pages(
+        self, since: dt.datetime | None, until: dt.datetime | None, size: int
+    ) -> AsyncIterator[list[asyncpg.Record]]:
+        """(event_time, event as text) rows, `size` at a time, through a server-side cursor."""
+        # The event as text: parsed by the reader, once, whatever jsonb codec the connection has.
+        query = (
+            f"SELECT event_time, event::text FROM lineage_events WHERE {_WHERE} ORDER BY {self.order}"
+        )
+        async with self.conn.transaction(readonly=True, isolation="repeatable_read"):
+            cursor = await self.conn.cursor(query, since, until)
+            while rows := await cursor.fetch(size):
+                yield rows
+
+    async def close(self) -> None:
+        await self.conn.close()
 
 
 def _refusal(exc: InvalidEventError) -> str:
@@ -132,26 +173,18 @@ async def import_marquez(
             until,
         )
     start = max(filter(None, [since, summary.resumed_from]), default=None)
-    source = await asyncpg.connect(source_url)
+    source = await MarquezSource.connect(source_url)
     try:
-        await check_source(source)
-        where = "($1::timestamptz IS NULL OR event_time >= $1) AND ($2::timestamptz IS NULL OR event_time < $2)"
-        summary.total = await source.fetchval(
-            f"SELECT count(*) FROM lineage_events WHERE {where}", start, until
-        )
+        summary.total = await source.count(start, until)
         if progress is not None:
             progress.set_phase(
                 "importing events in event_time order", total=summary.total, unit="events"
             )
-        # The event as text: parsed here, once, whatever jsonb codec the connection has.
-        query = f"SELECT event_time, event::text FROM lineage_events WHERE {where} ORDER BY event_time"
-        async with source.transaction(readonly=True, isolation="repeatable_read"):
-            cursor = await source.cursor(query, start, until)
-            while rows := await cursor.fetch(batch_size):
-                await _import_batch(target, rows, key, since, until, alias_rules, summary, rejects)
-                summary.read += len(rows)
-                if progress is not None:
-                    progress.set_count(summary.read)
+        async for rows in source.pages(start, until, batch_size):
+            await _import_batch(target, rows, key, since, until, alias_rules, summary, rejects)
+            summary.read += len(rows)
+            if progress is not None:
+                progress.set_count(summary.read)
     finally:
         await source.close()
     return summary
