@@ -105,7 +105,7 @@ class ConsumerProcess:
 
 async def wait_for(
     check: Callable[[], Awaitable[bool]],
-    timeout: float = 30,
+    timeout: float = 60,
     *,
     what: str = "condition",
     alive: list[ConsumerProcess] | None = None,

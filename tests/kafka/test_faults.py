@@ -36,7 +36,7 @@ async def _baseline(make_database, events: list) -> dict:
 async def test_consumer_killed_under_load_and_restarted_stores_every_event_once(
     kafka, topic, database, make_database, consumers
 ):
-    events = _events(range(60))
+    events = _events(range(40))
     name = topic(PARTITIONS)
     emit_all(transport(kafka.bootstrap, name), events)
     args = ("--topic", name, "--group", f"g-{name}", "--batch-size", "40")
@@ -69,7 +69,7 @@ async def test_consumer_killed_under_load_and_restarted_stores_every_event_once(
 async def test_two_consumers_share_partitions_and_one_killed_loses_nothing(
     kafka, topic, database, make_database, consumers
 ):
-    events = _events(range(60))
+    events = _events(range(40))
     name = topic(PARTITIONS)
     args = ("--topic", name, "--group", f"g-{name}", "--batch-size", "40")
     one, two = consumers(database, kafka.bootstrap, *args), consumers(database, kafka.bootstrap, *args)
