@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -14,7 +15,7 @@ from litestar.testing import AsyncTestClient
 from headwater.app import create_app
 from headwater.db.pool import register_codecs
 from headwater.settings import Settings
-from tests.pg import migrated_database, test_server
+from tests.pg import migrated_database, test_server, with_database
 
 # Tables derived from events, emptied between tests (schema_migrations stays).
 MODEL_TABLES = [
@@ -97,3 +98,16 @@ async def app_client(settings: Settings) -> AsyncIterator[AsyncTestClient[Any]]:
 async def client(db: asyncpg.Pool, app_client: AsyncTestClient[Any]) -> AsyncTestClient[Any]:
     """The app over the emptied session database."""
     return app_client
+
+
+@pytest.fixture
+async def marquez(pg_server: str) -> AsyncIterator[str]:
+    """An empty database, to be filled in Marquez's layout (tests/marquez.py)."""
+    name = f"marquez_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(pg_server)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield with_database(pg_server, name)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import gzip
 import json
@@ -229,3 +230,34 @@ async def test_parquet_export_has_nodes_edges_with_intervals_and_column_edges(
     }
     assert ("dataset:warehouse:orders", "currency", "dataset:warehouse:rates", "code", True) in columns
     assert summary.tables["edges"] == len(edges)
+
+
+async def test_backfill_from_marquez_builds_the_model_posting_builds(
+    spark, progress, client, database_url, make_database, marquez, tmp_path
+):
+    from headwater.pipeline.marquez import stage_marquez_events
+    from tests.marquez import fill_marquez, history
+    from tests.marquez import in_ingest_order as in_marquez_order
+
+    events = history()
+    await fill_marquez(marquez, events, duplicates=2)
+    await post_all(client, in_marquez_order(events))
+    # As the command calls it, outside any event loop.
+    files = await asyncio.to_thread(
+        stage_marquez_events, marquez, tmp_path / "stage", None, None, progress
+    )
+    assert [Path(f).name for f in files] == ["marquez-000000.jsonl.gz"]
+    async with make_database() as url:
+        summary = backfill(spark, progress, url, files, tmp_path)
+        assert (summary.valid, summary.rejected) == (len(events) + 2, 0)
+        assert await model_snapshot(url) == await model_snapshot(database_url)
+
+
+def test_backfill_takes_archives_or_a_marquez_database(capsys):
+    from headwater.pipeline.command import run_spark_command
+
+    for argv in (["backfill"], ["backfill", "a.json", "--from-marquez", "postgresql://m/marquez"]):
+        with pytest.raises(SystemExit) as exit_:
+            run_spark_command(argv)
+        assert exit_.value.code == 2
+        assert "archive PATHs or --from-marquez URL" in capsys.readouterr().err

@@ -83,9 +83,28 @@ def build_parser() -> argparse.ArgumentParser:
     backfill = sub.add_parser("backfill", parents=[common], help="load archives of OpenLineage events")
     backfill.add_argument(
         "paths",
-        nargs="+",
+        nargs="*",
         metavar="PATH",
         help="JSON-lines or JSON-array files (gzip or not), folders or globs; any Spark path",
+    )
+    backfill.add_argument(
+        "--from-marquez",
+        default=None,
+        metavar="URL",
+        help="instead of archives: the lineage_events of this Marquez database (postgresql://...)",
+    )
+    backfill.add_argument(
+        "--since", type=_time, default=None, help="with --from-marquez: events at or after this time"
+    )
+    backfill.add_argument(
+        "--until", type=_time, default=None, help="with --from-marquez: events before this time"
+    )
+    backfill.add_argument(
+        "--stage",
+        default=None,
+        metavar="DIR",
+        help="with --from-marquez: where its events are staged as gzip JSON lines for Spark to read "
+        "(default a temporary folder, removed afterwards; on a cluster, a folder every node sees)",
     )
     backfill.add_argument(
         "--rejects",
@@ -157,7 +176,10 @@ def run_spark_command(argv: Sequence[str]) -> int:
     from headwater.cli import CommandError
     from headwater.pipeline.sources import ArchiveNotFoundError
 
-    args = build_parser().parse_args(list(argv))
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    if args.command == "backfill" and bool(args.paths) == bool(args.from_marquez):
+        parser.error("backfill takes archive PATHs or --from-marquez URL, one of the two")
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -168,7 +190,10 @@ def run_spark_command(argv: Sequence[str]) -> int:
     if args.command == "export" and _local_path_exists(args.out):
         raise CommandError(f"{args.out} already exists: export writes a new folder; choose another", 2)
     with _database(args) as database_url:
-        with Progress(enabled=not args.quiet, interval=args.progress_interval) as progress:
+        with (
+            Progress(enabled=not args.quiet, interval=args.progress_interval) as progress,
+            _marquez_archives(args, progress),
+        ):
             progress.set_phase("starting Spark")  # the JVM alone takes 10 to 20 s
             spark = build_session(args.master, f"headwater {args.command}", dict(args.conf))
             progress.attach(spark.sparkContext)
@@ -180,6 +205,42 @@ def run_spark_command(argv: Sequence[str]) -> int:
                 spark.stop()
         print(format_summary(result))
     return 0
+
+
+@contextlib.contextmanager
+def _marquez_archives(args: argparse.Namespace, progress: Progress) -> Iterator[None]:
+    """With --from-marquez, the Marquez events staged as archives in args.paths for the block."""
+    if args.command != "backfill" or not args.from_marquez:
+        yield
+        return
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import asyncpg
+
+    from headwater.cli import CommandError
+    from headwater.imports.marquez import SourceError, source_key
+    from headwater.pipeline.marquez import stage_marquez_events
+
+    folder = Path(args.stage) if args.stage else Path(tempfile.mkdtemp(prefix="headwater-marquez-"))
+    try:
+        try:
+            args.paths = stage_marquez_events(
+                args.from_marquez, folder, args.since, args.until, progress
+            )
+        except (SourceError, OSError, asyncpg.PostgresError) as exc:
+            raise CommandError(
+                f"cannot read Marquez's events from {source_key(args.from_marquez)}: {exc}"
+            ) from None
+        if not args.paths:
+            raise CommandError(
+                f"{source_key(args.from_marquez)} has no events in lineage_events to backfill"
+            )
+        yield
+    finally:
+        if not args.stage:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _local_path_exists(path: str) -> bool:
