@@ -43,16 +43,35 @@ class ChangeMatcher:
         for spec in self.filter.scopes:
             self.scopes.release(spec)
 
-    async def matches(self, change: ChangeRecord) -> bool:
+    def _plain_match(self, change: ChangeRecord) -> set[str] | None:
+        """The nodes the change touches if the criteria other than scopes hold, else None."""
         f = self.filter
         if f.kinds is not None and change.kind not in f.kinds:
-            return False
+            return None
         if f.namespaces is not None and change.namespace not in f.namespaces:
-            return False
+            return None
         touched = {change.node_id} | edge_endpoints(change)
         if f.node_ids is not None and not touched & f.node_ids:
+            return None
+        return touched
+
+    def refuses(self, change: ChangeRecord) -> bool:
+        """True when the change surely does not match, judged without waiting (scopes that are
+        current included); False when it matches or needs ``matches`` to tell."""
+        touched = self._plain_match(change)
+        if touched is None:
+            return True
+        for spec in self.filter.scopes:
+            nodes = self.scopes.current(spec, change)
+            if nodes is not None and touched.isdisjoint(nodes):
+                return True
+        return False
+
+    async def matches(self, change: ChangeRecord) -> bool:
+        touched = self._plain_match(change)
+        if touched is None:
             return False
-        for spec in f.scopes:
-            if not touched & await self.scopes.nodes(spec, change):
+        for spec in self.filter.scopes:
+            if touched.isdisjoint(await self.scopes.nodes(spec, change)):
                 return False
         return True

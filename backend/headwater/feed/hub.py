@@ -63,6 +63,7 @@ class ChangeFeed:
         self._clock = clock
         self.position = 0  # every id up to here is emitted or known never to come
         self.last_edge_change = 0  # the id of the latest emitted change that added or removed edges
+        self.on_edge_change: Callable[[ChangeRecord], None] | None = None  # called as each is emitted
         self._held: dict[int, ChangeRecord] = {}  # read, waiting behind a gap
         self._gaps: dict[int, _Gap] = {}
         self._pumps = 0
@@ -110,9 +111,15 @@ class ChangeFeed:
             return
         self._wake.set()
 
-    def subscribe(self, after: int | None = None) -> Subscription:
-        """A subscription to changes after ``after`` (default: from now on), registered at once."""
-        sub = Subscription(self)
+    def subscribe(
+        self, after: int | None = None, refuses: Callable[[ChangeRecord], bool] | None = None
+    ) -> Subscription:
+        """A subscription to changes after ``after`` (default: from now on), registered at once.
+
+        ``refuses`` says, without waiting, that the subscriber does not want a change: such a change
+        is never queued and does not wake it.
+        """
+        sub = Subscription(self, refuses)
         sub.last = after
         if self.ready.is_set():
             sub.start_at(self.position)
@@ -174,20 +181,28 @@ class ChangeFeed:
         for missing in range(self.position + 1, top):
             if missing not in self._held:
                 self._gaps.setdefault(missing, _Gap(now, snapshot.xmax, self._pumps))
+        settled: list[ChangeRecord] = []
         while self.position < top:
             nxt = self.position + 1
             change = self._held.pop(nxt, None)
             if change is not None:
                 self.position = nxt
+                settled.append(change)
                 if change.kind in change_log.EDGE_KINDS:
                     self.last_edge_change = nxt
-                for sub in list(self._subscriptions):
-                    sub.offer(change)
+                    if self.on_edge_change is not None:
+                        self.on_edge_change(change)
                 continue
             if not self._rolled_back(nxt, snapshot, oldest_writer, now):
-                return
+                break
             del self._gaps[nxt]
             self.position = nxt
+        # Offered once the whole read is settled, so that a subscription judging a change without
+        # waiting knows the edges the rest of its transaction added.
+        subscriptions = list(self._subscriptions)
+        for change in settled:
+            for sub in subscriptions:
+                sub.offer(change)
 
     def _rolled_back(
         self, change_id: int, snapshot: Snapshot, oldest_writer: int | None, now: float
@@ -210,8 +225,9 @@ class ChangeFeed:
 class Subscription:
     """One subscriber's ordered stream of changes: replay from the log, then live, no gap, no repeat."""
 
-    def __init__(self, feed: ChangeFeed) -> None:
+    def __init__(self, feed: ChangeFeed, refuses: Callable[[ChangeRecord], bool] | None = None) -> None:
         self.feed = feed
+        self.refuses = refuses
         self.last: int | None = None  # the last change delivered (or skipped by the filter)
         self.queue: deque[ChangeRecord] = deque()
         self.catching_up = False
@@ -231,6 +247,8 @@ class Subscription:
         """Called by the feed for each emitted change; never blocks."""
         if self.catching_up or self.last is None:
             return  # it will read this one from the log
+        if self.refuses is not None and self.refuses(change):
+            return
         if len(self.queue) >= self.feed.queue_size:
             self.queue.clear()
             self.catching_up = True

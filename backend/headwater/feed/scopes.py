@@ -1,10 +1,14 @@
 """Lineage scopes for subscription filters: the nodes up- or downstream of a root, kept current.
 
-A scope is computed with the lineage engine and shared by every subscription with the same root,
-depth and direction. It is recomputed once the feed has emitted a change that added or removed
-edges after it was computed, so a filter follows the graph as it grows. The feed emits every row
-of a transaction before any subscriber looks at them, so the changes of one ingested event are all
-judged against the graph that event made.
+A scope is shared by every subscription with the same root, depth and direction, and holds each
+node's hops from the root. It is walked once, then kept current from the edge changes the feed
+emits, without walking the graph again: an added edge that leaves a scope node (downstream; that
+enters one, upstream) brings its far end in, and only a node that joins or gets nearer is walked
+from, for the hops it has left. That walk is shared by every scope reaching the same node. Only
+a removed edge that touched a scope makes it walk again from its root. Changes are applied
+lazily, when a subscriber next asks, so a scope nobody asks about costs ingest one list append per
+edge change. The feed emits every row of a transaction before any subscriber looks at them, so
+the changes of one ingested event are all judged against the graph that event made.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from headwater.errors import NodeNotFoundError
+from headwater.feed.log import EDGE_KINDS
 from headwater.lineage.graph import Direction, fetch_lineage
 
 if TYPE_CHECKING:
@@ -21,6 +26,10 @@ if TYPE_CHECKING:
 
     from headwater.feed.hub import ChangeFeed
     from headwater.feed.log import ChangeRecord
+    from headwater.lineage.documents import DocumentCache
+
+# Edge changes a scope keeps before it gives up following them and walks again when next asked.
+MAX_PENDING = 10_000
 
 
 @dataclass(frozen=True)
@@ -31,14 +40,31 @@ class ScopeSpec:
     depth: int
     direction: Direction
 
+    @property
+    def hop_limit(self) -> int:
+        """Edges from the root: 2 per job, plus the first hop out of a job root."""
+        return 2 * self.depth + (1 if self.node_id.startswith("job:") else 0)
+
 
 @dataclass
 class _Scope:
-    nodes: frozenset[str] = frozenset()
-    computed_at: int = -1  # feed position when computed; -1 never
-    missing: bool = False
+    hops: dict[str, int] = field(default_factory=dict)  # node id -> edges from the root
+    computed_at: int = -1  # feed position when walked; -1 never
+    pending: list[ChangeRecord] = field(default_factory=list)  # edge changes not applied yet
+    stale: bool = False  # walk again from the root
+    missing: bool = False  # the root did not exist when walked
     users: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """What a walk from one node found: hops from it, up to date while ``at`` is the latest edge
+    change."""
+
+    at: int
+    limit: int
+    hops: dict[str, int]
 
 
 def edge_endpoints(change: ChangeRecord) -> set[str]:
@@ -51,13 +77,32 @@ def edge_endpoints(change: ChangeRecord) -> set[str]:
     return out
 
 
-class LineageScopes:
-    """Shared, lazily refreshed scopes, kept as fresh as the feed's reading of the log."""
+def _pairs(change: ChangeRecord, key: str) -> list[tuple[str, str]]:
+    return [
+        (str(e["origin"]), str(e["destination"]))
+        for e in change.details.get(key) or []
+        if isinstance(e, dict) and "origin" in e and "destination" in e
+    ]
 
-    def __init__(self, pool: asyncpg.Pool, feed: ChangeFeed) -> None:
+
+def added_and_removed(change: ChangeRecord) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The (origin, destination) edges a change opened and those it closed."""
+    if change.kind == "MANUAL_EDGE_REMOVED":
+        return [], _pairs(change, "edges")
+    return _pairs(change, "edges") + _pairs(change, "addedEdges"), _pairs(change, "removedEdges")
+
+
+class LineageScopes:
+    """Shared, incrementally maintained scopes, kept as fresh as the feed's reading of the log."""
+
+    def __init__(self, pool: asyncpg.Pool, feed: ChangeFeed, cache: DocumentCache | None = None) -> None:
         self.pool = pool
         self.feed = feed
+        self.cache = cache
+        self.walks = 0  # walks of the graph made, from roots and from nodes joining a scope
         self._scopes: dict[ScopeSpec, _Scope] = {}
+        self._reach: dict[tuple[str, Direction], _Reach] = {}  # walks after the latest edge change
+        feed.on_edge_change = self._edge_changed
 
     def acquire(self, spec: ScopeSpec) -> None:
         self._scopes.setdefault(spec, _Scope()).users += 1
@@ -68,30 +113,122 @@ class LineageScopes:
             scope.users -= 1
             if scope.users <= 0:
                 del self._scopes[spec]
+        if not self._scopes:
+            self._reach.clear()
 
-    async def nodes(self, spec: ScopeSpec, change: ChangeRecord) -> frozenset[str]:
-        """The scope's nodes as of ``change`` or later."""
+    def _edge_changed(self, change: ChangeRecord) -> None:
+        for scope in self._scopes.values():
+            if scope.computed_at < 0 or scope.stale:
+                continue
+            if len(scope.pending) >= MAX_PENDING:
+                scope.pending.clear()
+                scope.stale = True
+            else:
+                scope.pending.append(change)
+
+    def current(self, spec: ScopeSpec, change: ChangeRecord) -> dict[str, int] | None:
+        """The scope's nodes if they need no work before judging ``change``, else None."""
+        scope = self._scopes.get(spec)
+        if scope is None or self._needs_walk(scope, spec, change) or scope.pending:
+            return None
+        return scope.hops
+
+    async def nodes(self, spec: ScopeSpec, change: ChangeRecord) -> dict[str, int]:
+        """The scope's nodes (with their hops) as of ``change`` or later."""
         scope = self._scopes.setdefault(spec, _Scope())
-        if not self._stale(scope, spec, change):
-            return scope.nodes
+        if not scope.pending and not self._needs_walk(scope, spec, change):
+            return scope.hops
         async with scope.lock:
-            if self._stale(scope, spec, change):
-                position = self.feed.position  # what the graph read next reflects at least
-                scope.nodes, scope.missing = await self._compute(spec)
-                scope.computed_at = position
-        return scope.nodes
+            if self._needs_walk(scope, spec, change):
+                await self._walk_root(scope, spec)
+            while scope.pending and not scope.stale:
+                pending, scope.pending = scope.pending, []
+                await self._apply(scope, spec, pending)
+            if scope.stale:
+                await self._walk_root(scope, spec)
+        return scope.hops
 
-    def _stale(self, scope: _Scope, spec: ScopeSpec, change: ChangeRecord) -> bool:
-        if scope.computed_at < 0 or self.feed.last_edge_change > scope.computed_at:
+    def _needs_walk(self, scope: _Scope, spec: ScopeSpec, change: ChangeRecord) -> bool:
+        if scope.computed_at < 0 or scope.stale:
             return True
         return scope.missing and change.node_id == spec.node_id and change.change_id > scope.computed_at
 
-    async def _compute(self, spec: ScopeSpec) -> tuple[frozenset[str], bool]:
+    async def _walk_root(self, scope: _Scope, spec: ScopeSpec) -> None:
+        # Edge changes emitted from here on are queued and applied on top of this walk.
+        scope.computed_at = self.feed.position
+        scope.pending = []
+        scope.stale = False
+        found = await self._walk([spec.node_id], spec.depth, spec.direction)
+        scope.missing = found is None
+        scope.hops = {spec.node_id: 0, **(found or {})}
+
+    async def _walk(
+        self, node_ids: list[str], depth: int, direction: Direction
+    ) -> dict[str, int] | None:
+        """Hops from the nearest of ``node_ids`` (all datasets or all jobs); None if one is unknown."""
+        self.walks += 1
         try:
             async with self.pool.acquire() as conn:
                 graph = await fetch_lineage(
-                    conn, [spec.node_id], depth=spec.depth, direction=spec.direction
+                    conn, node_ids, depth=depth, direction=direction, cache=self.cache
                 )
         except NodeNotFoundError:
-            return frozenset({spec.node_id}), True
-        return frozenset({spec.node_id, *(n.id for n in graph.nodes)}), False
+            return None
+        return {n.id: n.hops for n in graph.nodes}
+
+    async def _apply(self, scope: _Scope, spec: ScopeSpec, changes: list[ChangeRecord]) -> None:
+        joined = self._join(scope, spec, changes)
+        if joined is None:
+            scope.stale = True  # a node may have left or moved away: walk again
+            return
+        limit = spec.hop_limit
+        for node_id, hops in joined.items():
+            if scope.hops.get(node_id) != hops or hops >= limit:
+                continue  # got nearer again later in this batch, or nothing left to walk
+            reach = await self._reach_from(node_id, limit - hops, spec.direction)
+            if reach is None:
+                scope.stale = True
+                return
+            for far, more in reach.items():
+                if hops + more < scope.hops.get(far, limit + 1):
+                    scope.hops[far] = hops + more
+
+    @staticmethod
+    def _join(scope: _Scope, spec: ScopeSpec, changes: list[ChangeRecord]) -> dict[str, int] | None:
+        """Bring in the far ends of added edges; the nodes that joined or got nearer, with their
+        hops. None when a removed edge touched the scope."""
+        limit = spec.hop_limit
+        joined: dict[str, int] = {}
+        for change in changes:
+            if change.change_id <= scope.computed_at or change.kind not in EDGE_KINDS:
+                continue
+            added, removed = added_and_removed(change)
+            if spec.direction == "UPSTREAM":
+                added = [(d, o) for o, d in added]
+                removed = [(d, o) for o, d in removed]
+            if any(near in scope.hops for near, _ in removed):
+                return None
+            grew = True
+            while grew:  # the edges of one change may chain (dataset -> job -> dataset)
+                grew = False
+                for near, far in added:
+                    hops = scope.hops.get(near)
+                    if hops is not None and hops < limit and hops + 1 < scope.hops.get(far, limit + 1):
+                        scope.hops[far] = joined[far] = hops + 1
+                        grew = True
+        return joined
+
+    async def _reach_from(self, node_id: str, hops: int, direction: Direction) -> dict[str, int] | None:
+        """Nodes within ``hops`` edges of ``node_id``, shared by scopes asking after the same edges."""
+        key = (node_id, direction)
+        at = self.feed.last_edge_change
+        reach = self._reach.get(key)
+        if reach is None or reach.at != at or reach.limit < hops:
+            # A walk of depth d goes 2d edges from a dataset, 2d + 1 from a job: hops // 2 either way.
+            found = await self._walk([node_id], hops // 2, direction)
+            if found is None:
+                return None
+            if any(r.at != at for r in self._reach.values()):
+                self._reach.clear()  # an edge changed since: those walks are out of date
+            reach = self._reach[key] = _Reach(at, hops, found)
+        return {n: h for n, h in reach.hops.items() if h <= hops}

@@ -64,10 +64,10 @@ class Subscription:
         after: Annotated[str | None, strawberry.argument(description="A LineageChange cursor.")] = None,
         filter: LineageChangeFilter | None = None,
     ) -> AsyncGenerator[LineageChange, None]:
-        matcher = ChangeMatcher(
-            change_filter(filter, info.context.settings.max_lineage_depth), info.context.lineage_scopes
-        )
-        subscription = info.context.feed.subscribe(None if after is None else parse_change_cursor(after))
+        start = None if after is None else parse_change_cursor(after)
+        wanted = change_filter(filter, info.context.settings.max_lineage_depth)
+        matcher = ChangeMatcher(wanted, info.context.lineage_scopes)
+        subscription = info.context.feed.subscribe(start, refuses=matcher.refuses)
         try:
             async with contextlib.aclosing(subscription.changes()) as changes:
                 async for change in changes:
