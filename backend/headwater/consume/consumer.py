@@ -120,6 +120,8 @@ class KafkaConsumer:
             max_poll_records=options.batch_size,
             session_timeout_ms=options.session_timeout_ms,
             heartbeat_interval_ms=options.session_timeout_ms // 3,
+            # A topic that does not exist yet (created by its first producer) is picked up within this.
+            metadata_max_age_ms=30_000,
             **options.client_options(),
         )
         self.committed: dict[TopicPartition, int] = {}
