@@ -14,11 +14,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /build
 
-# Dependencies first, against a placeholder package, so code changes do not reinstall them.
+# Dependencies first, against a placeholder package, so code changes do not reinstall them. The
+# kafka extra lets the same image run `headwater consume` (compose.yaml's kafka profile).
 COPY pyproject.toml README.md ./
 RUN mkdir -p backend/headwater \
     && touch backend/headwater/__init__.py \
-    && pip install . \
+    && pip install '.[kafka]' \
     && pip uninstall -y headwater
 
 COPY backend ./backend
