@@ -4,6 +4,7 @@ import."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import signal
 import sys
 from typing import TYPE_CHECKING
@@ -18,6 +19,17 @@ class CommandError(Exception):
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def time_argument(value: str) -> dt.datetime:
+    """An argparse type: an RFC 3339 time; one without an offset is UTC, as at ingest."""
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an RFC 3339 time: {value!r} (e.g. 2026-01-31T12:00:00Z)"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import gzip
 import json
@@ -242,10 +241,7 @@ async def test_backfill_from_marquez_builds_the_model_posting_builds(
     events = history()
     await fill_marquez(marquez, events, duplicates=2)
     await post_all(client, in_marquez_order(events))
-    # As the command calls it, outside any event loop.
-    files = await asyncio.to_thread(
-        stage_marquez_events, marquez, tmp_path / "stage", None, None, progress
-    )
+    files = await stage_marquez_events(marquez, tmp_path / "stage", None, None, progress)
     assert [Path(f).name for f in files] == ["marquez-000000.jsonl.gz"]
     async with make_database() as url:
         summary = backfill(spark, progress, url, files, tmp_path)

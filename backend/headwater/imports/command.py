@@ -5,25 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import asyncpg
 
-from headwater.cli import CommandError
+from headwater.cli import CommandError, time_argument
 
 if TYPE_CHECKING:
     from headwater.imports.marquez import ImportSummary
-
-
-def _time(value: str) -> dt.datetime:
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {value!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="postgresql:// URL of Marquez's database",
     )
-    marquez.add_argument("--since", type=_time, default=None, help="only events at or after this time")
-    marquez.add_argument("--until", type=_time, default=None, help="only events before this time")
+    marquez.add_argument(
+        "--since", type=time_argument, default=None, help="only events at or after this time"
+    )
+    marquez.add_argument(
+        "--until", type=time_argument, default=None, help="only events before this time"
+    )
     marquez.add_argument(
         "--restart",
         action="store_true",

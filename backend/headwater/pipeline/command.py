@@ -10,6 +10,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from headwater.cli import time_argument
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
@@ -19,16 +21,6 @@ if TYPE_CHECKING:
     from headwater.pipeline.export import ExportSummary
     from headwater.pipeline.heat import HeatSummary
     from headwater.pipeline.progress import Progress
-
-
-def _time(value: str) -> dt.datetime:
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not an RFC 3339 time: {value!r} (e.g. 2026-01-31T12:00:00Z)"
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 def _setting(value: str) -> tuple[str, str]:
@@ -94,10 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead of archives: the lineage_events of this Marquez database (postgresql://...)",
     )
     backfill.add_argument(
-        "--since", type=_time, default=None, help="with --from-marquez: events at or after this time"
+        "--since",
+        type=time_argument,
+        default=None,
+        help="with --from-marquez: events at or after this time",
     )
     backfill.add_argument(
-        "--until", type=_time, default=None, help="with --from-marquez: events before this time"
+        "--until", type=time_argument, default=None, help="with --from-marquez: events before this time"
     )
     backfill.add_argument(
         "--stage",
@@ -145,8 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("out", metavar="OUT", help="output folder (any Spark path); must not exist")
     export.add_argument("--namespace", default=None, help="only this namespace")
-    export.add_argument("--since", type=_time, default=None, help="from this time (inclusive)")
-    export.add_argument("--until", type=_time, default=None, help="up to this time (exclusive)")
+    export.add_argument("--since", type=time_argument, default=None, help="from this time (inclusive)")
+    export.add_argument("--until", type=time_argument, default=None, help="up to this time (exclusive)")
     export.add_argument(
         "--compression",
         default=None,
@@ -226,8 +221,8 @@ def _marquez_archives(args: argparse.Namespace, progress: Progress) -> Iterator[
     folder = Path(args.stage) if args.stage else Path(tempfile.mkdtemp(prefix="headwater-marquez-"))
     try:
         try:
-            args.paths = stage_marquez_events(
-                args.from_marquez, folder, args.since, args.until, progress
+            args.paths = asyncio.run(
+                stage_marquez_events(args.from_marquez, folder, args.since, args.until, progress)
             )
         except (SourceError, OSError, asyncpg.PostgresError) as exc:
             raise CommandError(

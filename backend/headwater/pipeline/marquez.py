@@ -10,7 +10,6 @@ a tenth of the events' JSON size on disk.
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +25,7 @@ EVENTS_PER_FILE = 100_000
 PAGE = 5_000
 
 
-def stage_marquez_events(
+async def stage_marquez_events(
     source_url: str,
     folder: Path,
     since: dt.datetime | None,
@@ -34,16 +33,6 @@ def stage_marquez_events(
     progress: Progress,
 ) -> list[str]:
     """Write the source's events into ``folder``; returns the files in replay order."""
-    return asyncio.run(_stage(source_url, folder, since, until, progress))
-
-
-async def _stage(
-    source_url: str,
-    folder: Path,
-    since: dt.datetime | None,
-    until: dt.datetime | None,
-    progress: Progress,
-) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     source = await MarquezSource.connect(source_url)
     try:
