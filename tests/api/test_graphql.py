@@ -365,7 +365,7 @@ async def test_too_many_aliases_are_refused(client):
 
 
 COLUMNS = """query($id: ID!, $direction: LineageDirection!) {
-  columnLineage(nodeId: $id, depth: 5, direction: $direction) {
+  columnLineage(nodeId: $id, depth: 5, direction: $direction, maxNodes: 100) {
     __typename
     ... on ColumnLineageGraph {
       nodes { id field type level inputFields { id transformations { type subtype } } }

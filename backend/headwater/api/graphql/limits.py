@@ -2,7 +2,9 @@
 
 The cost counts the objects an operation may resolve: a list multiplies what is under it by its
 page size (``first`` or ``limit``, else a guess of 10), so nested pages are expensive and a wide
-but flat query is cheap. Scalars are free: they come with their object.
+but flat query is cheap. A lineage answer's lists count as many objects as its node cap
+(``maxNodes``, else the server's HEADWATER_MAX_LINEAGE_NODES): that is what a deep walk fills.
+Scalars are free: they come with their object.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from strawberry.extensions import (
 from strawberry.extensions.base_extension import SchemaExtension
 
 from headwater.errors import InvalidRequestError
+from headwater.lineage.graph import DEFAULT_MAX_NODES
 
 MAX_DEPTH = 15
 MAX_ALIASES = 30
@@ -43,6 +46,8 @@ MAX_TOKENS = 5_000
 MAX_COST = 20_000
 LIST_GUESS = 10
 _PAGE_ARGS = ("first", "limit")
+_CAP_ARG = "maxNodes"
+_CAPPED_FIELDS = ("lineage", "columnLineage")  # the server cuts their maxNodes to its own cap
 
 
 class QueryTooComplexError(InvalidRequestError):
@@ -51,7 +56,7 @@ class QueryTooComplexError(InvalidRequestError):
     def __init__(self, cost: int, maximum: int) -> None:
         super().__init__(
             f"The operation may resolve about {cost} objects; the maximum is {maximum}. "
-            "Ask for smaller pages or fewer nested lists."
+            "Ask for smaller pages, fewer nested lists or a smaller lineage maxNodes."
         )
 
 
@@ -81,9 +86,9 @@ def _coded(rule: type[ValidationRule], code: str) -> type[ValidationRule]:
     return Coded
 
 
-def _page_size(node: FieldNode, field: Any, variables: dict[str, Any]) -> int | None:
+def _page_size(node: FieldNode, field: Any, variables: dict[str, Any], node_cap: int) -> int | None:
     for arg in node.arguments or ():
-        if arg.name.value in _PAGE_ARGS:
+        if arg.name.value in _PAGE_ARGS or arg.name.value == _CAP_ARG:
             if isinstance(arg.value, IntValueNode):
                 return int(arg.value.value)
             if isinstance(arg.value, VariableNode):
@@ -93,7 +98,16 @@ def _page_size(node: FieldNode, field: Any, variables: dict[str, Any]) -> int | 
     for name in _PAGE_ARGS:
         if name in field.args and isinstance(field.args[name].default_value, int):
             return int(field.args[name].default_value)
+    if _CAP_ARG in field.args:
+        return node_cap  # the server's cap; a larger maxNodes is cut to it
     return None
+
+
+def _factor(page: int | None, is_list: bool, paged: bool) -> int:
+    """How many times a field's selection is resolved per parent object."""
+    if page is not None:
+        return page
+    return LIST_GUESS if is_list and not paged else 1
 
 
 def operation_cost(
@@ -104,11 +118,13 @@ def operation_cost(
     variables: dict[str, Any],
     multiplier: int = 1,
     paged: bool = False,
+    node_cap: int = DEFAULT_MAX_NODES,
 ) -> int:
     """The estimated number of objects resolved under ``selection_set`` (scalars are free).
 
     ``paged`` says the parent field took a page size, so the list under it (a connection's
-    ``nodes``) is that page and is not multiplied again.
+    ``nodes``, a lineage graph's ``nodes`` and ``edges``) is that page and is not multiplied again.
+    ``node_cap`` is the server's cap on lineage answers.
     """
     total = 0
     for sel in selection_set.selections:
@@ -118,15 +134,14 @@ def operation_cost(
             if field is None or sel.selection_set is None:
                 continue  # __typename, introspection and scalars
             output = field.type.of_type if isinstance(field.type, GraphQLNonNull) else field.type
-            page = _page_size(sel, field, variables)
-            if page is not None:
-                factor = page
-            elif isinstance(output, GraphQLList) and not paged:
-                factor = LIST_GUESS
-            else:
-                factor = 1
-            count = multiplier * max(factor, 1) if isinstance(output, GraphQLList) else multiplier
-            total += count
+            page = _page_size(sel, field, variables, node_cap)
+            if page is not None and sel.name.value in _CAPPED_FIELDS:
+                page = min(page, node_cap)
+            factor = _factor(page, isinstance(output, GraphQLList), paged)
+            if isinstance(output, GraphQLList):
+                total += multiplier * max(factor, 1)
+            elif page is None:
+                total += multiplier  # a paged object (a connection, a lineage answer) is its items
             total += operation_cost(
                 schema,
                 sel.selection_set,
@@ -135,17 +150,18 @@ def operation_cost(
                 variables,
                 multiplier * max(factor, 1),
                 paged=page is not None and not isinstance(output, GraphQLList),
+                node_cap=node_cap,
             )
         elif isinstance(sel, InlineFragmentNode):
             target = schema.get_type(sel.type_condition.name.value) if sel.type_condition else parent
             total += operation_cost(
-                schema, sel.selection_set, target, fragments, variables, multiplier, paged
+                schema, sel.selection_set, target, fragments, variables, multiplier, paged, node_cap
             )
         elif isinstance(sel, FragmentSpreadNode) and sel.name.value in fragments:
             fragment = fragments[sel.name.value]
             target = schema.get_type(fragment.type_condition.name.value)
             total += operation_cost(
-                schema, fragment.selection_set, target, fragments, variables, multiplier, paged
+                schema, fragment.selection_set, target, fragments, variables, multiplier, paged, node_cap
             )
     return total
 
@@ -164,13 +180,17 @@ class CostLimiter(SchemaExtension):
             fragments = {
                 d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
             }
+            settings = getattr(ctx.context, "settings", None)
+            node_cap = settings.max_lineage_nodes if settings is not None else DEFAULT_MAX_NODES
             for op in document.definitions:
                 if not isinstance(op, OperationDefinitionNode):
                     continue
                 if ctx.operation_name and op.name and op.name.value != ctx.operation_name:
                     continue
                 root = schema.get_root_type(op.operation)
-                cost = operation_cost(schema, op.selection_set, root, fragments, ctx.variables or {})
+                cost = operation_cost(
+                    schema, op.selection_set, root, fragments, ctx.variables or {}, node_cap=node_cap
+                )
                 if cost > self.max_cost:
                     raise QueryTooComplexError(cost, self.max_cost)
         yield

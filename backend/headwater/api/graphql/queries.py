@@ -26,6 +26,7 @@ from headwater.api.graphql.types.paging import CatalogOrder, OrderBy, check_page
 from headwater.api.graphql.types.run import Run
 from headwater.api.graphql.types.search import SearchHit, SearchResult
 from headwater.api.graphql.types.tag import Tag
+from headwater.api.rest.lineage import max_nodes
 from headwater.errors import InvalidRequestError, NotFoundError
 from headwater.lineage.columns import fetch_column_lineage
 from headwater.lineage.graph import check_depth, fetch_lineage
@@ -40,6 +41,14 @@ _SEARCH_SORTS: dict[CatalogOrder, catalog.SearchSort] = {
     CatalogOrder.HEAT: "HEAT",
     CatalogOrder.UPDATED_AT: "UPDATE_AT",
 }
+MaxNodes = Annotated[
+    int | None,
+    strawberry.argument(
+        description="The answer's node cap: the server's (HEADWATER_MAX_LINEAGE_NODES, 10,000 by "
+        "default) when null, never more. The operation's cost counts every list of the answer as "
+        "this many objects, so ask for what you need when you select node fields."
+    ),
+]
 NameContains = Annotated[str | None, strawberry.argument(description="A part of the name, any case.")]
 
 ColumnLineageResult = Annotated[
@@ -65,14 +74,19 @@ async def walk_or_problem(
     depth: int,
     direction: LineageDirection,
     as_of: dt.datetime | None,
+    max_nodes_asked: int | None,
     build: Callable[[Any, dt.datetime | None], Any],
 ) -> Any:
     """Walk table or column lineage from one root, or return the expected error as a union member."""
-    maximum = info.context.settings.max_lineage_depth
+    settings = info.context.settings
+    maximum = settings.max_lineage_depth
     try:
         when = check_walk(depth, maximum, as_of)
+        cap = max_nodes(settings, max_nodes_asked)
         async with info.context.pool.acquire() as conn:
-            graph = await fetch(conn, [node_id], depth=depth, direction=direction.value, as_of=when)
+            graph = await fetch(
+                conn, [node_id], depth=depth, direction=direction.value, as_of=when, max_nodes=cap
+            )
     except (NotFoundError, InvalidRequestError) as exc:
         return problem_from_error(exc, maximum)
     return build(graph, when)
@@ -173,9 +187,10 @@ class Query:
                 description="The graph as it was at this time; the current graph when null."
             ),
         ] = None,
+        max_nodes: MaxNodes = None,
     ) -> LineageResult:
         return await walk_or_problem(  # type: ignore[no-any-return]
-            info, fetch_lineage, node_id, depth, direction, as_of, LineageGraph.from_graph
+            info, fetch_lineage, node_id, depth, direction, as_of, max_nodes, LineageGraph.from_graph
         )
 
     @strawberry.field(
@@ -204,6 +219,7 @@ class Query:
                 description="The graph as it was at this time; the current graph when null."
             ),
         ] = None,
+        max_nodes: MaxNodes = None,
     ) -> ColumnLineageResult:
         return await walk_or_problem(  # type: ignore[no-any-return]
             info,
@@ -212,6 +228,7 @@ class Query:
             depth,
             direction,
             as_of,
+            max_nodes,
             lambda graph, _when: ColumnLineageGraph.from_graph(graph),
         )
 

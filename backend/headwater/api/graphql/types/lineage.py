@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cached_property
+from typing import cast
 
 import strawberry
 
 from headwater.api.graphql.context import Info
+from headwater.api.graphql.types.chunks import in_chunks
 from headwater.api.graphql.types.common import NodeType
 from headwater.api.graphql.types.dataset import Dataset
 from headwater.api.graphql.types.job import Job
 from headwater.lineage.graph import LineageGraph as Graph
+from headwater.lineage.graph import LineageNode as GraphNode
 
 
 @dataclass(frozen=True)
@@ -19,19 +23,31 @@ class _Answer:
     graph: Graph
     as_of: dt.datetime | None
 
+    @cached_property
+    def jobs(self) -> dict[str, tuple[str, str]]:
+        """(namespace, name) of the answer's jobs, by node id: built once, asked by every node."""
+        return {n.id: (n.namespace, n.name) for n in self.graph.nodes if n.type == "JOB"}
+
     def job_keys(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        jobs = {n.id: (n.namespace, n.name) for n in self.graph.nodes if n.type == "JOB"}
+        jobs = self.jobs
         return list(dict.fromkeys(jobs[end] for pair in pairs for end in pair if end in jobs))
 
-    async def edges(self, info: Info, pairs: list[tuple[str, str]]) -> list[LineageEdge]:
-        """Edges with their manual flag, from one batched load of the jobs' manual edges."""
+    async def manual(self, info: Info, pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The manual ones among the pairs, from one batched load of the jobs' manual edges."""
         keys = self.job_keys(pairs)
         found = await info.context.loaders.manual_edges.load_many([(k, self.as_of) for k in keys])
-        manual = {record.pair for records in found for record in records}
-        return [
-            LineageEdge(origin=strawberry.ID(o), destination=strawberry.ID(d), manual=(o, d) in manual)
-            for o, d in pairs
-        ]
+        return {record.pair for records in found for record in records}
+
+    async def edges(self, info: Info, pairs: list[tuple[str, str]]) -> list[LineageEdge]:
+        """Edges with their manual flag."""
+        manual = await self.manual(info, pairs)
+        return [_edge(pair, manual) for pair in pairs]
+
+
+def _edge(pair: tuple[str, str], manual: set[tuple[str, str]]) -> LineageEdge:
+    return LineageEdge(
+        origin=strawberry.ID(pair[0]), destination=strawberry.ID(pair[1]), manual=pair in manual
+    )
 
 
 @strawberry.type(description="A directed edge: a dataset read by a job, or a job writing a dataset.")
@@ -77,31 +93,34 @@ class LineageNode:
 
 @strawberry.type(description="Datasets and jobs around the roots, with the edges among them.")
 class LineageGraph:
-    nodes: list[LineageNode]
     truncated: bool = strawberry.field(description="The walk stopped at the server's node limit.")
     answer: strawberry.Private[_Answer]
 
     @strawberry.field
+    def nodes(self) -> list[LineageNode]:
+        return cast("list[LineageNode]", in_chunks(self.answer.graph.nodes, self._node))
+
+    @strawberry.field
     async def edges(self, info: Info) -> list[LineageEdge]:
-        return await self.answer.edges(info, self.answer.graph.edges)
+        pairs = self.answer.graph.edges
+        manual = await self.answer.manual(info, pairs)
+        return cast("list[LineageEdge]", in_chunks(pairs, lambda pair: _edge(pair, manual)))
+
+    def _node(self, n: GraphNode) -> LineageNode:
+        return LineageNode(
+            id=strawberry.ID(n.id),
+            type=NodeType(n.type),
+            namespace=n.namespace,
+            name=n.name,
+            hops=n.hops,
+            answer=self.answer,
+            in_pairs=n.in_edges,
+            out_pairs=n.out_edges,
+        )
 
     @classmethod
     def from_graph(cls, graph: Graph, as_of: dt.datetime | None) -> LineageGraph:
-        answer = _Answer(graph, as_of)
-        nodes = [
-            LineageNode(
-                id=strawberry.ID(n.id),
-                type=NodeType(n.type),
-                namespace=n.namespace,
-                name=n.name,
-                hops=n.hops,
-                answer=answer,
-                in_pairs=list(n.in_edges),
-                out_pairs=list(n.out_edges),
-            )
-            for n in graph.nodes
-        ]
-        return cls(nodes=nodes, truncated=graph.truncated, answer=answer)
+        return cls(truncated=graph.truncated, answer=_Answer(graph, as_of))
 
 
 @strawberry.type(description="A declared edge and the graph edges that carry it.")
