@@ -17,25 +17,17 @@ from headwater.db.pool import register_codecs
 from headwater.settings import Settings
 from tests.pg import migrated_database, test_server, with_database
 
-# Tables derived from events, emptied between tests (schema_migrations stays).
-MODEL_TABLES = [
-    "raw_events",
-    "change_log",
-    "column_lineage",
-    "lineage_edges",
-    "run_datasets",
-    "run_states",
-    "runs",
-    "job_versions",
-    "jobs",
-    "dataset_versions",
-    "dataset_fields",
-    "dataset_aliases",
-    "datasets",
-    "sources",
-    "namespaces",
-    "tags",
-]
+# What the tests empty between them: every table the migrations made but their own bookkeeping.
+TABLES_TO_EMPTY = (
+    "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables"
+    " WHERE schemaname = current_schema() AND tablename <> 'schema_migrations'"
+)
+
+
+async def empty_tables(conn: asyncpg.Connection) -> None:
+    """Every table of the database emptied, as if just migrated."""
+    tables = await conn.fetchval(TABLES_TO_EMPTY)
+    await conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
 
 
 @pytest.fixture(scope="session")
@@ -73,7 +65,7 @@ async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
 async def db(pool: asyncpg.Pool) -> asyncpg.Pool:
     """The session database, emptied before the test: tests commit for real (NOTIFY, replicas)."""
     async with pool.acquire() as conn:
-        await conn.execute(f"TRUNCATE {', '.join(MODEL_TABLES)} RESTART IDENTITY CASCADE")
+        await empty_tables(conn)
     return pool
 
 

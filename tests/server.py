@@ -47,17 +47,26 @@ def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def running_headwater(
-    database_url: str, log: Path, *, api_key: str | None = None
+    database_url: str,
+    log: Path,
+    *,
+    api_key: str | None = None,
+    secured: bool = True,
+    env: dict[str, str] | None = None,
 ) -> Iterator[HeadwaterServer]:
-    """Run `headwater serve` on ``database_url`` (with an API key) until the block ends."""
+    """Run `headwater serve` on ``database_url`` until the block ends: with an API key (every
+    request then needs it), or open, as a fresh install is, when not ``secured``; ``env`` adds
+    HEADWATER_* settings."""
     port = free_port()
-    api_key = api_key or secrets.token_urlsafe(16)
+    api_key = (api_key or secrets.token_urlsafe(16)) if secured else ""
+    settings = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
     env.update(
         HEADWATER_DATABASE_URL=database_url,
         HEADWATER_API_KEY=api_key,
         HEADWATER_POOL_MIN_SIZE="1",
         HEADWATER_POOL_MAX_SIZE="4",
+        **settings,
     )
     with log.open("wb") as out:
         proc = subprocess.Popen(

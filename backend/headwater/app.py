@@ -12,6 +12,8 @@ from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 
 from headwater import __version__
+from headwater.access.keys import KeyRing
+from headwater.api.auth import require_key
 from headwater.api.graphql.graphiql import graphiql_static_router
 from headwater.api.graphql.schema import GraphQLController
 from headwater.api.metrics import MetricsController, prometheus_config
@@ -38,6 +40,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.pool = await create_pool(settings, settings.database_url or "")
+        app.state.key_ring = KeyRing(app.state.pool, settings.api_key)
         # What start-up allocated lives as long as the process: keep it out of the collector's
         # full passes, which otherwise add tens of milliseconds to large lineage answers.
         gc.freeze()
@@ -63,6 +66,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 *catalog_handlers,
             ],
             middleware=[prometheus_config.middleware],
+            guards=[require_key],
             lifespan=[lifespan, change_feed],
             state=State(
                 {"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}

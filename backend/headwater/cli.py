@@ -1,5 +1,5 @@
 """The `headwater` command: serve, migrate, sql-lineage, export-schemas, spark, consume, dead-letters,
-import."""
+import, keys."""
 
 from __future__ import annotations
 
@@ -56,8 +56,11 @@ def _build_parser() -> argparse.ArgumentParser:
     spark = sub.add_parser("spark", help="bulk jobs on Spark: backfill, export, heat (needs [spark])")
     spark.add_argument("spark_args", nargs=argparse.REMAINDER, help="arguments of the Spark command")
 
+    from headwater.access.command import add_arguments as add_keys_arguments
     from headwater.consume.options import add_arguments, add_dead_letter_arguments
     from headwater.imports.command import add_arguments as add_import_arguments
+
+    add_keys_arguments(sub.add_parser("keys", help="create, list or revoke API keys with scopes"))
 
     add_import_arguments(sub.add_parser("import", help="import another server's history (marquez)"))
 
@@ -111,6 +114,10 @@ def _run(args: argparse.Namespace) -> int:
         from headwater.consume.command import run_consume
 
         return run_consume(args)
+    if args.command == "keys":
+        from headwater.access.command import run_keys
+
+        return run_keys(args)
     if args.command == "import":
         from headwater.imports.command import run_import
 

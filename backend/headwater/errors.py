@@ -58,6 +58,12 @@ class UnauthorizedError(AppError):
     title = "Unauthorized"
 
 
+class ForbiddenError(AppError):
+    code = "forbidden"
+    status = 403
+    title = "Forbidden"
+
+
 class NotFoundError(AppError):
     code = "not_found"
     status = 404

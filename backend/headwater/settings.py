@@ -29,6 +29,8 @@ class Settings:
     max_lineage_depth: int = 100
     max_lineage_nodes: int = 10_000
     alias_rules_file: Path | None = None
+    # Prometheus scrapers often cannot send a key: /metrics can be left open on its own.
+    metrics_open: bool = False
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -63,6 +65,7 @@ class Settings:
             max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),
             max_lineage_nodes=get_int("HEADWATER_MAX_LINEAGE_NODES", defaults.max_lineage_nodes),
             alias_rules_file=Path(rules) if rules else None,
+            metrics_open=env.get("HEADWATER_METRICS_OPEN", "").lower() in ("1", "true", "yes"),
         )
 
 

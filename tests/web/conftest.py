@@ -37,5 +37,5 @@ def browser_missing() -> str | None:
 def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeadwaterServer]:
     """`headwater serve` on the session's database."""
     log = tmp_path_factory.mktemp("headwater-server") / "server.log"
-    with running_headwater(database_url, log) as running:
+    with running_headwater(database_url, log, secured=False) as running:
         yield running

@@ -95,7 +95,6 @@ def post_event(server: HeadwaterServer, namespace: str) -> None:
     response = httpx.post(
         f"{server.url}/api/v1/lineage",
         json=run_event(f"job_{uuid.uuid4().hex[:6]}", namespace=namespace),
-        headers={"Authorization": f"Bearer {server.api_key}"},
         timeout=10,
     )
     assert response.status_code in {200, 201}, response.text

@@ -31,7 +31,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import MODEL_TABLES
+from tests.conftest import empty_tables
 from tests.pg import with_database
 from tests.server import HeadwaterServer, running_headwater
 
@@ -227,7 +227,8 @@ class AirflowRun:
     events_emitted: int
 
     def get(self, path: str, **params: object) -> httpx.Response:
-        return httpx.get(f"{self.headwater.url}{path}", params=params, timeout=30)
+        headers = {"Authorization": f"Bearer {self.headwater.api_key}"}
+        return httpx.get(f"{self.headwater.url}{path}", params=params, headers=headers, timeout=30)
 
     def lineage(self, node_id: str, *, depth: int, direction: str = "BOTH") -> dict:
         response = self.get("/api/v1/lineage", nodeId=node_id, depth=depth, direction=direction)
@@ -241,11 +242,12 @@ class AirflowRun:
         return f"dataset:{self.shop.namespace}:{self.shop.table(table)}"
 
 
-async def _wait_for_dag_run(url: str, node_id: str, timeout: float) -> None:
+async def _wait_for_dag_run(server: HeadwaterServer, node_id: str, timeout: float) -> None:
     """Until the DAG job's latest run is finished in Headwater (its COMPLETE is the last event sent)."""
     deadline = time.monotonic() + timeout
     state = None
-    async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+    headers = {"Authorization": f"Bearer {server.api_key}"}
+    async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=10) as client:
         while time.monotonic() < deadline:
             response = await client.get("/api/v1/lineage", params={"nodeId": node_id, "depth": 0})
             if response.status_code == 200:
@@ -269,7 +271,7 @@ async def airflow_run(
 ) -> AsyncIterator[AirflowRun]:
     """Empty Headwater, run the example DAG once with `airflow dags test`, wait for its events."""
     async with pool.acquire() as conn:
-        await conn.execute(f"TRUNCATE {', '.join(MODEL_TABLES)} RESTART IDENTITY CASCADE")
+        await empty_tables(conn)
     home = tmp_path_factory.mktemp("airflow-home")
     (home / "dags").mkdir()
     shutil.copy(EXAMPLE_DAG, home / "dags" / EXAMPLE_DAG.name)
@@ -292,7 +294,7 @@ async def airflow_run(
     await asyncio.to_thread(
         _run_logged, [str(airflow_install.airflow), "dags", "test", DAG_ID], log, env=env, timeout=600
     )
-    await _wait_for_dag_run(headwater_server.url, f"job:{NAMESPACE}:{DAG_ID}", timeout=60)
+    await _wait_for_dag_run(headwater_server, f"job:{NAMESPACE}:{DAG_ID}", timeout=60)
     emitted = log.read_text(errors="replace").count("Successfully emitted OpenLineage")
     yield AirflowRun(
         headwater=headwater_server,
@@ -302,4 +304,4 @@ async def airflow_run(
         events_emitted=emitted,
     )
     async with pool.acquire() as conn:
-        await conn.execute(f"TRUNCATE {', '.join(MODEL_TABLES)} RESTART IDENTITY CASCADE")
+        await empty_tables(conn)

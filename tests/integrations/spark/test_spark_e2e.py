@@ -283,7 +283,8 @@ def test_failed_write_reports_the_error(spark_job: SparkJobRun) -> None:
 def headwater_get(run: SparkJobRun, path: str, **params: Any) -> dict[str, Any]:
     if run.headwater is None:
         pytest.skip("no PostgreSQL here: the events were checked against the local receiver only")
-    response = httpx.get(f"{run.headwater.url}{path}", params=params, timeout=30)
+    headers = {"Authorization": f"Bearer {run.headwater.api_key}"}
+    response = httpx.get(f"{run.headwater.url}{path}", params=params, headers=headers, timeout=30)
     assert response.status_code == 200, response.text
     return response.json()
 

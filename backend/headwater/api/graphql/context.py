@@ -9,6 +9,7 @@ from litestar.datastructures import State
 from strawberry.extensions import SchemaExtension
 from strawberry.litestar import BaseContext
 
+from headwater.api.auth import SCOPES_STATE
 from headwater.api.graphql.loaders import Loaders
 
 if TYPE_CHECKING:
@@ -26,6 +27,14 @@ class Context(BaseContext, kw_only=True):
 
     state: Any
     loaders: Any = None
+    # What a websocket's connection_init carried (strawberry sets it): where a browser's key comes.
+    connection_params: Any = None
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The scopes the request's key was granted (every scope while the server is open)."""
+        connection = self.request or self.websocket
+        return frozenset() if connection is None else connection.state.get(SCOPES_STATE, frozenset())
 
     @property
     def pool(self) -> asyncpg.Pool:

@@ -9,7 +9,6 @@ InvalidInputError, ConflictError); with HEADWATER_API_KEY set, mutations need th
 from __future__ import annotations
 
 import datetime as dt
-import hmac
 from typing import Annotated, Any
 
 import strawberry
@@ -32,19 +31,13 @@ ManualEdgeResult = Annotated[
 
 
 class CanWrite(BasePermission):
-    """With an API key configured, writes need `Authorization: Bearer <key>`."""
+    """Mutations need a key with the `write` scope once any key exists (api/auth.py)."""
 
-    message = "Missing or wrong API key: send 'Authorization: Bearer <key>'."
-    error_extensions = {"code": "unauthorized"}
+    message = "This operation writes: it needs an API key with the 'write' scope."
+    error_extensions = {"code": "forbidden"}
 
     def has_permission(self, source: Any, info: Info, **kwargs: Any) -> bool:  # noqa: ARG002
-        key = info.context.settings.api_key
-        if key is None:
-            return True
-        conn = info.context.request or info.context.websocket
-        header = conn.headers.get("authorization", "") if conn is not None else ""
-        scheme, _, token = header.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), key)
+        return "write" in info.context.scopes
 
 
 def _now() -> dt.datetime:

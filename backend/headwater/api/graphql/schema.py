@@ -5,16 +5,20 @@ GraphiQL is our own page (graphiql.html) whose assets are served from the packag
 
 from __future__ import annotations
 
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.litestar import make_graphql_controller
 from strawberry.schema.config import StrawberryConfig
+from strawberry.types.unset import UNSET, UnsetType
 
-from headwater.api.graphql.context import LoadersPerOperation, context_getter
+from headwater.api.auth import PENDING_STATE, SCOPES_STATE, bearer_token, check_key
+from headwater.api.graphql.context import Context, LoadersPerOperation, context_getter
 from headwater.api.graphql.errors import HeadwaterSchema
 from headwater.api.graphql.graphiql import ENDPOINT, graphiql_html
 from headwater.api.graphql.limits import limit_extensions
 from headwater.api.graphql.mutations import Mutation
 from headwater.api.graphql.queries import Query
 from headwater.api.graphql.subscriptions import Subscription
+from headwater.errors import AppError
 
 schema = HeadwaterSchema(
     query=Query,
@@ -34,10 +38,28 @@ _StrawberryController = make_graphql_controller(
 
 
 class GraphQLController(_StrawberryController):
-    """Strawberry's controller, with GraphiQL from the package instead of a CDN."""
+    """Strawberry's controller, with GraphiQL from the package instead of a CDN, and websockets
+    that may carry their API key in `connection_init` (browsers cannot set a header on them)."""
 
     include_in_schema = False  # GraphQL documents itself (schemas/graphql/schema.graphql)
 
     @property
     def graphql_ide_html(self) -> str:
         return graphiql_html()
+
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        websocket = context.websocket
+        if websocket is None or not websocket.state.get(PENDING_STATE):
+            return UNSET
+        params = context.connection_params if isinstance(context.connection_params, dict) else {}
+        value = params.get("Authorization") or params.get("authorization")
+        token = bearer_token(value) if isinstance(value, str) else None
+        if token is None and isinstance(params.get("apiKey"), str):
+            token = params["apiKey"]
+        try:
+            websocket.state[SCOPES_STATE] = await check_key(websocket.app.state.key_ring, token, "read")
+        except AppError as exc:
+            # Refused as graphql-transport-ws refuses: the socket closes with 4403 Forbidden.
+            raise ConnectionRejectionError({"code": exc.code, "message": exc.message}) from None
+        websocket.state[PENDING_STATE] = False
+        return UNSET

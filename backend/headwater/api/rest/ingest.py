@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -12,7 +11,7 @@ from litestar.datastructures import State
 
 from headwater.api.metrics import EVENTS
 from headwater.api.rest.body import read_json_body
-from headwater.errors import AppError, InvalidEventError, UnauthorizedError
+from headwater.errors import AppError, InvalidEventError
 from headwater.ingest.service import IngestResult, ingest_events
 from headwater.ingest.validate import MAX_ERRORS, ValidEvent, validate_event
 
@@ -26,18 +25,6 @@ _RETRYABLE = (
     asyncpg.exceptions.UniqueViolationError,
 )
 _ATTEMPTS = 5
-
-
-def check_api_key(request: Request[Any, Any, Any], settings: Settings) -> None:
-    """When HEADWATER_API_KEY is set, writes need `Authorization: Bearer <key>` (as OL clients send)."""
-    if settings.api_key is None:
-        return
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    # As bytes: compare_digest refuses str with non-ASCII characters, which a header may carry.
-    given, expected = token.strip().encode(), settings.api_key.encode()
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
-        raise UnauthorizedError("Missing or wrong API key: send 'Authorization: Bearer <key>'.")
 
 
 async def store_events(state: State, events: list[ValidEvent]) -> list[IngestResult]:
@@ -90,7 +77,6 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
     path; an unavailable database is a 503 (clients retry).
     """
     settings: Settings = state.settings
-    check_api_key(request, settings)
     raw = await read_json_body(request, settings.max_body_bytes)
     if isinstance(raw, list):
         events, errors, omitted, invalid, unchecked = [], [], 0, 0, 0
@@ -132,7 +118,6 @@ async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> R
     batch; an event's errors past that are counted in its `errorsOmitted`.
     """
     settings: Settings = state.settings
-    check_api_key(request, settings)
     raw = await read_json_body(request, settings.max_body_bytes)
     if not isinstance(raw, list):
         raise InvalidEventError("A batch must be a JSON array of events.")

@@ -26,7 +26,7 @@ from litestar import Request, Response, post
 from litestar.datastructures import State
 
 from headwater.api.rest.body import read_json_body
-from headwater.api.rest.ingest import check_api_key, store_events
+from headwater.api.rest.ingest import store_events
 from headwater.errors import FieldError
 from headwater.ingest.validate import validate_event
 from headwater.integrations.trino import (
@@ -108,7 +108,6 @@ async def post_trino_event(request: Request[Any, Any, Any], state: State) -> Res
     is a 400 naming each JSON path, and nothing is stored.
     """
     settings: Settings = state.settings
-    check_api_key(request, settings)
     raw = await read_json_body(request, settings.max_body_bytes)
     options = bridge_options(request.query_params)
     items, is_array = (raw, True) if isinstance(raw, list) else ([raw], False)
