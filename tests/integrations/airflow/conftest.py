@@ -93,7 +93,9 @@ def _uv() -> list[str]:
     found = shutil.which("uv")
     if found:
         return [found]
-    pytest.skip("Airflow's test environment is not cached and uv is not installed (pip install -e '.[dev,e2e]')")
+    pytest.skip(
+        "Airflow's test environment is not cached and uv is not installed (pip install -e '.[dev,e2e]')"
+    )
 
 
 def airflow_env(home: Path, venv: Path, **extra: str) -> dict[str, str]:
