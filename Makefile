@@ -9,8 +9,10 @@ install: ## create .venv with what every test and benchmark needs (Chromium: apt
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q -e '.[dev,spark,e2e,bench]' './integrations/spark[pyspark]'
 
-lint: ## ruff
+lint: ## ruff, the formatter's check and mypy, as CI runs them
 	$(BIN)/ruff check backend tests integrations
+	$(BIN)/ruff format --check backend tests integrations
+	$(BIN)/mypy
 
 test: ## the whole test suite (what CI runs)
 	$(BIN)/pytest

@@ -18,6 +18,8 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+from tests.server import free_port
+
 
 def _reachable(host: str, port: int) -> bool:
     with socket.socket() as s:
@@ -35,12 +37,6 @@ def _bindir() -> Path | None:
     return Path(pg_ctl).parent if pg_ctl else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def temporary_cluster() -> Iterator[str]:
     """initdb + pg_ctl start a cluster in a temp dir; yields its server URL; removes it afterwards."""
@@ -53,7 +49,7 @@ def temporary_cluster() -> Iterator[str]:
     if os.geteuid() == 0:
         shutil.chown(tmp, "postgres", "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
+    port = free_port()
     data = tmp / "data"
     subprocess.run(
         [

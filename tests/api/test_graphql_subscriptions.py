@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -26,18 +25,13 @@ from headwater.api.graphql.schema import schema
 from headwater.feed.hub import ChangeFeed
 from headwater.feed.scopes import LineageScopes
 from tests.factories import job_run, run_event
+from tests.server import free_port
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
 CHANGES = """subscription($after: String, $filter: LineageChangeFilter) {
   lineageChanges(after: $after, filter: $filter) { cursor kind nodeId nodeType namespace at details }
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(database_url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:

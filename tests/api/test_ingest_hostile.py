@@ -50,13 +50,14 @@ def event(**changes: Any) -> dict[str, Any]:
     return e
 
 
+def auth(server: HeadwaterServer) -> dict[str, str]:
+    return {"Authorization": f"Bearer {server.api_key}"}
+
+
 def post(server: HeadwaterServer, body: Any, path: str = "/api/v1/lineage", **headers: Any):
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
     return httpx.post(
-        server.url + path,
-        content=content,
-        headers={"Authorization": f"Bearer {server.api_key}", **headers},
-        timeout=60,
+        server.url + path, content=content, headers={**auth(server), **headers}, timeout=60
     )
 
 
@@ -162,11 +163,15 @@ def test_the_widest_storable_values_are_stored_as_sent(server):
     response = post(server, e)
     assert response.status_code == 201, response.text
     assert not response.json().get("warnings")
-    run = httpx.get(f"{server.url}/api/v1/runs/{e['run']['runId']}", timeout=10).json()
+    run = httpx.get(
+        f"{server.url}/api/v1/runs/{e['run']['runId']}", headers=auth(server), timeout=10
+    ).json()
     assert run["updatedAt"].startswith("0001-01-01T00:00:00.000001")
     e = event(eventTime="9999-12-31T23:59:59.999998Z")
     assert post(server, e).status_code == 201
-    run = httpx.get(f"{server.url}/api/v1/runs/{e['run']['runId']}", timeout=10).json()
+    run = httpx.get(
+        f"{server.url}/api/v1/runs/{e['run']['runId']}", headers=auth(server), timeout=10
+    ).json()
     assert run["updatedAt"].startswith("9999-12-31T23:59:59.999998")
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,10 @@ import pytest
 
 from headwater.server import warn_if_autovacuum_is_off
 from tests.factories import job_run
+from tests.server import free_port
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 HEADWATER = str(Path(sys.executable).with_name("headwater"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_migrate_is_idempotent(database_url):

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from litestar import Request
+
 from headwater.access.keys import ALL_SCOPES
 from headwater.errors import ForbiddenError, UnauthorizedError
 
@@ -75,8 +77,8 @@ async def check_key(keys: KeyRing, token: str | None, scope: str) -> frozenset[s
 async def require_key(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     """The app's guard: let the request through, or raise 401/403 naming what is missing."""
     state = connection.app.state
-    websocket = connection.scope["type"] == "websocket"
-    method = None if websocket else connection.scope["method"]
+    method = connection.method if isinstance(connection, Request) else None
+    websocket = method is None
     scope = required_scope(
         method,
         connection.scope["path"],

@@ -76,12 +76,12 @@ class MetricsController(PrometheusController):
     path = "/metrics"
 
     @get()
-    async def get(self, state: State) -> Response:  # type: ignore[override]
+    async def get(self, state: State) -> Response:
         await _read_dead_letters(state)
         registry = REGISTRY
         if "prometheus_multiproc_dir" in os.environ or "PROMETHEUS_MULTIPROC_DIR" in os.environ:
             registry = CollectorRegistry()
-            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            multiprocess.MultiProcessCollector(registry)
         return Response(generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 

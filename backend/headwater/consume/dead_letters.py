@@ -33,7 +33,8 @@ class Selection:
     before: dt.datetime | None = None
 
     def where(self) -> tuple[str, list[Any]]:
-        clauses, args = [], []
+        clauses: list[str] = []
+        args: list[Any] = []
         if self.ids:
             args.append(list(self.ids))
             clauses.append(f"dead_letter_id = ANY(${len(args)}::bigint[])")

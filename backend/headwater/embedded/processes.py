@@ -84,8 +84,8 @@ def _clear_leftovers(
     if socket_dir is not None:
         stale += list(socket_dir.glob(".s.PGSQL.*.lock"))
     for path in stale:
-        pid = _read_pid(path)
-        if pid is not None:
+        holder = _read_pid(path)
+        if holder is not None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 

@@ -65,9 +65,6 @@ def _run(
 
     pg_ctl start leaves a server behind that could keep inherited pipes open; files cannot hang.
     """
-    switch: dict[str, object] = {}
-    if run_as is not None:
-        switch = {"user": run_as.uid, "group": run_as.gid, "extra_groups": list(run_as.groups)}
     with tempfile.TemporaryFile("w+") as out:
         try:
             proc = subprocess.run(
@@ -80,7 +77,9 @@ def _run(
                 cwd=str(cwd) if cwd else "/",
                 timeout=timeout,
                 check=False,
-                **switch,  # type: ignore[arg-type]
+                user=run_as.uid if run_as else None,
+                group=run_as.gid if run_as else None,
+                extra_groups=list(run_as.groups) if run_as else None,
             )
         except subprocess.TimeoutExpired as exc:
             raise EmbeddedPostgresError(f"{Path(cmd[0]).name} did not finish in {timeout:g} s") from exc

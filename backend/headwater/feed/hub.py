@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from headwater.feed import log as change_log
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncGenerator, Callable
 
     import asyncpg
 
@@ -261,7 +261,7 @@ class Subscription:
         """Unregister; the stream ends."""
         self.feed._unsubscribe(self)
 
-    async def changes(self) -> AsyncIterator[ChangeRecord]:
+    async def changes(self) -> AsyncGenerator[ChangeRecord, None]:
         """Every change after the starting point, in id order, until the feed closes."""
         try:
             await self.feed.ready.wait()

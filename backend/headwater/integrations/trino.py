@@ -588,11 +588,12 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 def _instant(value: Instant, path: str) -> dt.datetime:
     """Jackson's Instant: decimal epoch seconds (or epoch milliseconds), or an RFC 3339 string."""
     if isinstance(value, str):
+        text = value
         try:
-            value = float(value)
+            value = float(text)
         except ValueError:
             try:
-                parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+                parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
             except ValueError:
                 raise InvalidTrinoEventError(
                     f"{path} is neither epoch seconds nor an RFC 3339 time: {value!r}",

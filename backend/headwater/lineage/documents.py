@@ -76,7 +76,7 @@ def cache_for(state: MutableMapping[str, Any], max_size: int = DEFAULT_CACHE_SIZ
     cache = state.get("lineage_documents")
     if cache is None:
         cache = state["lineage_documents"] = DocumentCache(max_size)
-    return cache  # type: ignore[no-any-return]
+    return cache
 
 
 async def load_documents(

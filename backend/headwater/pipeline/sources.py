@@ -15,6 +15,7 @@ from __future__ import annotations
 import bz2
 import gzip
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -107,20 +108,24 @@ def read_archive(spark: SparkSession, files: list[ArchiveFile]) -> RDD[ArchiveRo
     parts: list[RDD[ArchiveRow]] = []
     for f in files:
         if f.is_array:
-            rdd = sc.binaryFiles(f.path, minPartitions=1)
-            parts.append(rdd.flatMap(lambda pair, index=f.index: _array_rows(index, pair[0], pair[1])))
+            rdd: RDD[tuple[str, bytes]] = sc.binaryFiles(f.path, minPartitions=1)
+            parts.append(rdd.flatMap(partial(_file_array_rows, f.index)))
         else:
-            lines = sc.newAPIHadoopFile(
+            lines: RDD[tuple[int, str]] = sc.newAPIHadoopFile(
                 f.path,
                 _TEXT_INPUT,
                 "org.apache.hadoop.io.LongWritable",
                 "org.apache.hadoop.io.Text",
                 conf=_ONE_SPLIT,
             )
-            parts.append(lines.mapPartitions(lambda it, index=f.index: _line_rows(index, it)))
+            parts.append(lines.mapPartitions(partial(_line_rows, f.index)))
     if not parts:
         return sc.emptyRDD()
     return sc.union(parts) if len(parts) > 1 else parts[0]
+
+
+def _file_array_rows(file_index: int, file: tuple[str, bytes]) -> Iterator[ArchiveRow]:
+    return _array_rows(file_index, file[0], file[1])
 
 
 def _line_rows(file_index: int, lines: Iterator[tuple[int, str]]) -> Iterator[ArchiveRow]:

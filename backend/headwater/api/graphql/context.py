@@ -38,19 +38,19 @@ class Context(BaseContext, kw_only=True):
 
     @property
     def pool(self) -> asyncpg.Pool:
-        return self.state.pool  # type: ignore[no-any-return]
+        return self.state.pool
 
     @property
     def settings(self) -> Settings:
-        return self.state.settings  # type: ignore[no-any-return]
+        return self.state.settings
 
     @property
     def feed(self) -> ChangeFeed:
-        return self.state.feed  # type: ignore[no-any-return]
+        return self.state.feed
 
     @property
     def lineage_scopes(self) -> LineageScopes:
-        return self.state.lineage_scopes  # type: ignore[no-any-return]
+        return self.state.lineage_scopes
 
 
 async def context_getter(state: State) -> Context:

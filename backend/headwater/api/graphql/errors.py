@@ -68,9 +68,12 @@ class HeadwaterSchema(strawberry.Schema):
     async def execute(
         self,
         query: str | None,
-        *args: Any,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
         allowed_operation_types: Iterable[OperationType] | None = None,
-        **kwargs: Any,
+        operation_extensions: dict[str, Any] | None = None,
     ) -> ExecutionResult:
         """Queries and mutations. Subscriptions reach ``subscribe`` over websockets only: over plain
         HTTP there is no stream to send their changes on, so they get an error saying where to go."""
@@ -78,7 +81,15 @@ class HeadwaterSchema(strawberry.Schema):
             OperationType.SUBSCRIPTION
         }
         try:
-            return await super().execute(query, *args, allowed_operation_types=allowed, **kwargs)
+            return await super().execute(
+                query,
+                variable_values,
+                context_value,
+                root_value,
+                operation_name,
+                allowed,
+                operation_extensions,
+            )
         except InvalidOperationTypeError as exc:
             if exc.operation_type is not OperationType.SUBSCRIPTION:
                 raise

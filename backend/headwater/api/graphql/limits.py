@@ -29,6 +29,7 @@ from graphql import (
     VariableNode,
     get_named_type,
 )
+from graphql.validation import ASTValidationRule
 from strawberry.extensions import (
     AddValidationRules,
     MaxAliasesLimiter,
@@ -75,7 +76,7 @@ class _CodedContext:
         self._context.report_error(error)
 
 
-def _coded(rule: type[ValidationRule], code: str) -> type[ValidationRule]:
+def _coded(rule: type[ASTValidationRule], code: str) -> type[ASTValidationRule]:
     """``rule`` (one that checks the whole document when built) reporting with ``code``."""
 
     class Coded(ValidationRule):

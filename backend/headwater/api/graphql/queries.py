@@ -189,7 +189,7 @@ class Query:
         ] = None,
         max_nodes: MaxNodes = None,
     ) -> LineageResult:
-        return await walk_or_problem(  # type: ignore[no-any-return]
+        return await walk_or_problem(
             info, fetch_lineage, node_id, depth, direction, as_of, max_nodes, LineageGraph.from_graph
         )
 
@@ -221,7 +221,7 @@ class Query:
         ] = None,
         max_nodes: MaxNodes = None,
     ) -> ColumnLineageResult:
-        return await walk_or_problem(  # type: ignore[no-any-return]
+        return await walk_or_problem(
             info,
             fetch_column_lineage,
             node_id,

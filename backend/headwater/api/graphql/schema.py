@@ -37,7 +37,8 @@ _StrawberryController = make_graphql_controller(
 )
 
 
-class GraphQLController(_StrawberryController):
+# strawberry builds the controller class at run time, which a type checker cannot follow.
+class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
     """Strawberry's controller, with GraphiQL from the package instead of a CDN, and websockets
     that may carry their API key in `connection_init` (browsers cannot set a header on them)."""
 

@@ -11,7 +11,7 @@ from litestar.datastructures import State
 
 from headwater.api.metrics import EVENTS
 from headwater.api.rest.body import read_json_body
-from headwater.errors import AppError, InvalidEventError
+from headwater.errors import AppError, FieldError, InvalidEventError
 from headwater.ingest.service import IngestResult, ingest_events
 from headwater.ingest.validate import MAX_ERRORS, ValidEvent, validate_event
 
@@ -79,7 +79,9 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
     settings: Settings = state.settings
     raw = await read_json_body(request, settings.max_body_bytes)
     if isinstance(raw, list):
-        events, errors, omitted, invalid, unchecked = [], [], 0, 0, 0
+        events: list[ValidEvent] = []
+        errors: list[FieldError] = []
+        omitted, invalid, unchecked = 0, 0, 0
         for i, item in enumerate(raw):
             if len(errors) >= MAX_ERRORS:
                 # Nothing will be stored and no more errors listed: the rest is not checked.

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 DIRECT = "DIRECT"
 INDIRECT = "INDIRECT"
@@ -180,7 +180,7 @@ def parse_plan(plan_json: str | list[dict[str, Any]]) -> Node:
     return unflatten(flat)
 
 
-def _is_flat_tree(value: Any) -> bool:
+def _is_flat_tree(value: Any) -> TypeGuard[list[dict[str, Any]]]:
     return (
         isinstance(value, list)
         and bool(value)

@@ -40,7 +40,7 @@ class LineageChange:
             namespace=r.namespace,
             at=r.at,
             recorded_at=r.recorded_at,
-            details=r.details,
+            details=JSON(r.details),
         )
 
 

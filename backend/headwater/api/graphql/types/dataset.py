@@ -16,6 +16,7 @@ from headwater.api.graphql.types.paging import (
     check_page_size,
     decode_node_cursor,
     encode_node_cursor,
+    order_key,
 )
 from headwater.api.graphql.types.tag import Tag
 from headwater.lineage.node_ids import format_node_id
@@ -164,7 +165,7 @@ class Dataset:
             name=r.name,
             source_name=r.source_name,
             description=r.description,
-            facets=r.facets,
+            facets=JSON(r.facets),
             created_at=r.created_at,
             updated_at=r.updated_at,
             last_modified_at=r.last_modified_at,
@@ -193,7 +194,9 @@ async def page_of_datasets(
     check_page_size(first)
     keyset = decode_node_cursor(after, order) if after else None
     async with info.context.pool.acquire() as conn:
-        rows = await catalog.page_datasets(conn, f, order=order.value, after=keyset, limit=first + 1)
+        rows = await catalog.page_datasets(
+            conn, f, order=order_key(order), after=keyset, limit=first + 1
+        )
     page = rows[:first]
     end = encode_node_cursor(page[-1], order) if page else None
     return DatasetConnection(

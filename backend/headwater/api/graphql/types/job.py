@@ -19,6 +19,7 @@ from headwater.api.graphql.types.paging import (
     decode_node_cursor,
     encode_cursor,
     encode_node_cursor,
+    order_key,
 )
 from headwater.api.graphql.types.tag import Tag
 from headwater.lineage.node_ids import format_node_id
@@ -176,7 +177,7 @@ class Job:
             name=r.name,
             type=r.job_type,
             description=r.description,
-            facets=r.facets,
+            facets=JSON(r.facets),
             created_at=r.created_at,
             updated_at=r.updated_at,
             deleted_at=r.deleted_at,
@@ -205,7 +206,7 @@ async def page_of_jobs(
     check_page_size(first)
     keyset = decode_node_cursor(after, order) if after else None
     async with info.context.pool.acquire() as conn:
-        rows = await catalog.page_jobs(conn, f, order=order.value, after=keyset, limit=first + 1)
+        rows = await catalog.page_jobs(conn, f, order=order_key(order), after=keyset, limit=first + 1)
     page = rows[:first]
     end = encode_node_cursor(page[-1], order) if page else None
     return JobConnection(

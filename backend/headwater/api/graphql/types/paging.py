@@ -13,7 +13,7 @@ import binascii
 import datetime as dt
 import json
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, cast
 
 import strawberry
 
@@ -79,9 +79,15 @@ def check_page_size(first: int, maximum: int = MAX_PAGE, name: str = "first") ->
     return first
 
 
+def order_key(order: CatalogOrder) -> Literal["NAME", "HEAT", "UPDATED_AT"]:
+    """The store's name of an order: strawberry types enum values as their definitions, but at run
+    time each is its name."""
+    return cast('Literal["NAME", "HEAT", "UPDATED_AT"]', order.name)
+
+
 def encode_node_cursor(r: DatasetRecord | JobRecord, order: CatalogOrder) -> str:
     """The cursor after dataset or job ``r`` in a list in ``order``."""
-    key = page_key(r, order.value)
+    key = page_key(r, order_key(order))
     if order is CatalogOrder.NAME:
         return encode_cursor(key.namespace, key.name)
     value = key.value.isoformat() if isinstance(key.value, dt.datetime) else key.value

@@ -120,7 +120,7 @@ class Run:
             nominal_start_time=r.nominal_start_time,
             nominal_end_time=r.nominal_end_time,
             error_message=r.error_message,
-            facets=r.facets,
+            facets=JSON(r.facets),
             created_at=r.created_at,
             updated_at=r.updated_at,
             record=r,
