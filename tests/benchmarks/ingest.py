@@ -1,0 +1,470 @@
+"""Ingest benchmark: Spark-shaped events posted to `headwater serve` by concurrent clients.
+
+Generates 5,000 events (250 SQL jobs, each the child of its own Spark application, 5 runs per job:
+application START, job START, job COMPLETE, application COMPLETE; a schema facet on every dataset,
+1 to 3 inputs, column lineage with DIRECT and INDIRECT entries, outputStatistics on COMPLETE), then
+for each scenario starts a server on a fresh database and posts them: one event per request with
+1, 8, 32 and 128 concurrent clients, and as `/api/v1/lineage/batch` arrays of 100 and 500.
+
+The load comes from several client processes, each holding keep-alive HTTP/1.1 sockets (raw, no
+client library), so that the client is not what limits the rate. Printed per scenario: events/s,
+p50/p99 latency of a request, CPU seconds per 1,000 events of the server's process tree and of the
+PostgreSQL backends serving its database, and statements per event (pg_stat_statements when the
+server preloads it, else transactions and rows written per event from pg_stat_database; the table
+says which). A 503 is retried after its Retry-After, as OpenLineage clients do; retries are counted.
+
+Run: ``python tests/benchmarks/ingest.py [--repeat 2] [--stored N] [--server-src PATH]
+[--scenarios 1,8,32,128,b100,b500]``. ``--server-src`` is another checkout (e.g. a
+``git worktree`` of an earlier commit): its server is measured too, alternating with this one,
+scenario by scenario. ``--stored N`` first stores N other runs of the same jobs through the batch
+endpoint (not measured). Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
+postgresql://postgres@127.0.0.1:5432/postgres); creates and drops headwater_bench_ingest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import psutil
+from backfill import PRODUCER, RUN_EVENT, SERVER_URL, T0, _facet, _free_port, _table
+
+DATABASE = "headwater_bench_ingest"
+JOBS = 250
+RUNS = 5
+TABLES = 400
+COLUMNS = 6
+
+
+def _lineage(columns: list[str], inputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each output column from the same column of every input (DIRECT), filtered by c0 (INDIRECT)."""
+    fields = {}
+    for c in columns:
+        sources = []
+        for t in inputs:
+            sources.append(
+                {
+                    "namespace": t["namespace"],
+                    "name": t["name"],
+                    "field": c,
+                    "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}],
+                }
+            )
+            sources.append(
+                {
+                    "namespace": t["namespace"],
+                    "name": t["name"],
+                    "field": columns[0],
+                    "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}],
+                }
+            )
+        fields[c] = {"inputFields": sources}
+    return _facet("1-2-0/ColumnLineageDatasetFacet.json", fields=fields)
+
+
+def ingest_events(first_run: int = 0, runs: int = RUNS, jobs: int = JOBS) -> list[dict[str, Any]]:
+    """Runs ``first_run`` to ``first_run + runs`` of every job, in eventTime order; 4 events each."""
+    columns = [f"c{j}" for j in range(COLUMNS)]
+    events = []
+    for r in range(first_run, first_run + runs):
+        for j in range(jobs):
+            shape = random.Random(j)  # a job reads and writes the same tables on every run
+            out = shape.randrange(TABLES)
+            ins = [shape.randrange(TABLES) for _ in range(shape.randint(1, 3))]
+            ids = random.Random(f"{j}/{r}")
+            app_run, run = (str(uuid.UUID(int=ids.getrandbits(128), version=4)) for _ in range(2))
+            app = f"ingest_app_{j}"
+            job = f"{app}.execute_insert_into_hadoop_fs_relation_command.db{out % 20}_t{out}"
+            start = T0 + dt.timedelta(hours=r, seconds=j * 10)
+            sources = [_table(i, columns) for i in ins]
+
+            def event(
+                name: str,
+                kind: str,
+                run_id: str,
+                offset: int,
+                child: bool,
+                outputs: list[dict[str, Any]] | None = None,
+                start: dt.datetime = start,
+                sources: list[dict[str, Any]] = sources,
+                app: str = app,
+                app_run: str = app_run,
+            ) -> dict[str, Any]:
+                facets: dict[str, Any] = {
+                    "spark_properties": _facet(
+                        "1-0-0/SparkPropertiesFacet.json",
+                        properties={"spark.master": "yarn", "spark.app.name": app},
+                    )
+                }
+                if child:
+                    facets["parent"] = _facet(
+                        "1-0-1/ParentRunFacet.json",
+                        run={"runId": app_run},
+                        job={"namespace": "spark", "name": app},
+                    )
+                at = start + dt.timedelta(seconds=offset)
+                return {
+                    "eventTime": at.isoformat().replace("+00:00", "Z"),
+                    "producer": PRODUCER,
+                    "schemaURL": RUN_EVENT,
+                    "eventType": kind,
+                    "run": {"runId": run_id, "facets": facets},
+                    "job": {
+                        "namespace": "spark",
+                        "name": name,
+                        "facets": {
+                            "jobType": _facet(
+                                "2-0-3/JobTypeJobFacet.json",
+                                processingType="BATCH",
+                                integration="SPARK",
+                                jobType="SQL_JOB" if child else "APPLICATION",
+                            )
+                        },
+                    },
+                    "inputs": sources if child else [],
+                    "outputs": outputs or [],
+                }
+
+            target = _table(out, columns)
+            target["facets"]["columnLineage"] = _lineage(columns, sources)
+            done = json.loads(json.dumps(target))
+            done["outputFacets"] = {
+                "outputStatistics": _facet(
+                    "1-0-2/OutputStatisticsOutputDatasetFacet.json",
+                    rowCount=1000 + r * 10 + j,
+                    size=64_000 + r * 640 + j,
+                )
+            }
+            events += [
+                event(app, "START", app_run, 0, child=False),
+                event(job, "START", run, 1, child=True, outputs=[target]),
+                event(job, "COMPLETE", run, 8, child=True, outputs=[done]),
+                event(app, "COMPLETE", app_run, 9, child=False),
+            ]
+    return events
+
+
+# --- load generator (runs in client processes) -------------------------------------------------
+
+
+async def _post_all(
+    port: int, path: str, bodies: list[bytes], concurrency: int
+) -> tuple[float, float, list[float], int]:
+    """Post ``bodies`` over ``concurrency`` keep-alive connections; (start, end, latencies, 503s)."""
+    queue = list(reversed(bodies))
+    latencies: list[float] = []
+    retried = 0
+
+    async def connection() -> None:
+        nonlocal retried
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while queue:
+                body = queue.pop()
+                head = (
+                    f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n"
+                ).encode()
+                sent = time.monotonic()
+                while True:
+                    writer.write(head + body)
+                    header = await reader.readuntil(b"\r\n\r\n")
+                    lines = header.decode("latin-1").split("\r\n")
+                    status = int(lines[0].split()[1])
+                    fields = dict(line.lower().split(": ", 1) for line in lines[1:] if ": " in line)
+                    answer = await reader.readexactly(int(fields.get("content-length", "0")))
+                    if status != 503:
+                        break
+                    retried += 1
+                    await asyncio.sleep(float(fields.get("retry-after", "1")))
+                if status not in (200, 201):
+                    raise RuntimeError(f"{status}: {answer[:500]!r}")
+                latencies.append(time.monotonic() - sent)
+        finally:
+            writer.close()
+
+    start = time.monotonic()
+    await asyncio.gather(*(connection() for _ in range(concurrency)))
+    return start, time.monotonic(), latencies, retried
+
+
+def _client(port: int, path: str, bodies: list[bytes], concurrency: int, go: Any, out: Any) -> None:
+    go.wait()
+    out.put(asyncio.run(_post_all(port, path, bodies, concurrency)))
+
+
+def post(port: int, path: str, bodies: list[bytes], clients: int) -> tuple[float, list[float], int]:
+    """Post from up to 4 processes, ``clients`` connections in all; (seconds, latencies, 503s)."""
+    processes = min(clients, 4)
+    ctx = multiprocessing.get_context("spawn")
+    go, out = ctx.Event(), ctx.Queue()
+    workers = [
+        ctx.Process(
+            target=_client,
+            args=(
+                port,
+                path,
+                bodies[p::processes],
+                clients // processes + (p < clients % processes),
+                go,
+                out,
+            ),
+        )
+        for p in range(processes)
+    ]
+    for w in workers:
+        w.start()
+    go.set()
+    parts = [out.get() for _ in workers]
+    for w in workers:
+        w.join()
+        if w.exitcode:
+            raise SystemExit(f"a client process failed ({w.exitcode})")
+    start = min(p[0] for p in parts)
+    end = max(p[1] for p in parts)
+    return end - start, [x for p in parts for x in p[2]], sum(p[3] for p in parts)
+
+
+# --- measurement --------------------------------------------------------------------------------
+
+
+def _cpu(processes: list[psutil.Process]) -> dict[int, float]:
+    seconds = {}
+    for p in processes:
+        try:
+            t = p.cpu_times()
+            seconds[p.pid] = t.user + t.system
+        except psutil.Error:
+            continue
+    return seconds
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+class Probe:
+    """CPU of the server's tree and of its database's backends, and statement counts, over a span."""
+
+    def __init__(self, admin: asyncpg.Connection, server_pid: int, statements: bool) -> None:
+        self.admin, self.server_pid, self.statements = admin, server_pid, statements
+
+    async def _backends(self) -> list[psutil.Process]:
+        pids = await self.admin.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            DATABASE,
+        )
+        found = []
+        for row in pids:
+            try:
+                found.append(psutil.Process(row["pid"]))
+            except psutil.Error:
+                continue
+        return found
+
+    async def _counters(self) -> dict[str, float]:
+        await self.admin.execute("SELECT pg_stat_clear_snapshot()")
+        row = await self.admin.fetchrow(
+            "SELECT xact_commit + xact_rollback AS xacts,"
+            " tup_inserted + tup_updated + tup_deleted AS written"
+            " FROM pg_stat_database WHERE datname = $1",
+            DATABASE,
+        )
+        counters = {"xacts": float(row["xacts"]), "written": float(row["written"])}
+        if self.statements:
+            counters["statements"] = float(
+                await self.admin.fetchval(
+                    "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s"
+                    " JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1",
+                    DATABASE,
+                )
+            )
+        return counters
+
+    async def start(self) -> None:
+        self.server0 = _cpu(_tree(self.server_pid))
+        self.pg0 = _cpu(await self._backends())
+        self.counters0 = await self._counters()
+
+    async def stop(self) -> dict[str, float]:
+        server1 = _cpu(_tree(self.server_pid))
+        pg1 = _cpu(await self._backends())
+        await asyncio.sleep(1.2)  # backends report their statistics at most once a second
+        counters1 = await self._counters()
+        return {
+            "server_cpu": sum(v - self.server0.get(k, 0.0) for k, v in server1.items()),
+            "pg_cpu": sum(v - self.pg0.get(k, 0.0) for k, v in pg1.items()),
+            **{k: counters1[k] - self.counters0[k] for k in counters1},
+        }
+
+
+@dataclass
+class Scenario:
+    name: str
+    clients: int
+    batch: int  # 0: one event per request to /api/v1/lineage
+
+    def bodies(self, events: list[bytes]) -> tuple[str, list[bytes]]:
+        if not self.batch:
+            return "/api/v1/lineage", events
+        arrays = [events[i : i + self.batch] for i in range(0, len(events), self.batch)]
+        return "/api/v1/lineage/batch", [b"[" + b",".join(a) + b"]" for a in arrays]
+
+
+def _scenarios(names: str, batch_clients: int) -> list[Scenario]:
+    found = []
+    for name in names.split(","):
+        if name.startswith("b"):
+            found.append(
+                Scenario(f"/batch of {name[1:]}, {batch_clients} clients", batch_clients, int(name[1:]))
+            )
+        else:
+            found.append(Scenario(f"1 per POST, {name} clients", int(name), 0))
+    return found
+
+
+async def _fresh_database(admin: asyncpg.Connection) -> None:
+    await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+    await admin.execute(f'CREATE DATABASE "{DATABASE}"')
+
+
+def _start_server(src: Path | None, url: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = _free_port()
+    env = {**os.environ, "HEADWATER_DATABASE_URL": url}
+    if src is not None:
+        env["PYTHONPATH"] = str(src / "backend")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "headwater.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=src or Path.cwd(),
+    )
+    for _ in range(300):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return server, port
+        except httpx.TransportError:
+            pass
+        if server.poll() is not None:
+            raise SystemExit(f"the server from {src or 'this checkout'} exited ({server.returncode})")
+        time.sleep(0.2)
+    raise SystemExit("the server did not become ready")
+
+
+async def measure(
+    scenario: Scenario, src: Path | None, events: list[bytes], stored: list[bytes]
+) -> dict[str, float]:
+    admin = await asyncpg.connect(SERVER_URL)
+    try:
+        await _fresh_database(admin)
+        url = SERVER_URL.rsplit("/", 1)[0] + f"/{DATABASE}"
+        preload = await admin.fetchval("SELECT current_setting('shared_preload_libraries')")
+        statements = "pg_stat_statements" in preload
+        if statements:
+            db = await asyncpg.connect(url)
+            await db.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            await db.close()
+        server, port = _start_server(src, url)
+        try:
+            if stored:
+                post(port, "/api/v1/lineage/batch", Scenario("", 2, 500).bodies(stored)[1], 2)
+            await admin.execute("CHECKPOINT")
+            path, bodies = scenario.bodies(events)
+            probe = Probe(admin, server.pid, statements)
+            await probe.start()
+            seconds, latencies, retried = await asyncio.to_thread(
+                post, port, path, bodies, scenario.clients
+            )
+            figures = await probe.stop()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+    finally:
+        await admin.close()
+    latencies.sort()
+    n = len(events)
+    return {
+        "rate": n / seconds,
+        "p50": statistics.median(latencies) * 1000,
+        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        "server_cpu": figures["server_cpu"] * 1000 / n,
+        "pg_cpu": figures["pg_cpu"] * 1000 / n,
+        "xacts": figures["xacts"] / n,
+        "written": figures["written"] / n,
+        "statements": figures.get("statements", float("nan")) / n,
+        "retried": retried,
+    }
+
+
+def _encode(events: list[dict[str, Any]]) -> list[bytes]:
+    return [json.dumps(e, separators=(",", ":")).encode() for e in events]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each figure (default 2)")
+    parser.add_argument("--stored", type=int, default=0, help="events stored before measuring")
+    parser.add_argument("--server-src", type=Path, help="another checkout to measure alongside")
+    parser.add_argument("--scenarios", default="1,8,32,128,b100,b500")
+    parser.add_argument("--batch-clients", type=int, default=4, help="clients posting /batch arrays")
+    args = parser.parse_args()
+    events = _encode(ingest_events())
+    # Other runs of the same jobs, earlier in time, so that the measured events find them stored.
+    runs = -(-args.stored // (4 * JOBS))
+    stored = _encode(ingest_events(first_run=-runs, runs=runs))[: args.stored]
+    sources: list[tuple[str, Path | None]] = [("this", None)]
+    if args.server_src:
+        sources.insert(0, (f"{args.server_src}", args.server_src.resolve()))
+    print(f"{len(events):,} events, {args.stored:,} stored first; {os.cpu_count()} cores", flush=True)
+    rows = []
+    for scenario in _scenarios(args.scenarios, args.batch_clients):
+        for attempt in range(args.repeat):
+            for label, src in sources:
+                r = asyncio.run(measure(scenario, src, events, stored))
+                rows.append((scenario.name, label, attempt + 1, r))
+                print(
+                    f"{scenario.name:<28} {label:<16} #{attempt + 1}: {r['rate']:7,.0f} events/s"
+                    f"  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
+                    f"  server {r['server_cpu']:5.2f} s  pg {r['pg_cpu']:5.2f} s per 1,000"
+                    f"  {r['statements']:.1f} statements, {r['xacts']:.2f} xacts, {r['written']:.0f} rows written per event"
+                    f"  ({r['retried']} retried 503s)",
+                    flush=True,
+                )
+    counted = (
+        "statements/event"
+        if rows and rows[0][3]["statements"] == rows[0][3]["statements"]
+        else "xacts/event"
+    )
+    print(
+        f"\n| scenario | server | run | events/s | p50 ms | p99 ms | server CPU s/1k | PG CPU s/1k | {counted} | rows written/event |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, label, attempt, r in rows:
+        counted_value = r["statements"] if counted == "statements/event" else r["xacts"]
+        print(
+            f"| {name} | {label} | {attempt} | {r['rate']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} |"
+            f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
