@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from litestar import Litestar
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from headwater import __version__
 from headwater.access.keys import KeyRing
@@ -28,7 +29,33 @@ from headwater.db.pool import create_pool
 from headwater.errors import AppError
 from headwater.feed.lifespan import change_feed
 from headwater.ingest.aliases import load_alias_rules
+from headwater.ingest.queue import IngestQueue
 from headwater.settings import Settings, get_settings
+
+
+def retry_after(seconds: int) -> Callable[[ASGIApp], ASGIApp]:
+    """Every 503 says when to retry (OpenLineage clients retry a 503): overload, database down."""
+    value = str(seconds).encode()
+
+    def middleware(app: ASGIApp) -> ASGIApp:
+        async def with_retry_after(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+
+            async def send_with_retry_after(message: Message) -> None:
+                if message["type"] == "http.response.start" and message["status"] == 503:
+                    headers = list(message.get("headers", []))
+                    if not any(name.lower() == b"retry-after" for name, _ in headers):
+                        headers.append((b"retry-after", value))
+                    message = {**message, "headers": headers}
+                await send(message)
+
+            await app(scope, receive, send_with_retry_after)
+
+        return with_retry_after
+
+    return middleware
 
 
 def create_app(settings: Settings | None = None) -> Litestar:
@@ -41,12 +68,15 @@ def create_app(settings: Settings | None = None) -> Litestar:
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.pool = await create_pool(settings, settings.database_url or "")
         app.state.key_ring = KeyRing(app.state.pool, settings.api_key)
+        app.state.ingest_queue = IngestQueue(app.state.pool, app.state.alias_rules, settings)
+        await app.state.ingest_queue.start()
         # What start-up allocated lives as long as the process: keep it out of the collector's
         # full passes, which otherwise add tens of milliseconds to large lineage answers.
         gc.freeze()
         try:
             yield
         finally:
+            await app.state.ingest_queue.stop()
             await app.state.pool.close()
 
     return keep_encoded_slashes(
@@ -65,7 +95,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 graphiql_static_router(),
                 *catalog_handlers,
             ],
-            middleware=[prometheus_config.middleware],
+            middleware=[retry_after(settings.retry_after_s), prometheus_config.middleware],
             guards=[require_key],
             lifespan=[lifespan, change_feed],
             state=State(

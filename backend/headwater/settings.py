@@ -25,6 +25,13 @@ class Settings:
     pool_min_size: int = 2
     pool_max_size: int = 10
     statement_timeout_ms: int = 30_000
+    pool_acquire_timeout_ms: int = 5_000
+    ingest_group_events: int = 500
+    ingest_group_wait_ms: int = 2
+    ingest_writers: int = 1
+    ingest_queue_events: int = 10_000
+    ingest_timeout_ms: int = 10_000
+    retry_after_s: int = 1
     max_body_bytes: int = 64 * 1024 * 1024
     max_lineage_depth: int = 100
     max_lineage_nodes: int = 10_000
@@ -61,6 +68,17 @@ class Settings:
             statement_timeout_ms=get_int(
                 "HEADWATER_STATEMENT_TIMEOUT_MS", defaults.statement_timeout_ms
             ),
+            pool_acquire_timeout_ms=get_int(
+                "HEADWATER_POOL_ACQUIRE_TIMEOUT_MS", defaults.pool_acquire_timeout_ms
+            ),
+            ingest_group_events=get_int("HEADWATER_INGEST_GROUP_EVENTS", defaults.ingest_group_events),
+            ingest_group_wait_ms=get_int(
+                "HEADWATER_INGEST_GROUP_WAIT_MS", defaults.ingest_group_wait_ms
+            ),
+            ingest_writers=get_int("HEADWATER_INGEST_WRITERS", defaults.ingest_writers),
+            ingest_queue_events=get_int("HEADWATER_INGEST_QUEUE_EVENTS", defaults.ingest_queue_events),
+            ingest_timeout_ms=get_int("HEADWATER_INGEST_TIMEOUT_MS", defaults.ingest_timeout_ms),
+            retry_after_s=get_int("HEADWATER_RETRY_AFTER_S", defaults.retry_after_s),
             max_body_bytes=get_int("HEADWATER_MAX_BODY_BYTES", defaults.max_body_bytes),
             max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),
             max_lineage_nodes=get_int("HEADWATER_MAX_LINEAGE_NODES", defaults.max_lineage_nodes),

@@ -42,16 +42,43 @@ async def register_codecs(conn: asyncpg.Connection) -> None:
 PLAN_SETTINGS = {"plan_cache_mode": "force_custom_plan", "jit": "off"}
 
 
+class TimedPool(asyncpg.Pool):
+    """A pool whose acquire gives up after ``acquire_timeout`` seconds unless given its own.
+
+    Without it, a request waits for a connection as long as PostgreSQL is frozen (every connection
+    stuck in a statement); with it, it fails with TimeoutError, which is answered 503.
+    """
+
+    acquire_timeout: float | None = None
+
+    def acquire(self, *, timeout: float | None = None) -> Any:
+        return super().acquire(timeout=self.acquire_timeout if timeout is None else timeout)
+
+
 async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:
-    """Open the pool the server uses; every connection gets the codecs and a statement timeout."""
-    return await asyncpg.create_pool(
+    """Open the pool the server uses; every connection gets the codecs and timeouts.
+
+    PostgreSQL ends a statement after ``statement_timeout_ms``; the client gives up a little later
+    (``command_timeout``) for when the server cannot even do that (stopped, or its host frozen).
+    """
+    acquire_timeout = settings.pool_acquire_timeout_ms / 1000
+    pool = TimedPool(
         dsn,
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
+        max_queries=50_000,
+        max_inactive_connection_lifetime=300.0,
         init=register_codecs,
+        loop=None,
+        connection_class=asyncpg.Connection,
+        record_class=asyncpg.Record,
+        timeout=acquire_timeout,
+        command_timeout=settings.statement_timeout_ms / 1000 + 2,
         server_settings={
             **PLAN_SETTINGS,
             "statement_timeout": str(settings.statement_timeout_ms),
             "application_name": "headwater",
         },
     )
+    pool.acquire_timeout = acquire_timeout
+    return await pool

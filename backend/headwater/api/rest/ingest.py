@@ -2,46 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
-import asyncpg
 from litestar import Request, Response, post
 from litestar.datastructures import State
 
 from headwater.api.metrics import EVENTS
 from headwater.api.rest.body import read_json_body
 from headwater.errors import AppError, FieldError, InvalidEventError
-from headwater.ingest.service import IngestResult, ingest_events
 from headwater.ingest.validate import MAX_ERRORS, ValidEvent, validate_event
 
 if TYPE_CHECKING:
+    from headwater.ingest.queue import IngestQueue
+    from headwater.ingest.service import IngestResult
     from headwater.settings import Settings
-
-# Concurrent events of one run can race on the same rows; these are safe to retry as a whole.
-_RETRYABLE = (
-    asyncpg.exceptions.SerializationError,
-    asyncpg.exceptions.DeadlockDetectedError,
-    asyncpg.exceptions.UniqueViolationError,
-)
-_ATTEMPTS = 5
 
 
 async def store_events(state: State, events: list[ValidEvent]) -> list[IngestResult]:
-    """Ingest in one transaction, retrying the whole transaction on races between concurrent events."""
-    pool: asyncpg.Pool = state.pool
-    for attempt in range(_ATTEMPTS):
-        try:
-            async with pool.acquire() as conn:
-                results = await ingest_events(conn, events, state.alias_rules)
-            for result in results:
-                EVENTS.labels(result.kind, result.status).inc()
-            return results
-        except _RETRYABLE:
-            if attempt == _ATTEMPTS - 1:
-                raise
-            await asyncio.sleep(0.01 * (attempt + 1))
-    raise AssertionError("unreachable")
+    """Ingest in one transaction (shared with concurrent requests' events); results in order."""
+    queue: IngestQueue = state.ingest_queue
+    results = await queue.submit(events)
+    for result in results:
+        EVENTS.labels(result.kind, result.status).inc()
+    return results
 
 
 def _result_json(result: IngestResult) -> dict[str, Any]:

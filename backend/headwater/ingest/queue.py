@@ -1,0 +1,199 @@
+"""Group commit: the events of concurrent requests written together, one transaction per group.
+
+Each server process has one IngestQueue. A request prepares its events (validation happened
+before), hands them over and waits for the transaction holding them; a writer takes what is
+waiting, whole requests up to ``group_events`` events, and stores it with ``ingest_prepared`` as one
+batch. While a group is being written, the next one gathers, so the size of a group follows the
+load: one event when a single client posts, hundreds under many. Every request gets its own
+results, and a request's events always share one transaction (all or none).
+
+Events waiting or being written are bounded (``queue_events``): past that a request is refused at
+once with a 503, which OpenLineage clients retry, instead of piling up in memory. A request that
+is not committed within ``timeout_ms`` answers 503 too; its events may still be committed later,
+and the client's retry then answers ``duplicate``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import asyncpg
+
+from headwater.errors import AppError, DatabaseUnavailableError
+from headwater.ingest.service import IngestResult, PreparedEvent, ingest_prepared, prepare_events
+
+if TYPE_CHECKING:
+    from headwater.ingest.normalize import AliasRule
+    from headwater.ingest.validate import ValidEvent
+    from headwater.settings import Settings
+
+log = logging.getLogger("headwater.ingest")
+
+# Concurrent events of one run can race on the same rows; these are safe to retry as a whole.
+_RETRYABLE = (
+    asyncpg.exceptions.SerializationError,
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.UniqueViolationError,
+)
+_ATTEMPTS = 5
+# SQLSTATE classes that say nothing about the events: connection exceptions (08), insufficient
+# resources (53), operator intervention (57: shutdown, statement timeout).
+_TRANSIENT_CLASSES = ("08", "53", "57")
+# Events prepared between two yields to the event loop: preparing takes about 0.2 ms an event, so
+# a request of 500 would otherwise hold every other request up for 100 ms.
+_PREPARE_CHUNK = 32
+
+
+class IngestOverloadedError(AppError):
+    code = "ingest_overloaded"
+    status = 503
+    title = "Ingest overloaded"
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether a failure comes from the database's state, not from the events written."""
+    if isinstance(exc, _RETRYABLE | OSError | TimeoutError | asyncpg.InterfaceError):
+        return True
+    if isinstance(exc, asyncpg.exceptions.ConnectionDoesNotExistError):
+        return True
+    if isinstance(exc, asyncpg.PostgresError):
+        return (getattr(exc, "sqlstate", "") or "")[:2] in _TRANSIENT_CLASSES
+    return False
+
+
+@dataclass
+class _Request:
+    events: list[PreparedEvent]
+    done: asyncio.Future[list[IngestResult]]
+
+
+class IngestQueue:
+    """Gathers the events of concurrent requests and commits them in groups (see the module)."""
+
+    def __init__(self, pool: asyncpg.Pool, alias_rules: list[AliasRule], settings: Settings) -> None:
+        self._pool = pool
+        self._rules = alias_rules
+        self._group_events = max(1, settings.ingest_group_events)
+        self._wait = settings.ingest_group_wait_ms / 1000
+        self._capacity = settings.ingest_queue_events
+        self._timeout = settings.ingest_timeout_ms / 1000
+        self._writer_count = max(1, settings.ingest_writers)
+        self._waiting: deque[_Request] = deque()
+        self._waiting_events = 0
+        # Events of requests admitted and not yet answered: preparing, waiting or being written.
+        self._admitted = 0
+        self._wake = asyncio.Event()
+        self._writers: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._writers = [asyncio.create_task(self._write_loop()) for _ in range(self._writer_count)]
+
+    async def stop(self) -> None:
+        """Write what was handed over, then stop the writers."""
+        while self._admitted:
+            await asyncio.sleep(0.01)
+        for task in self._writers:
+            task.cancel()
+        for task in self._writers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def submit(self, events: list[ValidEvent]) -> list[IngestResult]:
+        """Store a request's events in one transaction, shared with other requests' events."""
+        count = len(events)
+        # A request larger than the whole queue is still taken when nothing else is waiting.
+        if self._admitted and self._admitted + count > self._capacity:
+            raise IngestOverloadedError(
+                f"Ingest is overloaded: {self._admitted:,} events are waiting to be written. "
+                "Retry later."
+            )
+        self._admitted += count
+        try:
+            prepared = await self._prepare(events)
+        except BaseException:
+            self._admitted -= count
+            raise
+        done: asyncio.Future[list[IngestResult]] = asyncio.get_running_loop().create_future()
+        # A request that timed out no longer reads its outcome; it is not an error left unseen.
+        done.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self._waiting.append(_Request(prepared, done))
+        self._waiting_events += count
+        self._wake.set()
+        try:
+            return await asyncio.wait_for(asyncio.shield(done), self._timeout)
+        except TimeoutError:
+            raise DatabaseUnavailableError(
+                f"The events were not committed within {self._timeout:g} s; the database is slow "
+                "or unavailable. Retry later."
+            ) from None
+
+    async def _prepare(self, events: list[ValidEvent]) -> list[PreparedEvent]:
+        prepared = prepare_events(events[:_PREPARE_CHUNK], self._rules)
+        for start in range(_PREPARE_CHUNK, len(events), _PREPARE_CHUNK):
+            await asyncio.sleep(0)
+            prepared += prepare_events(events[start : start + _PREPARE_CHUNK], self._rules)
+        return prepared
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            if not self._waiting:
+                self._wake.clear()
+                continue
+            if self._wait and self._waiting_events < self._group_events:
+                await asyncio.sleep(self._wait)
+            group: list[_Request] = []
+            size = 0
+            while self._waiting and (
+                not group or size + len(self._waiting[0].events) <= self._group_events
+            ):
+                request = self._waiting.popleft()
+                group.append(request)
+                size += len(request.events)
+            self._waiting_events -= size
+            if not self._waiting:
+                self._wake.clear()
+            try:
+                await self._write(group)
+            except Exception as exc:  # a bug here must not stop ingest; each request gets it
+                log.exception("writing a group of %d events failed", size)
+                for request in group:
+                    if not request.done.done():
+                        request.done.set_exception(exc)
+            finally:
+                self._admitted -= size
+
+    async def _write(self, group: list[_Request]) -> None:
+        try:
+            results = await self._store([p for r in group for p in r.events])
+        except Exception as exc:
+            if len(group) > 1 and not _transient(exc):
+                # Something in the group fails in the database: write its requests one at a time,
+                # so that only the one that fails fails.
+                for request in group:
+                    await self._write([request])
+                return
+            for request in group:
+                request.done.set_exception(exc)
+            return
+        at = 0
+        for request in group:
+            if not request.done.done():
+                request.done.set_result(results[at : at + len(request.events)])
+            at += len(request.events)
+
+    async def _store(self, events: list[PreparedEvent]) -> list[IngestResult]:
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._pool.acquire() as conn:
+                    return await ingest_prepared(conn, events, self._rules)
+            except _RETRYABLE:
+                if attempt == _ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
