@@ -18,9 +18,11 @@ an object also replaces the catalog with a name prefix)::
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from headwater.ingest.normalize import AliasRule
@@ -73,8 +75,6 @@ def load_alias_rules(path: Path | None) -> list[AliasRule]:
 
 
 def _trino_catalog_rules(item: dict[str, Any], i: int, path: Path) -> list[AliasRule]:
-    from headwater.integrations.trino import catalog_alias_rules
-
     uri, catalogs = item.get("trinoUri"), item.get("catalogs")
     if not isinstance(uri, str) or not isinstance(catalogs, dict):
         raise ValueError(
@@ -84,3 +84,41 @@ def _trino_catalog_rules(item: dict[str, Any], i: int, path: Path) -> list[Alias
         return list(catalog_alias_rules(uri, catalogs))
     except ValueError as exc:
         raise ValueError(f"Alias rule {i} in {path}: {exc}") from exc
+
+
+def trino_namespace(uri: str) -> str:
+    """``trino://host:port`` from a coordinator URI such as ``http://host:8080`` or ``host:8080``."""
+    value = uri.strip()
+    if "://" not in value:
+        value = "trino://" + value
+    authority = urlsplit(value).netloc.rpartition("@")[2]
+    if not authority:
+        raise ValueError(f"Not a Trino coordinator URI: {uri!r} (expected e.g. http://trino:8080)")
+    return f"trino://{authority}"
+
+
+def catalog_alias_rules(trino_uri: str, catalogs: Mapping[str, Any]) -> list[PrefixRule]:
+    """Alias rules naming a Trino catalog's tables as the engine behind the catalog names them.
+
+    ``{"hive": "hive://metastore"}`` makes ``hive.sales.orders`` on the coordinator the metastore's
+    ``sales.orders``; ``{"pg": {"namespace": "postgres://db:5432", "namePrefix": "shop."}}`` makes
+    ``pg.public.orders`` the PostgreSQL table ``shop.public.orders``.
+    """
+    namespace = trino_namespace(trino_uri)
+    rules = []
+    for catalog, target in catalogs.items():
+        if isinstance(target, str):
+            target_namespace, target_prefix = target, ""
+        elif isinstance(target, Mapping) and isinstance(target.get("namespace"), str):
+            target_namespace, target_prefix = target["namespace"], target.get("namePrefix", "")
+            if not isinstance(target_prefix, str):
+                raise ValueError(f"catalog {catalog!r}: namePrefix must be a string")
+        else:
+            raise ValueError(
+                f"catalog {catalog!r} must map to a namespace or to "
+                '{"namespace": ..., "namePrefix": ...}'
+            )
+        if not catalog or not target_namespace:
+            raise ValueError(f"catalog {catalog!r}: catalog and namespace must not be empty")
+        rules.append(PrefixRule(namespace, f"{catalog}.", target_namespace, target_prefix))
+    return rules

@@ -23,6 +23,7 @@ from headwater.store import changes as change_store
 from headwater.store import datasets as dataset_store
 from headwater.store import events as event_store
 from headwater.store.changes import Change
+from headwater.store.events import RawEventRow
 
 if TYPE_CHECKING:
     import asyncpg
@@ -62,6 +63,24 @@ def prepare_events(events: list[ValidEvent], alias_rules: list[AliasRule]) -> li
     return prepared
 
 
+def raw_event_row(p: PreparedEvent) -> RawEventRow:
+    """What raw_events keeps of an event."""
+    model = p.event.model
+    run = getattr(model, "run", None)
+    job = getattr(model, "job", None)
+    return RawEventRow(
+        content_hash=p.event.content_hash,
+        kind=p.event.kind,
+        event_type=getattr(model, "event_type", None),
+        event_time=model.event_time,
+        run_uuid=run.run_id if run else None,
+        job_namespace=job.namespace if job else None,
+        job_name=job.name if job else None,
+        producer=model.producer or None,
+        payload=p.payload,
+    )
+
+
 async def ingest_events(
     conn: asyncpg.Connection, events: list[ValidEvent], alias_rules: list[AliasRule] | None = None
 ) -> list[IngestResult]:
@@ -83,7 +102,7 @@ async def ingest_prepared(
     and the change log lists the changes of each event in the order given.
     """
     async with conn.transaction():
-        raw_ids = await event_store.insert_raw_events(conn, [(p.event, p.payload) for p in events])
+        raw_ids = await event_store.insert_raw_events(conn, [raw_event_row(p) for p in events])
         results: list[IngestResult] = []
         fresh: list[NormalizedEvent] = []
         for p, raw_id in zip(events, raw_ids, strict=True):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -32,7 +31,7 @@ import msgspec
 
 from headwater import __version__
 from headwater.errors import FieldError, InvalidRequestError
-from headwater.ingest.aliases import PrefixRule
+from headwater.ingest.aliases import trino_namespace
 from headwater.ingest.validate import json_type
 
 PRODUCER = f"https://github.com/headwater/headwater/tree/{__version__}/integrations/trino"
@@ -271,17 +270,6 @@ def to_run_events(raw: Any, options: BridgeOptions | None = None) -> list[dict[s
 # -- naming ----------------------------------------------------------------------------------------
 
 
-def trino_namespace(uri: str) -> str:
-    """``trino://host:port`` from a coordinator URI such as ``http://host:8080`` or ``host:8080``."""
-    value = uri.strip()
-    if "://" not in value:
-        value = "trino://" + value
-    authority = urlsplit(value).netloc.rpartition("@")[2]
-    if not authority:
-        raise ValueError(f"Not a Trino coordinator URI: {uri!r} (expected e.g. http://trino:8080)")
-    return f"trino://{authority}"
-
-
 def dataset_namespace(
     event: QueryCompletedEvent | QueryCreatedEvent, options: BridgeOptions, prefix: str = "$"
 ) -> str:
@@ -328,33 +316,6 @@ def table_name(catalog: str, schema: str, table: str) -> str:
 
 
 # -- catalog mapping -------------------------------------------------------------------------------
-
-
-def catalog_alias_rules(trino_uri: str, catalogs: Mapping[str, Any]) -> list[PrefixRule]:
-    """Alias rules naming a Trino catalog's tables as the engine behind the catalog names them.
-
-    ``{"hive": "hive://metastore"}`` makes ``hive.sales.orders`` on the coordinator the metastore's
-    ``sales.orders``; ``{"pg": {"namespace": "postgres://db:5432", "namePrefix": "shop."}}`` makes
-    ``pg.public.orders`` the PostgreSQL table ``shop.public.orders``.
-    """
-    namespace = trino_namespace(trino_uri)
-    rules = []
-    for catalog, target in catalogs.items():
-        if isinstance(target, str):
-            target_namespace, target_prefix = target, ""
-        elif isinstance(target, Mapping) and isinstance(target.get("namespace"), str):
-            target_namespace, target_prefix = target["namespace"], target.get("namePrefix", "")
-            if not isinstance(target_prefix, str):
-                raise ValueError(f"catalog {catalog!r}: namePrefix must be a string")
-        else:
-            raise ValueError(
-                f"catalog {catalog!r} must map to a namespace or to "
-                '{"namespace": ..., "namePrefix": ...}'
-            )
-        if not catalog or not target_namespace:
-            raise ValueError(f"catalog {catalog!r}: catalog and namespace must not be empty")
-        rules.append(PrefixRule(namespace, f"{catalog}.", target_namespace, target_prefix))
-    return rules
 
 
 # -- building the RunEvents ------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from headwater.db.queries import QUERIES
@@ -9,28 +12,36 @@ from headwater.db.queries import QUERIES
 if TYPE_CHECKING:
     import asyncpg
 
-    from headwater.ingest.validate import ValidEvent
+
+@dataclass(frozen=True)
+class RawEventRow:
+    """An accepted event as stored: its content hash, what it is about, and its JSON as received."""
+
+    content_hash: bytes
+    kind: str
+    event_type: str | None
+    event_time: dt.datetime
+    run_uuid: uuid.UUID | None
+    job_namespace: str | None
+    job_name: str | None
+    producer: str | None
+    payload: str
 
 
-async def insert_raw_events(
-    conn: asyncpg.Connection, events: list[tuple[ValidEvent, str]]
-) -> list[int | None]:
-    """Store (event, payload) pairs in order; None for an event whose content is already stored."""
-    models = [e.model for e, _ in events]
-    runs = [getattr(m, "run", None) for m in models]
-    jobs = [getattr(m, "job", None) for m in models]
-    rows = await conn.fetch(
+async def insert_raw_events(conn: asyncpg.Connection, rows: list[RawEventRow]) -> list[int | None]:
+    """Store events in order; None for an event whose content is already stored."""
+    stored_rows = await conn.fetch(
         QUERIES["insert_raw_events"],
-        [e.content_hash for e, _ in events],
-        [e.kind for e, _ in events],
-        [getattr(m, "event_type", None) for m in models],
-        [m.event_time for m in models],
-        [r.run_id if r else None for r in runs],
-        [j.namespace if j else None for j in jobs],
-        [j.name if j else None for j in jobs],
-        [m.producer or None for m in models],
-        [payload for _, payload in events],
+        [r.content_hash for r in rows],
+        [r.kind for r in rows],
+        [r.event_type for r in rows],
+        [r.event_time for r in rows],
+        [r.run_uuid for r in rows],
+        [r.job_namespace for r in rows],
+        [r.job_name for r in rows],
+        [r.producer for r in rows],
+        [r.payload for r in rows],
     )
-    stored = {bytes(r["content_hash"]): r["raw_event_id"] for r in rows}
+    stored = {bytes(r["content_hash"]): r["raw_event_id"] for r in stored_rows}
     # An event given twice is stored once: the first time.
-    return [stored.pop(bytes(e.content_hash), None) for e, _ in events]
+    return [stored.pop(bytes(r.content_hash), None) for r in rows]

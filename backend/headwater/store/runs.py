@@ -5,15 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
 
 if TYPE_CHECKING:
     import asyncpg
-
-    from headwater.ingest.normalize import NormalizedEvent
 
 
 @dataclass(frozen=True)
@@ -36,11 +34,28 @@ class RunDataset:
 # events, one statement, one result per request.
 
 
+class RunEvent(Protocol):
+    """What the store reads of an event of a run (ingest's normalized events have it)."""
+
+    run_id: uuid.UUID | None  # always set on an event of a run
+    parent_run_id: uuid.UUID | None
+    root_run_id: uuid.UUID | None
+    event_type: str | None
+    event_time: dt.datetime
+    nominal_start_time: dt.datetime | None
+    nominal_end_time: dt.datetime | None
+    error_message: str | None
+    error_language: str | None
+    error_stack_trace: str | None
+    run_facets: dict[str, Any]
+    reported_run_id: str | None
+
+
 @dataclass(frozen=True)
 class RunEventWrite:
     """One event of a run: the run's job, its warnings, the (dataset, INPUT|OUTPUT, version) touched."""
 
-    event: NormalizedEvent
+    event: RunEvent
     job_uuid: uuid.UUID
     warnings: list[dict[str, Any]]
     datasets: list[tuple[uuid.UUID, str, uuid.UUID | None]]

@@ -7,17 +7,15 @@ import uuid
 
 import pytest
 
-from headwater.ingest.aliases import PrefixRule
+from headwater.ingest.aliases import PrefixRule, catalog_alias_rules, trino_namespace
 from headwater.ingest.validate import validate_event
 from headwater.integrations.trino import (
     BridgeOptions,
     InvalidTrinoEventError,
-    catalog_alias_rules,
     convert,
     job_name,
     run_id_for,
     to_run_events,
-    trino_namespace,
 )
 from tests.corpus import SPEC
 from tests.integrations.trino.events import TRINO, http_example, ol_examples, query_completed

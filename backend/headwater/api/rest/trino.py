@@ -28,6 +28,7 @@ from litestar.datastructures import State
 from headwater.api.rest.body import read_json_body
 from headwater.api.rest.ingest import store_events
 from headwater.errors import FieldError
+from headwater.ingest.aliases import trino_namespace
 from headwater.ingest.validate import validate_event
 from headwater.integrations.trino import (
     DEFAULT_JOB_NAME_FORMAT,
@@ -36,7 +37,6 @@ from headwater.integrations.trino import (
     Conversion,
     InvalidTrinoEventError,
     convert,
-    trino_namespace,
 )
 
 if TYPE_CHECKING:
