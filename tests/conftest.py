@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -15,7 +14,7 @@ from litestar.testing import AsyncTestClient
 from headwater.app import create_app
 from headwater.db.pool import register_codecs
 from headwater.settings import Settings
-from tests.pg import migrated_database, test_server, with_database
+from tests.pg import empty_database, migrated_database, test_server
 
 # What the tests empty between them: every table the migrations made but their own bookkeeping.
 TABLES_TO_EMPTY = (
@@ -95,11 +94,5 @@ async def client(db: asyncpg.Pool, app_client: AsyncTestClient[Any]) -> AsyncTes
 @pytest.fixture
 async def marquez(pg_server: str) -> AsyncIterator[str]:
     """An empty database, to be filled in Marquez's layout (tests/marquez.py)."""
-    name = f"marquez_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(pg_server)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        yield with_database(pg_server, name)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with empty_database(pg_server, "marquez") as url:
+        yield url

@@ -121,23 +121,31 @@ def with_database(server_url: str, database: str) -> str:
 
 
 @contextlib.asynccontextmanager
+async def empty_database(server_url: str, prefix: str) -> AsyncIterator[str]:
+    """A new database named ``<prefix>_<random>``, not migrated; dropped (even if in use) afterwards."""
+    import asyncpg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(server_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield with_database(server_url, name)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@contextlib.asynccontextmanager
 async def migrated_database(server_url: str, prefix: str) -> AsyncIterator[str]:
     """A new database named ``<prefix>_<random>``, migrated; dropped (even if in use) afterwards."""
     import asyncpg
 
     from headwater.db.migrate import migrate
 
-    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(server_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        url = with_database(server_url, name)
+    async with empty_database(server_url, prefix) as url:
         conn = await asyncpg.connect(url)
         try:
             await migrate(conn)
         finally:
             await conn.close()
         yield url
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()

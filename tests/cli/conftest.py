@@ -7,15 +7,13 @@ import os
 import shutil
 import signal
 import tempfile
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 from tests.cli.running import processes_under
-from tests.pg import with_database
+from tests.pg import empty_database
 
 
 @pytest.fixture
@@ -38,11 +36,5 @@ def scratch() -> Iterator[Path]:
 @pytest.fixture
 async def fresh_database(pg_server: str) -> AsyncIterator[str]:
     """A new, empty database: not migrated, as a user's first one; dropped afterwards."""
-    name = f"headwater_fresh_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(pg_server)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        yield with_database(pg_server, name)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with empty_database(pg_server, "headwater_fresh") as url:
+        yield url

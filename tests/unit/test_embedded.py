@@ -25,26 +25,11 @@ from headwater.embedded import (
     start_embedded,
     use_embedded,
 )
+from tests.cli.running import processes_under
 
 AS_ROOT = os.geteuid() == 0
 HAS_SYSTEM_PG = find_system_binaries() is not None
 needs_system_pg = pytest.mark.skipif(not HAS_SYSTEM_PG, reason="no system PostgreSQL binaries")
-
-
-def _processes_under(folder: Path) -> dict[int, str]:
-    """Processes whose working directory is inside folder (every PostgreSQL process has one)."""
-    found: dict[int, str] = {}
-    prefix = os.path.realpath(folder) + os.sep
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (os.readlink(entry / "cwd") + os.sep).startswith(prefix):
-                    found[int(entry.name)] = (
-                        (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                    )
-            except OSError:
-                continue
-    return found
 
 
 @pytest.fixture
@@ -55,7 +40,7 @@ def scratch() -> Path:
     try:
         yield folder
     finally:
-        leftovers = _processes_under(folder)
+        leftovers = processes_under(folder)
         for pid in leftovers:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -183,7 +168,7 @@ async def test_restart_after_the_server_was_killed(scratch: Path) -> None:
     postmaster = int(pid_file.read_text().split()[0])
     os.kill(postmaster, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while _processes_under(scratch) and time.monotonic() < deadline:
+    while processes_under(scratch) and time.monotonic() < deadline:
         time.sleep(0.05)
     pg.stop()  # nothing left to stop; releases the data dir
     assert pid_file.exists(), "a killed postmaster leaves its pid file behind"
@@ -237,7 +222,7 @@ async def test_a_server_left_running_by_a_killed_process_is_taken_over(scratch: 
         owner.kill()  # no atexit, no stop(): the server keeps running
         owner.wait()
         owner.stdout.close()
-    assert _processes_under(scratch), "the server should outlive its killed owner"
+    assert processes_under(scratch), "the server should outlive its killed owner"
 
     notices: list[str] = []
     with start_embedded(data_dir, say=notices.append) as pg:
