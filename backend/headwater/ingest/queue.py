@@ -57,9 +57,11 @@ class IngestOverloadedError(AppError):
 
 def _transient(exc: BaseException) -> bool:
     """Whether a failure comes from the database's state, not from the events written."""
-    if isinstance(exc, _RETRYABLE | OSError | TimeoutError | asyncpg.InterfaceError):
+    if isinstance(exc, _RETRYABLE):
         return True
-    if isinstance(exc, asyncpg.exceptions.ConnectionDoesNotExistError):
+    if isinstance(
+        exc, OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.ConnectionDoesNotExistError
+    ):
         return True
     if isinstance(exc, asyncpg.PostgresError):
         return (getattr(exc, "sqlstate", "") or "")[:2] in _TRANSIENT_CLASSES
@@ -89,6 +91,11 @@ class IngestQueue:
         self._admitted = 0
         self._wake = asyncio.Event()
         self._writers: list[asyncio.Task[None]] = []
+
+    @property
+    def pending_events(self) -> int:
+        """Events of requests accepted and not yet answered: what the queue holds in memory."""
+        return self._admitted
 
     async def start(self) -> None:
         self._writers = [asyncio.create_task(self._write_loop()) for _ in range(self._writer_count)]

@@ -1,0 +1,199 @@
+"""Group commit: concurrent requests share transactions, yet each is answered as if alone."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import anyio
+import asyncpg
+import pytest
+from litestar.testing import TestClient
+
+from headwater.app import create_app
+from headwater.db.pool import register_codecs
+from headwater.ingest.queue import IngestQueue
+from headwater.ingest.validate import validate_event
+from headwater.settings import Settings
+from tests.db.test_batched_ingest import applications, ingest
+from tests.factories import run_event
+from tests.snapshot import model_snapshot
+
+pytestmark = pytest.mark.db
+
+
+@contextmanager
+def server(settings: Settings, url: str, **changes: Any) -> Iterator[TestClient[Any]]:
+    app = create_app(dataclasses.replace(settings, database_url=url, **changes))
+    with TestClient(app=app) as client:
+        yield client
+
+
+def post(client: TestClient[Any], body: Any) -> Awaitable[Any]:
+    """A request from its own thread: the app serves requests of several threads concurrently."""
+    return asyncio.to_thread(client.post, "/api/v1/lineage", json=body)
+
+
+async def post_all(client: TestClient[Any], bodies: list[Any]) -> list[Any]:
+    return await asyncio.gather(*(post(client, b) for b in bodies))
+
+
+async def test_grouped_requests_each_get_their_own_answer(make_database, settings):
+    stored = run_event("stored", run_id="00000000-0000-4000-8000-000000000001")
+    a, b = run_event("a", outputs=["t1"]), run_event("b", inputs=["t1"])
+    array = [run_event("c", "START"), run_event("c", "COMPLETE")]
+    invalid = {**run_event("d"), "eventTime": "yesterday"}
+    async with make_database() as url:
+        # A long gathering window: the requests below surely land in one group.
+        with server(settings, url, ingest_group_wait_ms=300) as client:
+            assert client.post("/api/v1/lineage", json=stored).status_code == 201
+            answers = await post_all(client, [a, stored, b, invalid, array])
+        conn = await asyncpg.connect(url)
+        try:
+            transactions = await conn.fetch(
+                "SELECT job_name, xmin::text AS tx FROM raw_events WHERE job_name <> 'stored'"
+            )
+        finally:
+            await conn.close()
+    assert [r.status_code for r in answers] == [201, 201, 201, 400, 201]
+    assert answers[0].json()["status"] == "created"
+    assert answers[1].json() == {
+        "status": "duplicate",
+        "kind": "RUN",
+        "runId": "00000000-0000-4000-8000-000000000001",
+    }
+    assert answers[2].json()["status"] == "created"
+    assert answers[3].json()["errors"][0]["path"] == "$.eventTime"
+    assert [r["status"] for r in answers[4].json()["results"]] == ["created", "created"]
+    assert sorted(r["job_name"] for r in transactions) == ["a", "b", "c", "c"]
+    assert len({r["tx"] for r in transactions}) == 1  # one transaction for the four events
+
+
+async def test_an_event_failing_in_the_database_does_not_fail_its_group(make_database, settings):
+    async with make_database() as url:
+        conn = await asyncpg.connect(url)
+        try:
+            # Only the database can refuse this event: a trigger of this test database.
+            await conn.execute(
+                """
+                CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.job_name = 'poison' THEN RAISE EXCEPTION 'poison refused'; END IF;
+                    RETURN NEW;
+                END $$;
+                CREATE TRIGGER refuse_poison BEFORE INSERT ON raw_events
+                    FOR EACH ROW EXECUTE FUNCTION refuse_poison();
+                """
+            )
+            neighbours = [run_event(f"good{i}", outputs=[f"t{i}"]) for i in range(3)]
+            with server(settings, url, ingest_group_wait_ms=300) as client:
+                answers = await post_all(
+                    client, [neighbours[0], run_event("poison"), neighbours[1], [neighbours[2]]]
+                )
+            stored = await conn.fetch("SELECT job_name FROM raw_events ORDER BY job_name")
+            runs = await conn.fetchval("SELECT count(*) FROM runs")
+        finally:
+            await conn.close()
+    assert [r.status_code for r in answers] == [201, 500, 201, 201]
+    assert [r["job_name"] for r in stored] == ["good0", "good1", "good2"]
+    assert runs == 3
+
+
+async def test_grouped_ingest_builds_what_one_event_at_a_time_builds(make_database, settings):
+    events = applications(apps=12, tables=10)
+    async with make_database() as serial, make_database() as grouped:
+        await ingest(serial, events, batch=1)
+        pool = await asyncpg.create_pool(grouped, min_size=1, max_size=2, init=register_codecs)
+        queue = IngestQueue(pool, [], dataclasses.replace(settings, ingest_group_events=20))
+        await queue.start()
+        try:
+            # Requests of one or a few events, all at once: the queue writes them in groups of 20.
+            requests = [[validate_event(e)] for e in events[:40]]
+            requests += [
+                [validate_event(e) for e in events[i : i + 3]] for i in range(40, len(events), 3)
+            ]
+            results = await asyncio.gather(*(queue.submit(r) for r in requests))
+        finally:
+            await queue.stop()
+            await pool.close()
+        assert [len(r) for r in results] == [len(r) for r in requests]
+        assert all(x.status == "created" for r in results for x in r)
+        one_by_one, in_groups = await model_snapshot(serial), await model_snapshot(grouped)
+    assert in_groups == one_by_one
+
+
+@asynccontextmanager
+async def frozen(url: str) -> AsyncIterator[None]:
+    """raw_events locked by another session: every ingest statement waits."""
+    conn = await asyncpg.connect(url)
+    try:
+        async with conn.transaction():
+            await conn.execute("LOCK TABLE raw_events IN ACCESS EXCLUSIVE MODE")
+            yield
+    finally:
+        await conn.close()
+
+
+async def test_a_full_queue_answers_503_with_retry_after_and_holds_no_more(make_database, settings):
+    async with make_database() as url:
+        with server(settings, url, ingest_queue_events=4, ingest_timeout_ms=20_000) as client:
+            queue: IngestQueue = client.app.state.ingest_queue
+            async with frozen(url):
+                held = [asyncio.ensure_future(post(client, run_event(f"held{i}"))) for i in range(4)]
+                while queue.pending_events < 4:
+                    await asyncio.sleep(0.01)
+                started = time.monotonic()
+                refused = await post_all(client, [run_event(f"more{i}") for i in range(50)])
+                refused_in = time.monotonic() - started
+                assert queue.pending_events == 4
+            assert [r.status_code for r in await asyncio.gather(*held)] == [201] * 4
+        assert {r.status_code for r in refused} == {503}
+        assert {r.headers["retry-after"] for r in refused} == {"1"}
+        assert refused[0].json()["code"] == "ingest_overloaded"
+        assert refused_in < 5
+        assert queue.pending_events == 0
+
+
+async def test_a_frozen_database_answers_503_within_the_timeout(make_database, settings):
+    event = run_event("frozen")
+    async with make_database() as url:
+        with server(settings, url, ingest_timeout_ms=1_500, statement_timeout_ms=2_000) as client:
+            async with frozen(url):
+                started = time.monotonic()
+                answer = await post(client, event)
+                waited = time.monotonic() - started
+            assert answer.status_code == 503
+            assert answer.headers["retry-after"] == "1"
+            assert waited < 3
+            # Once the database answers again, the client's retry is stored (or was, meanwhile).
+            assert client.post("/api/v1/lineage", json=event).status_code == 201
+
+
+async def test_a_pool_with_no_free_connection_answers_503(make_database, settings):
+    async with make_database() as url:
+        with server(
+            settings, url, pool_min_size=1, pool_max_size=1, pool_acquire_timeout_ms=500
+        ) as client:
+            pool = client.app.state.pool
+            release = threading.Event()
+
+            async def hold() -> None:  # the only connection, held in the app's event loop
+                async with pool.acquire():
+                    await anyio.to_thread.run_sync(release.wait)
+
+            holding = client.blocking_portal.start_task_soon(hold)
+            try:
+                started = time.monotonic()
+                answer = await post(client, run_event("starved"))
+                waited = time.monotonic() - started
+            finally:
+                release.set()
+                holding.result()
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == "1"
+    assert waited < 2
