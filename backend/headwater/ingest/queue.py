@@ -44,8 +44,8 @@ _ATTEMPTS = 5
 # SQLSTATE classes that say nothing about the events: connection exceptions (08), insufficient
 # resources (53), operator intervention (57: shutdown, statement timeout).
 _TRANSIENT_CLASSES = ("08", "53", "57")
-# Events prepared between two yields to the event loop: preparing takes about 0.2 ms an event, so
-# a request of 500 would otherwise hold every other request up for 100 ms.
+# Events prepared per hand-over to a worker thread: small enough that a large request's preparing
+# interleaves with other requests'.
 _PREPARE_CHUNK = 32
 
 
@@ -140,10 +140,12 @@ class IngestQueue:
             ) from None
 
     async def _prepare(self, events: list[ValidEvent]) -> list[PreparedEvent]:
-        prepared = prepare_events(events[:_PREPARE_CHUNK], self._rules)
-        for start in range(_PREPARE_CHUNK, len(events), _PREPARE_CHUNK):
-            await asyncio.sleep(0)
-            prepared += prepare_events(events[start : start + _PREPARE_CHUNK], self._rules)
+        # In a worker thread, a chunk at a time: one event's SQL facet may take a second to parse
+        # (thousands of statements), and on the event loop that would stall every other request.
+        prepared: list[PreparedEvent] = []
+        for start in range(0, len(events), _PREPARE_CHUNK):
+            chunk = events[start : start + _PREPARE_CHUNK]
+            prepared += await asyncio.to_thread(prepare_events, chunk, self._rules)
         return prepared
 
     async def _write_loop(self) -> None:
