@@ -9,7 +9,7 @@ each and their ratio.
 
 Run: ``python tests/benchmarks/marquez_import.py [--events 100000] [--repeat 1]``. Needs PostgreSQL at
 $HEADWATER_BENCH_SERVER_URL (default postgresql://postgres@127.0.0.1:5432/postgres); creates and
-drops headwater_bench_marquez and headwater_bench_ingest.
+drops headwater_bench_marquez and headwater_bench_marquez_target.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from ingest import (
 )
 
 SOURCE = "headwater_bench_marquez"
-TARGET = "headwater_bench_ingest"
+TARGET = "headwater_bench_marquez_target"  # its own: the ingest benchmark may run meanwhile
 MARQUEZ_DDL = """
 CREATE TABLE lineage_events (
     event_time timestamptz, event jsonb, event_type text, run_uuid uuid, job_name text,
@@ -83,12 +83,17 @@ async def fill_source(events: list[dict]) -> None:
         await conn.close()
 
 
-async def time_import(n: int) -> float:
+async def fresh_target() -> None:
     admin = await asyncpg.connect(SERVER_URL)
     try:
-        await _fresh_database(admin)
+        await admin.execute(f'DROP DATABASE IF EXISTS "{TARGET}" WITH (FORCE)')
+        await admin.execute(f'CREATE DATABASE "{TARGET}"')
     finally:
         await admin.close()
+
+
+async def time_import(n: int) -> float:
+    await fresh_target()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
     env["HEADWATER_DATABASE_URL"] = _url(TARGET)
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,11 +122,7 @@ async def time_import(n: int) -> float:
 
 
 async def time_batch(bodies: list[bytes]) -> float:
-    admin = await asyncpg.connect(SERVER_URL)
-    try:
-        await _fresh_database(admin)
-    finally:
-        await admin.close()
+    await fresh_target()
     server, port = _start_server(None, _url(TARGET))
     try:
         path, arrays = Scenario("", 2, 500).bodies(bodies)
