@@ -30,7 +30,6 @@ from ingest import (
     SERVER_URL,
     Scenario,
     _encode,
-    _fresh_database,
     _start_server,
     ingest_events,
     post,
