@@ -63,6 +63,12 @@ def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or get_settings()
     if not settings.database_url:
         raise ValueError("create_app needs a database URL (HEADWATER_DATABASE_URL)")
+    mcp_routes, mcp_lifespans = [], []
+    if settings.mcp:  # imported only when served: the SDK takes about a second to import
+        from headwater.mcp.server import HttpEndpoint
+
+        mcp = HttpEndpoint()
+        mcp_routes, mcp_lifespans = [mcp.route], [mcp.lifespan]
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -94,10 +100,11 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 GraphQLController,
                 graphiql_static_router(),
                 *catalog_handlers,
+                *mcp_routes,
             ],
             middleware=[retry_after(settings.retry_after_s), prometheus_config.middleware],
             guards=[require_key],
-            lifespan=[lifespan, change_feed],
+            lifespan=[lifespan, change_feed, *mcp_lifespans],
             state=State(
                 {"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}
             ),

@@ -43,6 +43,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("migrate", help="apply database migrations and exit")
 
+    sub.add_parser("mcp", help="serve the read-only MCP tools on stdin/stdout (for assistants)")
+
     sql = sub.add_parser("sql-lineage", help="print table and column lineage of SQL")
     sql.add_argument("--dialect", default=None, help="SQL dialect, e.g. trino, sparksql, postgres")
     sql.add_argument(
@@ -89,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:  # noqa: C901 (one branch per command)
     if args.command == "serve":
         from headwater.server import serve
 
@@ -98,6 +100,10 @@ def _run(args: argparse.Namespace) -> int:
         from headwater.server import run_migrations
 
         return run_migrations()
+    if args.command == "mcp":
+        from headwater.mcp.command import run_mcp
+
+        return run_mcp(args)
     if args.command == "sql-lineage":
         from headwater.sql_lineage.command import run_sql_lineage
 

@@ -38,6 +38,8 @@ class Settings:
     alias_rules_file: Path | None = None
     # Prometheus scrapers often cannot send a key: /metrics can be left open on its own.
     metrics_open: bool = False
+    # The MCP endpoint /mcp on `serve`; HEADWATER_MCP=0 leaves it out.
+    mcp: bool = True
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -84,6 +86,7 @@ class Settings:
             max_lineage_nodes=get_int("HEADWATER_MAX_LINEAGE_NODES", defaults.max_lineage_nodes),
             alias_rules_file=Path(rules) if rules else None,
             metrics_open=env.get("HEADWATER_METRICS_OPEN", "").lower() in ("1", "true", "yes"),
+            mcp=env.get("HEADWATER_MCP", "1").lower() not in ("0", "false", "no", "off"),
         )
 
 
