@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import asyncpg
 
 from headwater.errors import InvalidEventError
-from headwater.ingest.service import ingest_prepared, prepare_events
+from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -180,26 +180,47 @@ async def import_marquez(
             progress.set_phase(
                 "importing events in event_time order", total=summary.total, unit="events"
             )
-        async for rows in source.pages(start, until, batch_size):
-            await _import_batch(target, rows, key, since, until, alias_rules, summary, rejects)
-            summary.read += len(rows)
-            if progress is not None:
-                progress.set_count(summary.read)
+        # A batch is decoded and prepared (CPU, in a worker thread) while the one before it is
+        # written (mostly PostgreSQL's time): the two overlap, as the backfill's batches do.
+        writing: asyncio.Task[None] | None = None
+        try:
+            async for rows in source.pages(start, until, batch_size):
+                prepared = await asyncio.to_thread(_prepare_batch, rows, alias_rules, summary, rejects)
+                if writing is not None:
+                    await writing
+                    if progress is not None:
+                        progress.set_count(summary.read)
+                reached = rows[-1]["event_time"]
+                batch = _Batch(prepared, reached, len(rows))
+                writing = asyncio.create_task(
+                    _write_batch(target, batch, key, since, until, alias_rules, summary)
+                )
+            if writing is not None:
+                await writing
+                if progress is not None:
+                    progress.set_count(summary.read)
+        finally:
+            if writing is not None and not writing.done():
+                writing.cancel()
     finally:
         await source.close()
     return summary
 
 
-async def _import_batch(
-    target: asyncpg.Connection,
+@dataclass(frozen=True)
+class _Batch:
+    events: list[PreparedEvent]
+    reached: dt.datetime  # the event_time of its last row
+    rows: int  # rows read, refused ones included
+
+
+def _prepare_batch(
     rows: list[asyncpg.Record],
-    key: str,
-    since: dt.datetime | None,
-    until: dt.datetime | None,
     alias_rules: list[AliasRule],
     summary: ImportSummary,
     rejects: TextIO | None,
-) -> None:
+) -> list[PreparedEvent]:
+    """Decode, validate and prepare a page of events; the refused ones are counted and kept."""
     from headwater.ingest.validate import validate_event
 
     valid: list[ValidEvent] = []
@@ -221,12 +242,23 @@ async def _import_batch(
                     )
                     + "\n"
                 )
-    prepared = prepare_events(valid, alias_rules)
-    reached = rows[-1]["event_time"]
+    return prepare_events(valid, alias_rules)
+
+
+async def _write_batch(
+    target: asyncpg.Connection,
+    batch: _Batch,
+    key: str,
+    since: dt.datetime | None,
+    until: dt.datetime | None,
+    alias_rules: list[AliasRule],
+    summary: ImportSummary,
+) -> None:
+    """Write prepared events and how far the import has come, in one transaction."""
     for attempt in range(_ATTEMPTS):
         try:
             async with target.transaction():
-                results = await ingest_prepared(target, prepared, alias_rules)
+                results = await ingest_prepared(target, batch.events, alias_rules)
                 await target.execute(
                     "INSERT INTO import_progress (source, since, until, reached)"
                     " VALUES ($1, coalesce($2::timestamptz, '-infinity'), coalesce($3::timestamptz, 'infinity'), $4)"
@@ -235,13 +267,14 @@ async def _import_batch(
                     key,
                     since,
                     until,
-                    reached,
+                    batch.reached,
                 )
             break
         except _RETRYABLE:
             if attempt == _ATTEMPTS - 1:
                 raise
             await asyncio.sleep(0.05 * (attempt + 1))
+    summary.read += batch.rows
     for result in results:
         if result.status == "created":
             summary.imported += 1
