@@ -560,7 +560,7 @@ async def impact_of_change(
     ],
     depth: Depth = 10,
     max_nodes: MaxNodes = 1000,
-    limit: Limit = 50,
+    limit: Limit = 25,
     offset: Offset = 0,
 ) -> Annotated[CallToolResult, ImpactAnswer]:
     """What breaks if a dataset or column changes: everything downstream of it, counted by distance
