@@ -1,5 +1,5 @@
 """The `headwater` command: serve, migrate, sql-lineage, export-schemas, spark, consume, dead-letters,
-import, keys."""
+import, keys, mcp."""
 
 from __future__ import annotations
 

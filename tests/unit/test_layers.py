@@ -26,6 +26,8 @@ ALLOWED = {
     "feed": {"db", "lineage", "store"},
     "access": {"db", "store"},
     "api": {"db", "lineage", "store", "sql_lineage", "ingest", "integrations", "feed", "access"},
+    # An edge beside the REST API, whose documents its answers share.
+    "mcp": {"db", "lineage", "store", "sql_lineage", "ingest", "api"},
 }
 
 
