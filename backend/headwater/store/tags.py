@@ -6,16 +6,19 @@ import datetime as dt
 import re
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from headwater.db.queries import QUERIES
-from headwater.errors import DatasetNotFoundError, InvalidRequestError, JobNotFoundError, NotFoundError
+from headwater.errors import InvalidRequestError, NotFoundError
 from headwater.lineage.node_ids import format_node_id
 from headwater.store import catalog
 from headwater.store.changes import Change, insert_changes
 
 if TYPE_CHECKING:
     import asyncpg
+
+R = TypeVar("R", catalog.DatasetRecord, catalog.JobRecord)
 
 _TAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,99}$")
 
@@ -56,14 +59,18 @@ async def list_tags(conn: asyncpg.Connection) -> list[TagRecord]:
     return [_tag(r, tagged=False) for r in await conn.fetch(QUERIES["list_tags"])]
 
 
-async def fetch_dataset_tags(
-    conn: asyncpg.Connection, uuids: list[uuid.UUID]
+async def fetch_node_tags(
+    shape: catalog.NodeShape[Any, Any], conn: asyncpg.Connection, uuids: list[uuid.UUID]
 ) -> dict[uuid.UUID, list[TagRecord]]:
-    """The tags of each dataset, by name."""
+    """The tags of each dataset or job, by name."""
     out: dict[uuid.UUID, list[TagRecord]] = {u: [] for u in uuids}
-    for r in await conn.fetch(QUERIES["fetch_dataset_tags"], uuids):
-        out[r["dataset_uuid"]].append(_tag(r))
+    for r in await conn.fetch(QUERIES["fetch_node_tags"], shape.kind, uuids):
+        out[r["node_uuid"]].append(_tag(r))
     return out
+
+
+fetch_dataset_tags = partial(fetch_node_tags, catalog.DATASETS)
+fetch_job_tags = partial(fetch_node_tags, catalog.JOBS)
 
 
 async def fetch_dataset_field_tags(
@@ -76,27 +83,23 @@ async def fetch_dataset_field_tags(
     return out
 
 
-async def fetch_job_tags(
-    conn: asyncpg.Connection, uuids: list[uuid.UUID]
-) -> dict[uuid.UUID, list[TagRecord]]:
-    """The tags of each job, by name."""
-    out: dict[uuid.UUID, list[TagRecord]] = {u: [] for u in uuids}
-    for r in await conn.fetch(QUERIES["fetch_job_tags"], uuids):
-        out[r["job_uuid"]].append(_tag(r))
-    return out
+async def put_tag(conn: asyncpg.Connection, name: str, description: str | None) -> TagRecord:
+    """Create the tag if it is new; a given description replaces the stored one."""
+    row = await conn.fetchrow(QUERIES["upsert_tag"], check_tag_name(name), description)
+    return _tag(row, tagged=False)
 
 
 async def _tag_for(
     conn: asyncpg.Connection, name: str, description: str | None, *, create: bool
 ) -> TagRecord | None:
     if create:
-        row = await conn.fetchrow(QUERIES["upsert_tag"], name, description)
-    else:
-        row = await conn.fetchrow(QUERIES["fetch_tag_by_name"], name)
+        return await put_tag(conn, name, description)
+    row = await conn.fetchrow(QUERIES["fetch_tag_by_name"], name)
     return None if row is None else _tag(row, tagged=False)
 
 
-async def set_dataset_tag(
+async def set_node_tag(
+    shape: catalog.NodeShape[R, Any],
     conn: asyncpg.Connection,
     namespace: str,
     name: str,
@@ -106,74 +109,42 @@ async def set_dataset_tag(
     field: str | None = None,
     description: str | None = None,
     at: dt.datetime,
-) -> catalog.DatasetRecord:
-    """Add (``tagged``) or remove a tag on a dataset or one of its fields; returns the dataset.
+) -> R:
+    """Add (``tagged``) or remove a tag on a dataset or job, or on one of a dataset's fields;
+    returns the dataset or job.
 
     An unknown tag is created when added. Adding a tag already there, or removing one that is not,
     changes nothing and logs nothing.
     """
     check_tag_name(tag)
     async with conn.transaction():
-        dataset = (await catalog.fetch_datasets_by_keys(conn, [(namespace, name)])).get(
-            (namespace, name)
-        )
-        if dataset is None:
-            raise DatasetNotFoundError(namespace, name)
+        node = await catalog.fetch_node(shape, conn, namespace, name)
         if field is not None and not await conn.fetchval(
-            QUERIES["fetch_dataset_field_exists"], dataset.dataset_uuid, field
+            QUERIES["fetch_dataset_field_exists"], node.node_uuid, field
         ):
-            raise DatasetFieldNotFoundError(dataset.namespace, dataset.name, field)
+            raise DatasetFieldNotFoundError(node.namespace, node.name, field)
         record = await _tag_for(conn, tag, description, create=tagged)
         changed = False
-        if record is not None:
-            if field is None:
-                query = "insert_dataset_tag" if tagged else "delete_dataset_tag"
-                args: list[Any] = [dataset.dataset_uuid, record.tag_uuid]
-            else:
-                query = "insert_dataset_field_tag" if tagged else "delete_dataset_field_tag"
-                args = [dataset.dataset_uuid, field, record.tag_uuid]
+        if record is not None and field is None:
+            changed = bool(
+                await conn.fetch(
+                    QUERIES["set_node_tag"], shape.kind, node.node_uuid, record.tag_uuid, tagged, at
+                )
+            )
+        elif record is not None:
+            query = "insert_dataset_field_tag" if tagged else "delete_dataset_field_tag"
+            args: list[Any] = [node.node_uuid, field, record.tag_uuid]
             if tagged:
                 args.append(at)
             changed = await conn.fetchrow(QUERIES[query], *args) is not None
         if changed:
-            node = format_node_id("DATASET", dataset.namespace, dataset.name)
-            await insert_changes(conn, [_tag_change(node, dataset.namespace, tag, tagged, field, at)])
-    return dataset
+            node_id = format_node_id(shape.kind, node.namespace, node.name)
+            await insert_changes(conn, [_tag_change(node_id, node.namespace, tag, tagged, field, at)])
+    return node
 
 
-async def set_job_tag(
-    conn: asyncpg.Connection,
-    namespace: str,
-    name: str,
-    tag: str,
-    *,
-    tagged: bool,
-    description: str | None = None,
-    at: dt.datetime,
-) -> catalog.JobRecord:
-    """Add (``tagged``) or remove a tag on a job; returns the job. Same rules as set_dataset_tag."""
-    check_tag_name(tag)
-    async with conn.transaction():
-        job = (await catalog.fetch_jobs_by_keys(conn, [(namespace, name)])).get((namespace, name))
-        if job is None:
-            raise JobNotFoundError(namespace, name)
-        record = await _tag_for(conn, tag, description, create=tagged)
-        changed = False
-        if record is not None:
-            if tagged:
-                changed = (
-                    await conn.fetchrow(QUERIES["insert_job_tag"], job.job_uuid, record.tag_uuid, at)
-                    is not None
-                )
-            else:
-                changed = (
-                    await conn.fetchrow(QUERIES["delete_job_tag"], job.job_uuid, record.tag_uuid)
-                    is not None
-                )
-        if changed:
-            node = format_node_id("JOB", job.namespace, job.name)
-            await insert_changes(conn, [_tag_change(node, job.namespace, tag, tagged, None, at)])
-    return job
+set_dataset_tag = partial(set_node_tag, catalog.DATASETS)
+set_job_tag = partial(set_node_tag, catalog.JOBS)
 
 
 def _tag_change(

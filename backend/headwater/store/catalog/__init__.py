@@ -2,11 +2,12 @@
 
 Every read takes lists of keys and answers in one query, so the API's DataLoaders cost one
 statement per batch however many objects a response holds. The modules hold one concept each;
-this package re-exports them, so ``catalog.fetch_datasets_by_keys`` and the like work as one API.
+this package re-exports them (nodes.py: what datasets and jobs share), so ``catalog.fetch_datasets_by_keys`` and the like work as one API.
 """
 
 from headwater.store.catalog.datasets import (
-    count_datasets,
+    ColumnInputRecord,
+    fetch_column_inputs_by_datasets,
     fetch_dataset_versions,
     fetch_dataset_versions_by_uuids,
     fetch_datasets_by_keys,
@@ -14,21 +15,32 @@ from headwater.store.catalog.datasets import (
     fetch_fields_by_datasets,
     fetch_runs_writing_datasets,
     mark_dataset_deleted,
-    page_datasets,
-    set_dataset_deleted,
 )
 from headwater.store.catalog.jobs import (
-    count_jobs,
     fetch_child_jobs,
     fetch_job_versions,
     fetch_job_versions_by_uuids,
     fetch_jobs_by_keys,
     fetch_jobs_by_uuids,
     mark_job_deleted,
-    page_jobs,
-    set_job_deleted,
+    page_jobs_by_last_run_state,
 )
 from headwater.store.catalog.namespaces import fetch_namespaces_by_names, list_namespaces
+from headwater.store.catalog.nodes import (
+    DATASETS,
+    JOBS,
+    NodeShape,
+    count_nodes,
+    fetch_node,
+    fetch_node_version,
+    fetch_node_versions,
+    fetch_nodes_by_keys,
+    fetch_nodes_by_uuids,
+    fetch_versions_by_uuids,
+    mark_node_deleted,
+    page_node_versions,
+    page_nodes,
+)
 from headwater.store.catalog.records import (
     DatasetRecord,
     DatasetVersionRecord,
@@ -59,6 +71,9 @@ from headwater.store.catalog.runs import (
 from headwater.store.catalog.search import SearchSort, count_search_nodes, search_nodes
 
 __all__ = [
+    "DATASETS",
+    "JOBS",
+    "ColumnInputRecord",
     "DatasetRecord",
     "DatasetVersionRecord",
     "FieldRecord",
@@ -70,16 +85,17 @@ __all__ = [
     "NodeKey",
     "NodeKind",
     "NodeOrder",
+    "NodeShape",
     "RunDatasetRecord",
     "RunRecord",
     "RunStateRecord",
     "SearchHit",
     "SearchSort",
-    "count_datasets",
     "count_job_runs",
-    "count_jobs",
+    "count_nodes",
     "count_search_nodes",
     "fetch_child_jobs",
+    "fetch_column_inputs_by_datasets",
     "fetch_dataset_versions",
     "fetch_dataset_versions_by_uuids",
     "fetch_datasets_by_keys",
@@ -90,20 +106,26 @@ __all__ = [
     "fetch_jobs_by_keys",
     "fetch_jobs_by_uuids",
     "fetch_namespaces_by_names",
+    "fetch_node",
+    "fetch_node_version",
+    "fetch_node_versions",
+    "fetch_nodes_by_keys",
+    "fetch_nodes_by_uuids",
     "fetch_run_datasets_by_runs",
     "fetch_run_states",
     "fetch_runs_by_jobs",
     "fetch_runs_by_uuids",
     "fetch_runs_writing_datasets",
+    "fetch_versions_by_uuids",
     "like_fragment",
     "list_namespaces",
     "mark_dataset_deleted",
     "mark_job_deleted",
-    "page_datasets",
+    "mark_node_deleted",
     "page_job_runs",
-    "page_jobs",
+    "page_jobs_by_last_run_state",
     "page_key",
+    "page_node_versions",
+    "page_nodes",
     "search_nodes",
-    "set_dataset_deleted",
-    "set_job_deleted",
 ]

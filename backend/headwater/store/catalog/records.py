@@ -45,6 +45,10 @@ class DatasetRecord:
     deleted_at: dt.datetime | None
     heat: float | None
 
+    @property
+    def node_uuid(self) -> uuid.UUID:
+        return self.dataset_uuid
+
 
 @dataclass(frozen=True)
 class FieldRecord:
@@ -83,6 +87,10 @@ class JobRecord:
     deleted_at: dt.datetime | None
     manual: bool
     heat: float | None
+
+    @property
+    def node_uuid(self) -> uuid.UUID:
+        return self.job_uuid
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def like_fragment(text: str) -> str:
 
 
 def filter_args(f: NodeFilter) -> tuple[str | None, str | None, bool]:
-    """The first three parameters of the page_* and count_* queries."""
+    """The filter's parameters of the page_nodes* and count_nodes queries ($2 to $4)."""
     fragment = like_fragment(f.name_contains) if f.name_contains else None
     return f.namespace, fragment, f.include_deleted
 
@@ -30,8 +30,8 @@ def filter_args(f: NodeFilter) -> tuple[str | None, str | None, bool]:
 def page_args(
     f: NodeFilter, order: NodeOrder, after: NodeKey | None, limit: int, offset: int
 ) -> list[Any]:
-    """The parameters of a page_* query: the filter, the keyset's namespace and name, the limit and
-    offset, and for the HEAT and UPDATED_AT orders the keyset's sort value last ($8)."""
+    """The parameters of a page_nodes* query after the kind: the filter, the keyset's namespace and
+    name, the limit and offset, and for the HEAT and UPDATED_AT orders the keyset's sort value last."""
     args: list[Any] = [
         *filter_args(f),
         after.namespace if after else None,
@@ -45,8 +45,9 @@ def page_args(
 
 
 def dataset_from_row(r: Any) -> DatasetRecord:
+    """A dataset from a catalog_nodes row."""
     return DatasetRecord(
-        r["dataset_uuid"],
+        r["node_uuid"],
         r["node_id"],
         r["namespace"],
         r["name"],
@@ -63,8 +64,9 @@ def dataset_from_row(r: Any) -> DatasetRecord:
 
 
 def job_from_row(r: Any) -> JobRecord:
+    """A job from a catalog_nodes row."""
     return JobRecord(
-        r["job_uuid"],
+        r["node_uuid"],
         r["node_id"],
         r["namespace"],
         r["name"],
@@ -104,9 +106,10 @@ def run_from_row(r: Any) -> RunRecord:
 
 
 def dataset_version_from_row(r: Any) -> DatasetVersionRecord:
+    """A dataset version from a catalog_versions row."""
     return DatasetVersionRecord(
-        r["dataset_version_uuid"],
-        r["dataset_uuid"],
+        r["version_uuid"],
+        r["node_uuid"],
         r["version"],
         r["schema_fields"],
         r["storage_version"],
@@ -116,9 +119,10 @@ def dataset_version_from_row(r: Any) -> DatasetVersionRecord:
 
 
 def job_version_from_row(r: Any) -> JobVersionRecord:
+    """A job version from a catalog_versions row."""
     return JobVersionRecord(
-        r["job_version_uuid"],
-        r["job_uuid"],
+        r["version_uuid"],
+        r["node_uuid"],
         r["version"],
         list(r["input_uuids"]),
         list(r["output_uuids"]),

@@ -14,9 +14,7 @@ from headwater.api.graphql.types.paging import (
     CatalogOrder,
     PageInfo,
     check_page_size,
-    decode_node_cursor,
-    encode_node_cursor,
-    order_key,
+    page_of_nodes,
 )
 from headwater.api.graphql.types.tag import Tag
 from headwater.lineage.node_ids import format_node_id
@@ -184,23 +182,12 @@ class DatasetConnection:
     @strawberry.field(description="How many datasets match in all pages.")
     async def total_count(self, info: Info) -> int:
         async with info.context.pool.acquire() as conn:
-            return await catalog.count_datasets(conn, self.filter)
+            return await catalog.count_nodes(catalog.DATASETS, conn, self.filter)
 
 
 async def page_of_datasets(
     info: Info, f: NodeFilter, first: int, after: str | None, order: CatalogOrder = CatalogOrder.NAME
 ) -> DatasetConnection:
     """One page of datasets in ``order`` after the cursor ``after`` (made for the same order)."""
-    check_page_size(first)
-    keyset = decode_node_cursor(after, order) if after else None
-    async with info.context.pool.acquire() as conn:
-        rows = await catalog.page_datasets(
-            conn, f, order=order_key(order), after=keyset, limit=first + 1
-        )
-    page = rows[:first]
-    end = encode_node_cursor(page[-1], order) if page else None
-    return DatasetConnection(
-        nodes=[Dataset.from_record(r) for r in page],
-        page_info=PageInfo(has_next_page=len(rows) > first, end_cursor=end),
-        filter=f,
-    )
+    page, page_info = await page_of_nodes(info, catalog.DATASETS, f, first, after, order)
+    return DatasetConnection(nodes=[Dataset.from_record(r) for r in page], page_info=page_info, filter=f)

@@ -13,12 +13,18 @@ import binascii
 import datetime as dt
 import json
 from enum import Enum
-from typing import Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 import strawberry
 
 from headwater.errors import InvalidRequestError
-from headwater.store.catalog import DatasetRecord, JobRecord, NodeKey, page_key
+from headwater.store import catalog
+from headwater.store.catalog import DatasetRecord, JobRecord, NodeFilter, NodeKey, NodeShape, page_key
+
+if TYPE_CHECKING:
+    from headwater.api.graphql.context import Info
+
+R = TypeVar("R", DatasetRecord, JobRecord)
 
 MAX_PAGE = 500
 
@@ -124,3 +130,23 @@ def _sort_value(cursor: str, order: CatalogOrder, raw: Any) -> float | dt.dateti
         except ValueError:
             pass
     raise InvalidCursorError(cursor)
+
+
+async def page_of_nodes(
+    info: Info,
+    shape: NodeShape[R, Any],
+    f: NodeFilter,
+    first: int,
+    after: str | None,
+    order: CatalogOrder,
+) -> tuple[list[R], PageInfo]:
+    """One page of datasets or jobs in ``order`` after the cursor ``after`` (made for that order)."""
+    check_page_size(first)
+    keyset = decode_node_cursor(after, order) if after else None
+    async with info.context.pool.acquire() as conn:
+        rows = await catalog.page_nodes(
+            shape, conn, f, order=order_key(order), after=keyset, limit=first + 1
+        )
+    page = rows[:first]
+    end = encode_node_cursor(page[-1], order) if page else None
+    return page, PageInfo(has_next_page=len(rows) > first, end_cursor=end)

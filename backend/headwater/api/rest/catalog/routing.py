@@ -1,0 +1,50 @@
+"""Names in catalog paths, and the paging parameters of catalog lists.
+
+Namespaces are usually URIs (``postgres://host:5432``) that clients percent-encode, slashes
+included. Routing splits on decoded slashes, so ``keep_encoded_slashes`` re-encodes ``/`` and
+``%`` inside path segments under /api/v1/namespaces before routing, and handlers decode their
+parameters once with ``name``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+from urllib.parse import unquote
+
+from litestar.params import Parameter
+
+if TYPE_CHECKING:
+    from litestar import Litestar
+    from litestar.types import ASGIApp, Receive, Scope, Send
+
+NAMESPACES_PREFIX = "/api/v1/namespaces/"
+MAX_LIMIT = 1000
+
+Limit = Annotated[
+    int, Parameter(ge=1, le=MAX_LIMIT, description=f"Page size (default 100, at most {MAX_LIMIT}).")
+]
+Offset = Annotated[int, Parameter(ge=0, description="Items to skip.")]
+
+
+def _reencode(segment: str) -> str:
+    return unquote(segment).replace("%", "%25").replace("/", "%2F")
+
+
+def keep_encoded_slashes(app: Litestar) -> Litestar:
+    """Route /api/v1/namespaces/... on the raw path: an encoded ``/`` stays inside its segment."""
+    inner: ASGIApp = app.asgi_handler
+
+    async def handler(scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if raw and scope["path"].startswith(NAMESPACES_PREFIX):
+            path = raw.decode("latin-1").split("?", 1)[0]
+            scope["path"] = "/".join(_reencode(s) for s in path.split("/"))
+        await inner(scope, receive, send)
+
+    app.asgi_handler = handler
+    return app
+
+
+def name(param: str) -> str:
+    """A namespace, dataset, job, field or tag name from its (re-encoded) path segment."""
+    return unquote(param)

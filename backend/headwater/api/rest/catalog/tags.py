@@ -1,0 +1,38 @@
+"""Tags: every tag, and creating one or changing its description (tagging is in nodes.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import get, put
+from litestar.datastructures import State
+
+from headwater.store import tags as tag_store
+
+
+class TagBody(msgspec.Struct):
+    """What PUT /api/v1/tags/{tag} may carry."""
+
+    description: str | None = None
+
+
+def _tag_json(t: tag_store.TagRecord) -> dict[str, Any]:
+    return {"name": t.name, "description": t.description}
+
+
+@get("/api/v1/tags", summary="List tags", tags=["catalog"])
+async def list_tags(state: State) -> dict[str, Any]:
+    """Every tag, by name: {tags: [{name, description}]}."""
+    async with state.pool.acquire() as conn:
+        return {"tags": [_tag_json(t) for t in await tag_store.list_tags(conn)]}
+
+
+@put("/api/v1/tags/{tag:str}", summary="Create a tag or describe it", tags=["catalog"])
+async def put_tag(state: State, tag: str, data: TagBody | None = None) -> dict[str, Any]:
+    """Creates the tag if it is new; a description, when given, replaces the stored one."""
+    async with state.pool.acquire() as conn:
+        return _tag_json(await tag_store.put_tag(conn, tag, data.description if data else None))
+
+
+tag_handlers = [list_tags, put_tag]
