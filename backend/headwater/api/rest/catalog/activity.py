@@ -15,7 +15,7 @@ from litestar import Response, get
 from litestar.datastructures import State
 from litestar.params import Parameter, QueryParameter
 
-from headwater.api.rest.catalog.routing import Limit, Offset
+from headwater.api.rest.catalog.routing import PROBLEMS, Limit, Offset
 from headwater.api.rest.catalog.shapes import iso
 from headwater.errors import InvalidRequestError
 from headwater.store.catalog import activity
@@ -62,7 +62,7 @@ def _window(period: str) -> tuple[dt.datetime, activity.Bucket, int]:
     return dt.datetime.now(dt.UTC) - (count - 1) * step, bucket, count
 
 
-@get("/api/v1/events/lineage", summary="List stored events", tags=["catalog"])
+@get("/api/v1/events/lineage", summary="List stored events", tags=["catalog"], responses=PROBLEMS)
 async def list_events(
     state: State,
     before: Annotated[str | None, Parameter(description="Only events before this time.")] = None,
@@ -87,7 +87,12 @@ async def list_events(
     return Response(body, media_type="application/json")
 
 
-@get("/api/v1/stats/lineage-events", summary="Count events by type over time", tags=["catalog"])
+@get(
+    "/api/v1/stats/lineage-events",
+    summary="Count events by type over time",
+    tags=["catalog"],
+    responses=PROBLEMS,
+)
 async def lineage_event_stats(
     state: State, period: Period = "DAY", timezone: TimeZone = "UTC"
 ) -> list[dict[str, Any]]:
@@ -112,6 +117,7 @@ async def lineage_event_stats(
     "/api/v1/stats/{what:str}",
     summary="Count datasets, jobs or sources over time",
     tags=["catalog"],
+    responses=PROBLEMS,
 )
 async def created_stats(
     state: State,

@@ -14,7 +14,7 @@ import asyncpg
 from litestar import delete, get, post
 from litestar.datastructures import State
 
-from headwater.api.rest.catalog.routing import Limit, Offset, name
+from headwater.api.rest.catalog.routing import PROBLEMS, Limit, Offset, name
 from headwater.api.rest.catalog.shapes import (
     dataset_versions_json,
     datasets_json,
@@ -149,14 +149,16 @@ async def _delete(
 # -- namespaces ----------------------------------------------------------------------------------
 
 
-@get("/api/v1/namespaces", summary="List namespaces", tags=["catalog"])
+@get("/api/v1/namespaces", summary="List namespaces", tags=["catalog"], responses=PROBLEMS)
 async def list_namespaces(state: State) -> dict[str, Any]:
     """Every namespace, by name."""
     async with state.pool.acquire() as conn:
         return {"namespaces": [namespace_json(r) for r in await catalog.list_namespaces(conn)]}
 
 
-@get("/api/v1/namespaces/{namespace:str}", summary="Get a namespace", tags=["catalog"])
+@get(
+    "/api/v1/namespaces/{namespace:str}", summary="Get a namespace", tags=["catalog"], responses=PROBLEMS
+)
 async def get_namespace(state: State, namespace: str) -> dict[str, Any]:
     """One namespace; 404 namespace_not_found."""
     ns = name(namespace)
@@ -170,7 +172,12 @@ async def get_namespace(state: State, namespace: str) -> dict[str, Any]:
 # -- datasets ------------------------------------------------------------------------------------
 
 
-@get("/api/v1/namespaces/{namespace:str}/datasets", summary="List datasets", tags=["catalog"])
+@get(
+    "/api/v1/namespaces/{namespace:str}/datasets",
+    summary="List datasets",
+    tags=["catalog"],
+    responses=PROBLEMS,
+)
 async def list_datasets(
     state: State, namespace: str, limit: Limit = 100, offset: Offset = 0
 ) -> dict[str, Any]:
@@ -179,13 +186,13 @@ async def list_datasets(
     return await page_json(state, catalog.DATASETS, datasets_json, "datasets", f, limit, offset)
 
 
-@get(DATASET, summary="Get a dataset", tags=["catalog"])
+@get(DATASET, summary="Get a dataset", tags=["catalog"], responses=PROBLEMS)
 async def get_dataset(state: State, namespace: str, dataset: str) -> dict[str, Any]:
     """One dataset (an alias finds it too); 404 dataset_not_found."""
     return await _one(state, catalog.DATASETS, datasets_json, namespace, dataset)
 
 
-@get(f"{DATASET}/versions", summary="List a dataset's versions", tags=["catalog"])
+@get(f"{DATASET}/versions", summary="List a dataset's versions", tags=["catalog"], responses=PROBLEMS)
 async def list_dataset_versions(
     state: State, namespace: str, dataset: str, limit: Limit = 100, offset: Offset = 0
 ) -> dict[str, Any]:
@@ -195,7 +202,12 @@ async def list_dataset_versions(
     )
 
 
-@get(f"{DATASET}/versions/{{version:str}}", summary="Get a dataset version", tags=["catalog"])
+@get(
+    f"{DATASET}/versions/{{version:str}}",
+    summary="Get a dataset version",
+    tags=["catalog"],
+    responses=PROBLEMS,
+)
 async def get_dataset_version(
     state: State, namespace: str, dataset: str, version: str
 ) -> dict[str, Any]:
@@ -203,13 +215,25 @@ async def get_dataset_version(
     return await _version(state, catalog.DATASETS, dataset_versions_json, namespace, dataset, version)
 
 
-@post(f"{DATASET}/tags/{{tag:str}}", summary="Tag a dataset", tags=["catalog"], status_code=200)
+@post(
+    f"{DATASET}/tags/{{tag:str}}",
+    summary="Tag a dataset",
+    tags=["catalog"],
+    responses=PROBLEMS,
+    status_code=200,
+)
 async def tag_dataset(state: State, namespace: str, dataset: str, tag: str) -> dict[str, Any]:
     """Adds the tag (created if new) and answers the dataset."""
     return await _tag(state, catalog.DATASETS, datasets_json, namespace, dataset, tag, tagged=True)
 
 
-@delete(f"{DATASET}/tags/{{tag:str}}", summary="Untag a dataset", tags=["catalog"], status_code=200)
+@delete(
+    f"{DATASET}/tags/{{tag:str}}",
+    summary="Untag a dataset",
+    tags=["catalog"],
+    responses=PROBLEMS,
+    status_code=200,
+)
 async def untag_dataset(state: State, namespace: str, dataset: str, tag: str) -> dict[str, Any]:
     """Removes the tag and answers the dataset."""
     return await _tag(state, catalog.DATASETS, datasets_json, namespace, dataset, tag, tagged=False)
@@ -219,6 +243,7 @@ async def untag_dataset(state: State, namespace: str, dataset: str, tag: str) ->
     f"{DATASET}/fields/{{field:str}}/tags/{{tag:str}}",
     summary="Tag a dataset field",
     tags=["catalog"],
+    responses=PROBLEMS,
     status_code=200,
 )
 async def tag_dataset_field(
@@ -234,6 +259,7 @@ async def tag_dataset_field(
     f"{DATASET}/fields/{{field:str}}/tags/{{tag:str}}",
     summary="Untag a dataset field",
     tags=["catalog"],
+    responses=PROBLEMS,
     status_code=200,
 )
 async def untag_dataset_field(
@@ -245,7 +271,7 @@ async def untag_dataset_field(
     )
 
 
-@delete(DATASET, summary="Soft-delete a dataset", tags=["catalog"], status_code=200)
+@delete(DATASET, summary="Soft-delete a dataset", tags=["catalog"], responses=PROBLEMS, status_code=200)
 async def delete_dataset(state: State, namespace: str, dataset: str) -> dict[str, Any]:
     """Hides the dataset from lists, search and lineage until it is restored (GraphQL
     ``restoreDataset``); answers it. Needs the write scope."""
@@ -255,7 +281,9 @@ async def delete_dataset(state: State, namespace: str, dataset: str) -> dict[str
 # -- jobs ----------------------------------------------------------------------------------------
 
 
-@get("/api/v1/namespaces/{namespace:str}/jobs", summary="List jobs", tags=["catalog"])
+@get(
+    "/api/v1/namespaces/{namespace:str}/jobs", summary="List jobs", tags=["catalog"], responses=PROBLEMS
+)
 async def list_jobs(
     state: State, namespace: str, limit: Limit = 100, offset: Offset = 0
 ) -> dict[str, Any]:
@@ -264,13 +292,13 @@ async def list_jobs(
     return await page_json(state, catalog.JOBS, jobs_json, "jobs", f, limit, offset)
 
 
-@get(JOB, summary="Get a job", tags=["catalog"])
+@get(JOB, summary="Get a job", tags=["catalog"], responses=PROBLEMS)
 async def get_job(state: State, namespace: str, job: str) -> dict[str, Any]:
     """One job; 404 job_not_found."""
     return await _one(state, catalog.JOBS, jobs_json, namespace, job)
 
 
-@get(f"{JOB}/versions", summary="List a job's versions", tags=["catalog"])
+@get(f"{JOB}/versions", summary="List a job's versions", tags=["catalog"], responses=PROBLEMS)
 async def list_job_versions(
     state: State, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
 ) -> dict[str, Any]:
@@ -278,25 +306,35 @@ async def list_job_versions(
     return await _versions(state, catalog.JOBS, job_versions_json, namespace, job, limit, offset)
 
 
-@get(f"{JOB}/versions/{{version:str}}", summary="Get a job version", tags=["catalog"])
+@get(
+    f"{JOB}/versions/{{version:str}}", summary="Get a job version", tags=["catalog"], responses=PROBLEMS
+)
 async def get_job_version(state: State, namespace: str, job: str, version: str) -> dict[str, Any]:
     """One version, by its version string or its uuid; 404 version_not_found."""
     return await _version(state, catalog.JOBS, job_versions_json, namespace, job, version)
 
 
-@post(f"{JOB}/tags/{{tag:str}}", summary="Tag a job", tags=["catalog"], status_code=200)
+@post(
+    f"{JOB}/tags/{{tag:str}}", summary="Tag a job", tags=["catalog"], responses=PROBLEMS, status_code=200
+)
 async def tag_job(state: State, namespace: str, job: str, tag: str) -> dict[str, Any]:
     """Adds the tag (created if new) and answers the job."""
     return await _tag(state, catalog.JOBS, jobs_json, namespace, job, tag, tagged=True)
 
 
-@delete(f"{JOB}/tags/{{tag:str}}", summary="Untag a job", tags=["catalog"], status_code=200)
+@delete(
+    f"{JOB}/tags/{{tag:str}}",
+    summary="Untag a job",
+    tags=["catalog"],
+    responses=PROBLEMS,
+    status_code=200,
+)
 async def untag_job(state: State, namespace: str, job: str, tag: str) -> dict[str, Any]:
     """Removes the tag and answers the job."""
     return await _tag(state, catalog.JOBS, jobs_json, namespace, job, tag, tagged=False)
 
 
-@delete(JOB, summary="Soft-delete a job", tags=["catalog"], status_code=200)
+@delete(JOB, summary="Soft-delete a job", tags=["catalog"], responses=PROBLEMS, status_code=200)
 async def delete_job(state: State, namespace: str, job: str) -> dict[str, Any]:
     """Hides the job from lists, search and lineage until it is restored (GraphQL ``restoreJob``);
     answers it. Needs the write scope."""

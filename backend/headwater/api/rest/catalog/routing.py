@@ -11,7 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import unquote
 
+import msgspec
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
+
+from headwater.api.problems import PROBLEM_JSON
 
 if TYPE_CHECKING:
     from litestar import Litestar
@@ -48,3 +52,38 @@ def keep_encoded_slashes(app: Litestar) -> Litestar:
 def name(param: str) -> str:
     """A namespace, dataset, job, field or tag name from its (re-encoded) path segment."""
     return unquote(param)
+
+
+class Problem(msgspec.Struct):
+    """An error answer (RFC 9457 problem details), as every error of the API is."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+
+
+_PROBLEM_MEANINGS = {
+    400: "A parameter is invalid",
+    401: "No valid API key (once keys exist)",
+    403: "The key lacks the scope",
+    404: "No such namespace, dataset, job, run, field or version",
+    413: "The body is too large",
+    415: "The body's encoding is not supported",
+}
+
+
+def problems(*statuses: int) -> dict[int, ResponseSpec]:
+    """The error answers of an operation, for the OpenAPI document."""
+    return {
+        s: ResponseSpec(
+            Problem, description=_PROBLEM_MEANINGS[s], media_type=PROBLEM_JSON, generate_examples=False
+        )
+        for s in statuses
+    }
+
+
+# What any catalog operation may answer besides its result; writes with a body add 413 and 415.
+PROBLEMS = problems(400, 401, 403, 404)
+BODY_PROBLEMS = problems(400, 401, 403, 413, 415)

@@ -10,7 +10,7 @@ from litestar.datastructures import State
 from litestar.params import QueryParameter
 
 from headwater.api.rest.catalog.nodes import JOB, page_json
-from headwater.api.rest.catalog.routing import Limit, Offset, name
+from headwater.api.rest.catalog.routing import PROBLEMS, Limit, Offset, name
 from headwater.api.rest.catalog.shapes import jobs_json, runs_json
 from headwater.errors import InvalidRequestError, RunNotFoundError
 from headwater.store import catalog
@@ -39,7 +39,7 @@ async def _run(state: State, run_id: str) -> RunRecord:
     return record
 
 
-@get(f"{JOB}/runs", summary="List a job's runs", tags=["catalog"])
+@get(f"{JOB}/runs", summary="List a job's runs", tags=["catalog"], responses=PROBLEMS)
 async def list_job_runs(
     state: State, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
 ) -> dict[str, Any]:
@@ -55,6 +55,7 @@ async def list_job_runs(
     ["/api/v1/jobs/runs/{run_id:str}", "/api/v1/runs/{run_id:str}"],
     summary="Get a run",
     tags=["catalog"],
+    responses=PROBLEMS,
 )
 async def get_run(state: State, run_id: str) -> dict[str, Any]:
     """One run by its runId; 404 run_not_found."""
@@ -63,7 +64,12 @@ async def get_run(state: State, run_id: str) -> dict[str, Any]:
         return (await runs_json(conn, [record]))[0]
 
 
-@get("/api/v1/jobs/runs/{run_id:str}/facets", summary="Get a run's facets", tags=["catalog"])
+@get(
+    "/api/v1/jobs/runs/{run_id:str}/facets",
+    summary="Get a run's facets",
+    tags=["catalog"],
+    responses=PROBLEMS,
+)
 async def get_run_facets(
     state: State,
     run_id: str,
@@ -81,7 +87,7 @@ async def get_run_facets(
     return {"runId": str(record.run_uuid), "facets": job.facets}
 
 
-@get("/api/v1/jobs", summary="List jobs of every namespace", tags=["catalog"])
+@get("/api/v1/jobs", summary="List jobs of every namespace", tags=["catalog"], responses=PROBLEMS)
 async def list_all_jobs(
     state: State,
     limit: Limit = 100,

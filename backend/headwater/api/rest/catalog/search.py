@@ -8,6 +8,7 @@ from litestar import get
 from litestar.datastructures import State
 from litestar.params import Parameter
 
+from headwater.api.rest.catalog.routing import PROBLEMS
 from headwater.api.rest.catalog.shapes import iso
 from headwater.store import catalog
 
@@ -19,7 +20,7 @@ def _search_sort(sort: SortParam | None) -> catalog.SearchSort:
     return cast("catalog.SearchSort", sort.upper()) if sort else "RELEVANCE"
 
 
-@get("/api/v1/search", summary="Search datasets and jobs by name", tags=["catalog"])
+@get("/api/v1/search", summary="Search datasets and jobs by name", tags=["catalog"], responses=PROBLEMS)
 async def search(
     state: State,
     q: Annotated[str, Parameter(min_length=1, description="A part of the name, any case.")],

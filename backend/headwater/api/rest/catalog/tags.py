@@ -8,6 +8,7 @@ import msgspec
 from litestar import get, put
 from litestar.datastructures import State
 
+from headwater.api.rest.catalog.routing import BODY_PROBLEMS, PROBLEMS
 from headwater.store import tags as tag_store
 
 
@@ -21,14 +22,19 @@ def _tag_json(t: tag_store.TagRecord) -> dict[str, Any]:
     return {"name": t.name, "description": t.description}
 
 
-@get("/api/v1/tags", summary="List tags", tags=["catalog"])
+@get("/api/v1/tags", summary="List tags", tags=["catalog"], responses=PROBLEMS)
 async def list_tags(state: State) -> dict[str, Any]:
     """Every tag, by name: {tags: [{name, description}]}."""
     async with state.pool.acquire() as conn:
         return {"tags": [_tag_json(t) for t in await tag_store.list_tags(conn)]}
 
 
-@put("/api/v1/tags/{tag:str}", summary="Create a tag or describe it", tags=["catalog"])
+@put(
+    "/api/v1/tags/{tag:str}",
+    summary="Create a tag or describe it",
+    tags=["catalog"],
+    responses=BODY_PROBLEMS,
+)
 async def put_tag(state: State, tag: str, data: TagBody | None = None) -> dict[str, Any]:
     """Creates the tag if it is new; a description, when given, replaces the stored one."""
     async with state.pool.acquire() as conn:
