@@ -5,7 +5,7 @@ the share whose column edges match exactly (column level), and statements per se
 process. Needs the [bench] extra for openlineage-sql, which prints a Rust panic
 to stderr for some statements (scored as an empty result).
 
-    .venv/bin/python tests/benchmarks/sql_lineage.py [--repeat 5] [--failures]
+    .venv/bin/python tests/benchmarks/sql_lineage.py [--repeat 5] [--failures] [--blind]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.fixtures.sql.cases import Case, load_cases
+from tests.fixtures.sql.cases import BLIND_DIR, SQL_DIR, Case, load_cases
 
 from headwater.sql_lineage import extract_lineage
 from headwater.sql_lineage.parsing import parse_script
@@ -98,10 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per tool; the best counts")
     parser.add_argument("--failures", action="store_true", help="list Headwater's mismatching cases")
+    parser.add_argument(
+        "--blind", action="store_true", help="score the blind cases (fixtures/sql/blind) instead"
+    )
     args = parser.parse_args(argv)
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
-    cases = load_cases()
+    cases = load_cases(BLIND_DIR if args.blind else SQL_DIR)
     statements = sum(max(1, len(parse_script(c.sql, c.dialect).statements)) for c in cases)
     print(f"{len(cases)} cases, {statements} statements\n")
     print("| tool | table level (exact) | column level (exact) | statements/s |")
