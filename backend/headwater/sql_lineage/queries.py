@@ -70,13 +70,30 @@ class QueryEvaluator:
             right = self.query(node.expression, ctes, outer)
             return merge(left, right, by_name=bool(node.args.get("by_name")))
         if isinstance(node, exp.Values):
-            return values_fields(node)
+            return self._values(node, ctes, outer)
         if isinstance(node, exp.Table):
             scope = Scope(parent=outer)
             self.add_source(scope, node, ctes)
             return [f for source in scope.star_sources() for f in source.expand()]
         self.expression(node, Scope(parent=outer), ctes)
         return []
+
+    def _values(self, values: exp.Values, ctes: Ctes, outer: Scope | None) -> list[Field]:
+        """A VALUES list's columns: constants, but a scalar subquery in a row reads its table."""
+        fields = values_fields(values)
+        scope = Scope(parent=outer)
+        for row in values.expressions:
+            items = row.expressions if isinstance(row, exp.Tuple) else [row]
+            for i, item in enumerate(items[: len(fields)]):
+                if isinstance(item, exp.Literal):
+                    continue
+                refs, kind = self.expression(item, scope, ctes)
+                # A bare name in a row is a keyword or a variable (sysdate, @d), not a column.
+                refs = frozenset(r for r in refs if r[0])
+                if refs:
+                    f = fields[i]
+                    fields[i] = Field(f.name, f.refs | refs, max(f.kind, kind))
+        return fields
 
     def with_ctes(self, node: exp.Expr, ctes: Ctes, outer: Scope | None) -> Ctes:
         """The CTEs visible inside `node`: the enclosing ones plus those of its WITH clause."""
@@ -157,8 +174,11 @@ class QueryEvaluator:
             for join in node.args.get("joins") or []:
                 self._join(scope, join, ctes)
             return source
-        if isinstance(node, exp.Subquery) and not isinstance(node.this, exp.Query):
-            # (a JOIN b ON …): parentheses around joins, not a relation of its own.
+        if isinstance(node, exp.Subquery) and (
+            not isinstance(node.this, exp.Query) or isinstance(node.this, exp.Subquery)
+        ):
+            # (a JOIN b ON …), ((a JOIN b ON …) JOIN c ON …): parentheses around joins at any
+            # depth, not a relation of their own.
             self.add_source(scope, node.this, ctes, read=read)
             for join in node.args.get("joins") or []:
                 self._join(scope, join, ctes)
@@ -167,7 +187,7 @@ class QueryEvaluator:
             fields = self.query(node.this, self.with_ctes(node, ctes, scope), scope)
             source = Source(fields=rename(fields, node.alias_column_names))
         elif isinstance(node, exp.Values):
-            source = Source(fields=values_fields(node))
+            source = Source(fields=self._values(node, ctes, scope.parent))
         elif isinstance(node, (exp.Unnest, exp.Lateral)):
             source = self._function_source(scope, node, ctes)
         else:

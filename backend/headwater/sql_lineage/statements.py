@@ -43,7 +43,11 @@ def statement_lineage(statement: exp.Expr, catalog: Catalog) -> StatementLineage
 
 def _select(node: exp.Expr, ev: QueryEvaluator) -> list[Write]:
     fields = ev.query(node, {})
-    into = node.args.get("into")
+    first = node
+    while isinstance(first, exp.SetOperation):
+        # SELECT … INTO t FROM a UNION SELECT … FROM b: the INTO sits in the first SELECT.
+        first = first.this
+    into = first.args.get("into")
     if not isinstance(into, exp.Into) or not isinstance(into.this, exp.Table):
         return []
     name = table_name(into.this)
