@@ -136,7 +136,6 @@ def test_unsupported_writing_statement_is_an_error_not_silence() -> None:
         "GRANT SELECT ON t TO u",
         "BEGIN; COMMIT;",
         "SHOW TABLES",
-        "CALL refresh_all()",
         "(SELECT 1)",
     ],
 )
@@ -381,3 +380,59 @@ def test_jsonl_line_without_sql_is_answered_with_an_error() -> None:
         "columns": [],
         "error": 'Expected {"id", "sql"}',
     }
+
+
+# Procedures and blocks -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect", "warning"),
+    [
+        (
+            "CALL ds.refresh_all()",
+            "bigquery",
+            "call of ds.refresh_all: the lineage of what it runs is not derived at line 1, column 6",
+        ),
+        (
+            "BEGIN\n  EXECUTE IMMEDIATE v_sql;\nEND;",
+            "oracle",
+            "dynamic SQL: the lineage of the SQL it runs is not derived at line 2, column 3",
+        ),
+        (
+            "CREATE PROCEDURE p() RETURNS STRING LANGUAGE JAVASCRIPT AS $$ return 1; $$",
+            "snowflake",
+            "the body of this routine is in JAVASCRIPT: its lineage is not derived at line 1, column 1",
+        ),
+        (
+            "CREATE PROCEDURE dbo.p AS\nEXEC dbo.load_orders @day = 1",
+            "tsql",
+            "call of dbo.load_orders: the lineage of what it runs is not derived at line 2, column 6",
+        ),
+    ],
+)
+def test_what_a_block_runs_but_sql_does_not_show_is_a_warning(
+    sql: str, dialect: str, warning: str
+) -> None:
+    result = extract_lineage(sql, dialect)
+    assert [str(w) for w in result.warnings] == [warning]
+    assert result.errors == []
+
+
+def test_system_packages_are_no_warning() -> None:
+    sql = "BEGIN\n  DBMS_OUTPUT.PUT_LINE('x');\n  INSERT INTO t SELECT a FROM s;\nEND;"
+    result = extract_lineage(sql, "oracle")
+    assert (result.inputs, result.outputs, result.warnings) == (["s"], ["t"], [])
+
+
+def test_invalid_sql_in_a_body_is_an_error_where_it_is() -> None:
+    sql = "CREATE FUNCTION f() RETURNS void AS $$\nBEGIN\n  INSERT INTO t SELEC 1;\nEND;\n$$ LANGUAGE plpgsql"
+    result = extract_lineage(sql, "postgres")
+    assert [(e.line, e.highlight) for e in result.errors] == [(3, "SELEC")]
+
+
+def test_cli_prints_warnings_and_succeeds() -> None:
+    completed = _sql_lineage("CALL refresh_all();\nINSERT INTO t SELECT a FROM s;\n")
+    assert completed.returncode == 0
+    assert completed.stderr == (
+        "warning: call of refresh_all: the lineage of what it runs is not derived at line 1, column 6\n"
+    )

@@ -95,7 +95,8 @@ def _lineage(sql: str, dialect: str | None) -> SqlLineage:
 
 
 def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]:
-    """Add SQL-derived datasets (marked derived) and column edges to the event; returns parse errors.
+    """Add SQL-derived datasets (marked derived) and column edges to the event; returns parse errors
+    and what the SQL runs that was not followed (called procedures, dynamic SQL).
 
     The work is linear in the size of the SQL and the event, and SQL over ``MAX_SQL_CHARS`` is not
     parsed at all.
@@ -105,7 +106,7 @@ def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]
     if len(event.sql) > MAX_SQL_CHARS:
         return [f"the SQL is {len(event.sql)} characters long; at most {MAX_SQL_CHARS} are parsed"]
     lineage = _lineage(event.sql, sql_dialect(event))
-    errors = [str(e) for e in lineage.errors]
+    errors = [str(e) for e in [*lineage.errors, *lineage.warnings]]
     resolver = _Resolver(event, rules)
     for table in lineage.inputs:
         resolver.dataset(table, output=False)

@@ -37,6 +37,8 @@ def _run_file(sql: str, dialect: str | None) -> int:
     print(json.dumps(result.to_dict(), indent=2))
     for error in result.errors:
         print(f"error: {error}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 1 if result.errors else 0
 
 
@@ -49,7 +51,10 @@ def _run_lines(lines: IO[str], dialect: str | None, out: IO[str]) -> None:
 
 
 def lineage_line(line: str, dialect: str | None) -> dict[str, Any]:
-    """The result line for one input line `{"id", "sql", "dialect"}`; never raises."""
+    """The result line for one input line `{"id", "sql", "dialect"}`; never raises.
+
+    A `"warning"` is added when part of the SQL was not followed (a called procedure).
+    """
     try:
         request = json.loads(line)
     except json.JSONDecodeError as error:
@@ -60,7 +65,10 @@ def lineage_line(line: str, dialect: str | None) -> dict[str, Any]:
         )
     result = extract_lineage(request["sql"], request.get("dialect") or dialect)
     message = "; ".join(str(e) for e in result.errors) or None
-    return {"id": request.get("id"), **result.to_dict(), "error": message}
+    answer = {"id": request.get("id"), **result.to_dict(), "error": message}
+    if result.warnings:
+        answer["warning"] = "; ".join(str(w) for w in result.warnings)
+    return answer
 
 
 def _failed(request_id: Any, message: str) -> dict[str, Any]:

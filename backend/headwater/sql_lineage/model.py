@@ -1,4 +1,4 @@
-"""The result types of SQL lineage: tables read and written, column edges and parse errors."""
+"""The result types of SQL lineage: tables read and written, column edges, errors and warnings."""
 
 from __future__ import annotations
 
@@ -51,6 +51,8 @@ class SqlLineage:
     outputs: list[str] = field(default_factory=list)
     columns: list[ColumnLineage] = field(default_factory=list)
     errors: list[SqlError] = field(default_factory=list)
+    # Parts that were not followed, so the lineage may be incomplete (a called procedure).
+    warnings: list[SqlError] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of `headwater sql-lineage`: inputs, outputs and column edges."""

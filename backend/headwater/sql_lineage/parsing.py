@@ -1,4 +1,7 @@
-"""Split a SQL script into statements and parse each alone, so a bad statement costs only itself."""
+"""Split a SQL script into statements and parse each alone, so a bad statement costs only itself.
+
+Statements inside procedures and blocks are split out of them first (see `blocks`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
+from headwater.sql_lineage.blocks import split_statements
 from headwater.sql_lineage.dialects import get_dialect
 from headwater.sql_lineage.model import SqlError
 from headwater.sql_lineage.rewrites import rewrite_statement
@@ -45,6 +49,8 @@ class ParsedScript:
     sql: str
     statements: list[exp.Expr] = field(default_factory=list)
     errors: list[SqlError] = field(default_factory=list)
+    # What was understood only in part: calls, dynamic SQL, bodies in other languages.
+    warnings: list[SqlError] = field(default_factory=list)
     # The first token of the SQL each statement was parsed from, to locate it later.
     firsts: list[Token] = field(default_factory=list)
 
@@ -64,7 +70,8 @@ def parse_script(sql: str, dialect: str | None) -> ParsedScript:
     target = get_dialect(dialect)
     tokens = _tokenize(sql, target, result.errors)
     parser = target.parser(error_level=ErrorLevel.IMMEDIATE)
-    for chunk in _split(tokens):
+    chunks, result.warnings = split_statements(tokens, sql, target)
+    for chunk in chunks:
         _parse_chunk(chunk, sql, target, parser, result)
     return result
 
@@ -101,26 +108,6 @@ def _located(message: str, sql: str, offset: int, text: str) -> SqlError:
     line = sql.count("\n", 0, offset) + 1
     col = offset - sql.rfind("\n", 0, offset)
     return SqlError(message=message, line=line, col=col, highlight=text or None)
-
-
-def _split(tokens: list[Token]) -> list[list[Token]]:
-    chunks: list[list[Token]] = [[]]
-    for i, token in enumerate(tokens):
-        if token.token_type == TokenType.SEMICOLON or _is_batch_separator(tokens, i):
-            chunks.append([])
-        else:
-            chunks[-1].append(token)
-    return [chunk for chunk in chunks if chunk]
-
-
-def _is_batch_separator(tokens: list[Token], i: int) -> bool:
-    """T-SQL's GO, alone on its line, ends a batch like a semicolon ends a statement."""
-    token = tokens[i]
-    if token.text.upper() != "GO" or token.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
-        return False
-    before = tokens[i - 1].line if i > 0 else 0
-    after = tokens[i + 1].line if i + 1 < len(tokens) else token.line + 1
-    return before < token.line < after
 
 
 def _parse_chunk(

@@ -3,7 +3,9 @@
 A table written by one statement and read by a later one is intermediate: it is neither an input
 nor an output, and the columns read from it are replaced by the columns they were written from.
 A table read before it is first written is an input; one not read after its last write is an
-output, so a table read and written by the same statement is both. A column read from an
+output, so a table read and written by the same statement is both. Only a statement that writes
+makes a table intermediate by reading it: a table a script loads and then counts, or selects
+from to show, is still an output. A column read from an
 intermediate table that no statement wrote keeps its own name if the table existed before the
 script, and has no source if the script created it (it was loaded from a file, say).
 """
@@ -33,7 +35,8 @@ def extract_lineage(
 
     Returns:
         Inputs and outputs as the SQL names them, one entry per written column with the
-        source columns it is computed from, and an error for each statement that did not parse.
+        source columns it is computed from, an error for each statement that did not parse,
+        and a warning for each part not followed (a called procedure, dynamic SQL).
     """
     parsed = parse_script(sql, dialect)
     catalog = Catalog(schema)
@@ -46,7 +49,7 @@ def extract_lineage(
             errors.append(parsed.lineage_failure(index))
             continue
         chain.add(index, lineage)
-    return chain.result(errors)
+    return chain.result(errors, parsed.warnings)
 
 
 @dataclass(slots=True)
@@ -63,7 +66,8 @@ class _Chain:
         for k, name in statement.reads.items():
             self.names.setdefault(k, name)
             self.first_read.setdefault(k, index)
-            self.last_read[k] = index
+            if statement.writes:
+                self.last_read[k] = index
         # Resolve every write against the tables earlier statements wrote, before this
         # statement's own writes change them.
         resolved = [
@@ -110,7 +114,7 @@ class _Chain:
                 refs.add((table, column))
         return Field(f.name, frozenset(refs), kind)
 
-    def result(self, errors: list[SqlError]) -> SqlLineage:
+    def result(self, errors: list[SqlError], warnings: list[SqlError]) -> SqlLineage:
         inputs = [
             self.names[k]
             for k, first in self.first_read.items()
@@ -138,6 +142,7 @@ class _Chain:
             outputs=sorted(self.names[k] for k in outputs),
             columns=columns,
             errors=list(errors),
+            warnings=list(warnings),
         )
 
 

@@ -1,0 +1,663 @@
+"""Procedures and scripted blocks, flattened into the statements they run.
+
+T-SQL, PL/SQL, PL/pgSQL, BigQuery and Snowflake scripting wrap statements in control flow
+(BEGIN … END, IF … THEN, loops, exception handlers) and declarations. The lineage of a body is
+that of every statement in it, whichever branch runs, so the control flow is dropped: each
+statement is kept, a condition, declaration or assignment is kept for the queries it runs (their
+tables are inputs), and a body given as a string (`AS $$ … $$`, `EXECUTE IMMEDIATE '…'`) is read
+as SQL of the same dialect. What cannot be followed (a called procedure, dynamic SQL built at run
+time, a body in JavaScript) is a warning, never a silent gap.
+
+Inside a body, `SELECT … INTO v` assigns variables (T-SQL's creates a table) and T-SQL needs no
+semicolons between statements: a statement ends where a word that can only start the next one
+begins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlglot.dialects.bigquery import BigQuery
+from sqlglot.dialects.tsql import TSQL
+from sqlglot.tokenizer_core import Token, TokenType
+
+from headwater.sql_lineage.model import SqlError
+
+if TYPE_CHECKING:
+    from sqlglot.dialects.dialect import Dialect
+
+_STRINGS = {
+    TokenType.STRING,
+    TokenType.RAW_STRING,
+    TokenType.HEREDOC_STRING,
+    TokenType.NATIONAL_STRING,
+}
+_QUERY_WORDS = {"SELECT", "WITH"}
+_ROUTINES = {"PROCEDURE", "PROC", "FUNCTION", "TRIGGER", "PACKAGE"}
+# Words after END that close a construct: END IF, END LOOP, END TRY …
+_ENDED = {"IF", "LOOP", "WHILE", "FOR", "CASE", "TRY", "CATCH", "REPEAT"}
+# A condition runs up to the word that opens its branch.
+_BRANCHES = {"THEN", "LOOP", "DO"}
+# Statements that move no data but may run queries (RETURN (SELECT …), ASSERT (SELECT …) > 0).
+_NO_WRITES = {
+    "RETURN",
+    "PRINT",
+    "RAISE",
+    "RAISERROR",
+    "THROW",
+    "SIGNAL",
+    "RESIGNAL",
+    "BREAK",
+    "LEAVE",
+    "ITERATE",
+    "CONTINUE",
+    "EXIT",
+    "GOTO",
+    "GET",
+    "ASSERT",
+    "OPEN",
+    "FETCH",
+    "CLOSE",
+    "DEALLOCATE",
+    "NULL",
+    "LET",
+    "WAITFOR",
+}
+# Oracle's system packages write no tables a lineage graph shows.
+_SYSTEM_CALL = re.compile(r"^(dbms_|utl_|apex_|raise_application_error$)", re.IGNORECASE)
+_SQL_LANGUAGES = {"sql", "plpgsql", "plsql", "tsql"}
+# Words some dialects' tokenizers read as an opaque command, taking the rest of the statement as
+# one string.
+_COMMAND_BLOCKS = {"BEGIN", "DO", "DECLARE", "EXECUTE", "EXEC", "CALL", "END", "FETCH", "EXCEPTION"}
+# BEGIN followed by these starts a transaction, not a block.
+_TRANSACTION = {"TRAN", "TRANSACTION", "WORK", "DISTRIBUTED", "ISOLATION", "READ"}
+
+# T-SQL: words that start a statement, and words after which none of them does.
+_TSQL_STARTS = {
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "MERGE",
+    "SELECT",
+    "WITH",
+    "CREATE",
+    "ALTER",
+    "DROP",
+    "TRUNCATE",
+    "DECLARE",
+    "SET",
+    "IF",
+    "ELSE",
+    "WHILE",
+    "BEGIN",
+    "END",
+    "EXEC",
+    "EXECUTE",
+    "PRINT",
+    "RETURN",
+    "RAISERROR",
+    "THROW",
+    "OPEN",
+    "FETCH",
+    "CLOSE",
+    "DEALLOCATE",
+    "BREAK",
+    "CONTINUE",
+    "GOTO",
+    "COMMIT",
+    "ROLLBACK",
+    "SAVE",
+    "WAITFOR",
+    "USE",
+    "GRANT",
+}
+_TSQL_CONTINUES_AFTER = {
+    "UNION",
+    "INTERSECT",
+    "EXCEPT",
+    "ALL",
+    "DISTINCT",
+    "AS",
+    "FOR",
+    "THEN",
+    "ON",
+    "AFTER",
+    "OF",
+    "OR",
+    "INTO",
+    "FROM",
+    "BY",
+    "WITH",
+    "NOT",
+    "TO",
+    "IS",
+    "AND",
+    "IN",
+    "WHEN",
+    "ROWS",
+    "ROW",
+    "BULK",
+    "GRANT",
+    "DELETE",
+    "UPDATE",
+    "INSERT",
+}
+_TSQL_OPERATORS = {
+    TokenType.COMMA,
+    TokenType.DOT,
+    TokenType.PARAMETER,
+    TokenType.EQ,
+    TokenType.NEQ,
+    TokenType.LT,
+    TokenType.GT,
+    TokenType.LTE,
+    TokenType.GTE,
+    TokenType.PLUS,
+    TokenType.DASH,
+    TokenType.STAR,
+    TokenType.SLASH,
+}
+_DML = {"INSERT", "UPDATE", "DELETE", "MERGE", "SELECT"}
+_STATEMENT_WORDS = _DML | {"WITH", "CREATE", "ALTER", "DROP", "TRUNCATE", "COMMIT", "ROLLBACK"}
+
+
+def _word(token: Token) -> str:
+    return (
+        ""
+        if token.token_type in _STRINGS or token.token_type == TokenType.IDENTIFIER
+        else token.text.upper()
+    )
+
+
+def split_statements(
+    tokens: list[Token], sql: str, dialect: Dialect
+) -> tuple[list[list[Token]], list[SqlError]]:
+    """The statements to parse, in order, with the control flow of blocks dropped, and warnings."""
+    flattener = _Flattener(sql, dialect)
+    flattener.script(tokens)
+    return flattener.out, flattener.warnings
+
+
+def _split(tokens: list[Token]) -> list[list[Token]]:
+    chunks: list[list[Token]] = [[]]
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.SEMICOLON or _is_batch_separator(tokens, i):
+            chunks.append([])
+        else:
+            chunks[-1].append(token)
+    return [chunk for chunk in chunks if chunk]
+
+
+def _is_batch_separator(tokens: list[Token], i: int) -> bool:
+    """T-SQL's GO, alone on its line, ends a batch like a semicolon ends a statement."""
+    token = tokens[i]
+    if token.text.upper() != "GO" or token.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
+        return False
+    before = tokens[i - 1].line if i > 0 else 0
+    after = tokens[i + 1].line if i + 1 < len(tokens) else token.line + 1
+    return before < token.line < after
+
+
+def _closing(tokens: list[Token], open_index: int) -> int:
+    """The index of the parenthesis closing the one at `open_index` (the last token if none)."""
+    depth = 0
+    for i in range(open_index, len(tokens)):
+        if tokens[i].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tokens[i].token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(tokens) - 1
+
+
+def _find(tokens: list[Token], words: set[str], start: int = 0) -> int | None:
+    """The first of `words` outside parentheses and CASE … END, from `start`."""
+    depth = 0
+    cases = 0
+    for i in range(start, len(tokens)):
+        kind = tokens[i].token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0:
+            word = _word(tokens[i])
+            if word == "CASE":
+                cases += 1
+            elif word == "END" and cases:
+                cases -= 1
+            elif word in words and not cases:
+                return i
+    return None
+
+
+@dataclass
+class _Flattener:
+    sql: str
+    dialect: Dialect
+    out: list[list[Token]] = field(default_factory=list)
+    warnings: list[SqlError] = field(default_factory=list)
+    # Inside a procedure body or block: control words, assignments and calls are understood.
+    procedural: bool = False
+    # In a declaration section (after DECLARE or a routine's AS/IS, before BEGIN).
+    declaring: bool = False
+
+    @property
+    def _tsql(self) -> bool:
+        return isinstance(self.dialect, TSQL)
+
+    def script(self, tokens: list[Token]) -> None:
+        """Flatten the statements of a script or body."""
+        for chunk in _split(tokens):
+            chunk = self._uncommand(chunk)
+            for statement in self._tsql_statements(chunk) if self._tsql else [chunk]:
+                self._piece(statement)
+
+    def _warn(self, token: Token, message: str) -> None:
+        line = self.sql.count("\n", 0, token.start) + 1
+        col = token.start - self.sql.rfind("\n", 0, token.start)
+        self.warnings.append(SqlError(message, line, col, token.text))
+
+    # Tokens ------------------------------------------------------------------------------
+
+    def _tokens_at(self, start: int, text: str) -> list[Token]:
+        """`text`, found at offset `start` of the SQL, as tokens located in the SQL."""
+        line = self.sql.count("\n", 0, start)
+        col = start - self.sql.rfind("\n", 0, start) - 1
+        return [
+            Token(
+                t.token_type,
+                t.text,
+                t.line + line,
+                t.col + col if t.line == 1 else t.col,
+                t.start + start,
+                t.end + start,
+                t.comments,
+            )
+            for t in self.dialect.tokenize(text)
+        ]
+
+    def _uncommand(self, chunk: list[Token]) -> list[Token]:
+        """A statement sqlglot's tokenizer kept as one string after a word, in tokens.
+
+        Some dialects read BEGIN, DO, DECLARE or EXECUTE at the start of a statement (or after
+        BEGIN) as an opaque command and the rest of the statement as a single string; the block
+        inside must be read word by word.
+        """
+        if (
+            len(chunk) >= 2
+            and chunk[-1].token_type == TokenType.STRING
+            and _word(chunk[-2]) in _COMMAND_BLOCKS
+            and chunk[-2].token_type in self.dialect.tokenizer_class.COMMANDS
+        ):
+            start = chunk[-2].end + 1
+            return [*chunk[:-1], *self._tokens_at(start, self.sql[start : chunk[-1].end + 1])]
+        return chunk
+
+    def _body(self, token: Token) -> None:
+        """The statements of a body given as a string: `$$ … $$`, `$tag$ … $tag$`, `'…'`."""
+        text = self.sql[token.start : token.end + 1]
+        quote = re.match(r"\$\w*\$|[Nn]?'", text)
+        start = token.start + (quote.end() if quote else 0)
+        saved = (self.procedural, self.declaring)
+        self.procedural, self.declaring = True, False
+        try:
+            self.script(self._tokens_at(start, token.text))
+        finally:
+            self.procedural, self.declaring = saved
+
+    # Pieces ------------------------------------------------------------------------------
+
+    def _piece(self, tokens: list[Token]) -> None:
+        """Drop the control words a statement starts with, and keep what it runs."""
+        if tokens[0].token_type == TokenType.SLASH:
+            # SQL*Plus runs a PL/SQL block with / on a line of its own: the block is over.
+            self.procedural = self.declaring = False
+            tokens = tokens[1:]
+        while tokens:
+            word = _word(tokens[0])
+            rest = self._control(word, tokens)
+            if rest is None:
+                self._statement(tokens)
+                return
+            tokens = rest
+
+    def _control(self, word: str, tokens: list[Token]) -> list[Token] | None:
+        """What is left of `tokens` after the control words at its start; None: a statement."""
+        handler = _CONTROL.get(word)
+        if handler is not None:
+            rest = handler(self, tokens)
+            if rest is not None:
+                return rest
+        if not self.procedural:
+            return None
+        return self._procedural(word, tokens)
+
+    def _begin(self, tokens: list[Token]) -> list[Token] | None:
+        second = _word(tokens[1]) if len(tokens) > 1 else ""
+        if not second or second in _TRANSACTION:
+            return []  # a transaction: no lineage
+        self.procedural, self.declaring = True, False
+        return tokens[2:] if second in {"TRY", "CATCH", "ATOMIC"} else tokens[1:]
+
+    def _end(self, tokens: list[Token]) -> list[Token] | None:
+        if not self.procedural and len(tokens) == 1:
+            return None  # Redshift's END: a COMMIT
+        rest = tokens[2:] if len(tokens) > 1 and _word(tokens[1]) in _ENDED else tokens[1:]
+        # END name; closes a named PL/SQL routine or a labelled block.
+        return rest[1:] if len(rest) == 1 and rest[0].token_type == TokenType.VAR else rest
+
+    def _do(self, tokens: list[Token]) -> list[Token] | None:
+        if len(tokens) > 1 and tokens[1].token_type in _STRINGS:
+            self._body(tokens[1])  # PostgreSQL's DO $$ … $$: an anonymous block
+            return []
+        return tokens[1:] if self.procedural else None  # WHILE … DO
+
+    def _execute(self, tokens: list[Token]) -> list[Token] | None:
+        self._call(tokens)
+        return []
+
+    def _condition(self, tokens: list[Token]) -> list[Token] | None:
+        """IF, ELSIF, WHILE, UNTIL and WHEN: the condition's queries, then the branch."""
+        word = _word(tokens[0])
+        if word == "WHEN" and not self.procedural:
+            return None
+        self.procedural = True
+        branch = _find(tokens, _BRANCHES | ({"END"} if word == "UNTIL" else set()), 1)
+        self._reads(tokens[1:branch])
+        return [] if branch is None else tokens[branch + 1 :]
+
+    def _opening(self, tokens: list[Token]) -> list[Token] | None:
+        """ELSE, LOOP, REPEAT, EXCEPTION open a branch; CASE x WHEN … a CASE statement."""
+        if not self.procedural:
+            return None
+        if _word(tokens[0]) != "CASE":
+            return tokens[1:]
+        branch = _find(tokens, {"WHEN"}, 1)
+        return [] if branch is None else tokens[branch:]
+
+    def _declare(self, tokens: list[Token]) -> list[Token] | None:
+        if _find(tokens, {"CURSOR"}) is None:
+            # Oracle, PostgreSQL and Snowflake declare a section of variables until BEGIN;
+            # T-SQL and BigQuery declare one statement at a time.
+            self.procedural = True
+            self.declaring = not self._tsql and not isinstance(self.dialect, BigQuery)
+        self._reads(tokens[1:])
+        return []
+
+    def _set(self, tokens: list[Token]) -> list[Token] | None:
+        if not any(_word(t) in _QUERY_WORDS for t in tokens):
+            return None
+        self._reads(tokens[1:])  # SET @x = (SELECT …)
+        return []
+
+    def _perform(self, tokens: list[Token]) -> list[Token] | None:
+        if not self.procedural:
+            return None
+        self._reads(tokens[1:], query=True)  # PL/pgSQL's PERFORM: a SELECT, result unused
+        return []
+
+    def _for(self, tokens: list[Token]) -> list[Token] | None:
+        return self._loop(tokens) if self.procedural else None
+
+    def _procedural(self, word: str, tokens: list[Token]) -> list[Token] | None:
+        """Labels, assignments, declarations and bare calls, which only blocks have."""
+        kind = tokens[0].token_type
+        second = tokens[1] if len(tokens) > 1 else None
+        if kind == TokenType.VAR and second is not None and second.token_type == TokenType.COLON:
+            return tokens[2:]  # label: LOOP
+        if kind == TokenType.LT and len(tokens) >= 5 and tokens[1].token_type == TokenType.LT:
+            return tokens[5:]  # <<label>>
+        if (
+            word in _NO_WRITES
+            or (second is not None and second.token_type == TokenType.EQ)
+            or _find(tokens, {":="}) is not None
+        ):
+            self._reads(tokens[1:])
+            return []
+        if self.declaring and word not in _STATEMENT_WORDS:
+            self._reads(tokens[1:])
+            return []
+        if kind == TokenType.VAR and (
+            second is None or second.token_type in {TokenType.DOT, TokenType.L_PAREN}
+        ):
+            self._bare_call(tokens)
+            return []
+        return None
+
+    def _routine(self, tokens: list[Token]) -> list[Token] | None:
+        """CREATE PROCEDURE/FUNCTION/TRIGGER/PACKAGE: the body, after the header, is what runs."""
+        opening = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.L_PAREN), 8)
+        head = {_word(t) for t in tokens[: min(opening, 8)]}
+        if not _ROUTINES & head:
+            return None
+        language = _find(tokens, {"LANGUAGE"})
+        if language is not None and language + 1 < len(tokens):
+            name = tokens[language + 1].text.lower()
+            if name not in _SQL_LANGUAGES:
+                language_name = tokens[language + 1].text
+                self._warn(
+                    tokens[0],
+                    f"the body of this routine is in {language_name}: its lineage is not derived",
+                )
+                return []
+        for i, token in enumerate(tokens):
+            if token.token_type in _STRINGS and i > 0 and _word(tokens[i - 1]) == "AS":
+                self._body(token)
+                return []
+        found = _find(tokens, {"AS", "IS", "BEGIN"})
+        while found is not None and _word(tokens[found - 1]) == "EXECUTE":
+            found = _find(tokens, {"AS", "IS", "BEGIN"}, found + 1)  # WITH EXECUTE AS OWNER
+        if found is None:
+            return []  # a declaration without a body (a package specification)
+        body = tokens[found:] if _word(tokens[found]) == "BEGIN" else tokens[found + 1 :]
+        self.procedural = True
+        # PL/SQL declares the routine's variables between AS/IS and BEGIN.
+        self.declaring = not self._tsql and _word(tokens[found]) != "BEGIN"
+        if body and body[0].token_type == TokenType.L_PAREN:
+            # A function of one expression: AS (x + 1), AS (SELECT …).
+            self._reads(body)
+            return []
+        return body
+
+    def _loop(self, tokens: list[Token]) -> list[Token]:
+        """FOR r IN (query) LOOP, FOR r IN query DO, FORALL i IN 1 .. n statement."""
+        in_ = _find(tokens, {"IN"}, 1)
+        if in_ is None:
+            return tokens[1:]
+        if _word(tokens[0]) == "FORALL":
+            body = _find(tokens, {"INSERT", "UPDATE", "DELETE", "MERGE", "EXECUTE"}, in_ + 1)
+            return [] if body is None else tokens[body:]
+        branch = _find(tokens, {"LOOP", "DO"}, in_ + 1)
+        self._reads(tokens[in_ + 1 : branch])
+        return [] if branch is None else tokens[branch + 1 :]
+
+    def _reads(self, tokens: list[Token], *, query: bool = False) -> None:
+        """Keep the queries in an expression: `(SELECT …)` groups, or `SELECT …` to the end."""
+        if query and tokens:
+            first = tokens[0]
+            select = Token(TokenType.SELECT, "SELECT", first.line, first.col, first.start, first.start)
+            self._statement([select, *tokens])
+            return
+        i = 0
+        while i < len(tokens):
+            word = _word(tokens[i])
+            if (
+                tokens[i].token_type == TokenType.L_PAREN
+                and i + 1 < len(tokens)
+                and _word(tokens[i + 1]) in _QUERY_WORDS
+            ):
+                close = _closing(tokens, i)
+                self._statement(tokens[i : close + 1])
+                i = close + 1
+            elif word == "SELECT" or (
+                word == "WITH" and i + 2 < len(tokens) and _word(tokens[i + 2]) == "AS"
+            ):
+                self._statement(tokens[i:])
+                return
+            else:
+                i += 1
+
+    def _call(self, tokens: list[Token]) -> None:
+        """EXECUTE IMMEDIATE 'sql', EXEC sp_executesql N'sql', EXEC('sql'): the string is SQL."""
+        rest = tokens[1:]
+        if len(rest) > 3 and rest[0].token_type == TokenType.PARAMETER:
+            rest = rest[3:]  # EXEC @status = procedure
+        first = _word(rest[0]) if rest else ""
+        if first == "AS":
+            return  # EXECUTE AS USER: a change of user
+        # PL/pgSQL's EXECUTE always runs a string.
+        dynamic = first in {"IMMEDIATE", "SP_EXECUTESQL"} or (
+            self.procedural and _word(tokens[0]) == "EXECUTE" and not self._tsql
+        )
+        if first in {"IMMEDIATE", "SP_EXECUTESQL"}:
+            rest = rest[1:]
+        argument = rest[: _find(rest, {",", "INTO", "USING"})]
+        if argument and argument[0].token_type == TokenType.L_PAREN:
+            argument = argument[1:-1]
+            dynamic = True
+        if len(argument) == 1 and argument[0].token_type in _STRINGS:
+            self._body(argument[0])
+        elif dynamic or not argument or argument[0].token_type != TokenType.VAR:
+            self._warn(tokens[0], "dynamic SQL: the lineage of the SQL it runs is not derived")
+        else:
+            self._bare_call(argument)
+
+    def _bare_call(self, tokens: list[Token]) -> None:
+        """A procedure called by name: what it does is not in the SQL at hand."""
+        end = next(
+            (i for i, t in enumerate(tokens) if t.token_type not in {TokenType.VAR, TokenType.DOT}),
+            len(tokens),
+        )
+        name = "".join(t.text for t in tokens[:end])
+        if name and not _SYSTEM_CALL.match(name):
+            self._warn(tokens[0], f"call of {name}: the lineage of what it runs is not derived")
+
+    def _statement(self, tokens: list[Token]) -> None:
+        if self.procedural and not self._tsql:
+            tokens = _without_into_variables(tokens)
+        self.out.append(tokens)
+
+    # T-SQL -------------------------------------------------------------------------------
+
+    def _tsql_statements(self, chunk: list[Token]) -> list[list[Token]]:
+        """A T-SQL chunk cut where a statement starts without the semicolon before it."""
+        statements: list[list[Token]] = []
+        start = 0
+        head = _word(chunk[0])
+        seen_query = False
+        seen_set = False
+        depth = 0
+        cases = 0
+        for i in range(1, len(chunk)):
+            token = chunk[i]
+            kind = token.token_type
+            if kind == TokenType.L_PAREN:
+                depth += 1
+                continue
+            if kind == TokenType.R_PAREN:
+                depth -= 1
+                continue
+            word = _word(token)
+            if depth or not word:
+                continue
+            if word == "CASE":
+                cases += 1
+                continue
+            if word == "END" and cases:
+                cases -= 1
+                continue
+            if word not in _TSQL_STARTS or cases:
+                continue
+            if self._tsql_continues(chunk, i, word, head, seen_query, seen_set):
+                if head == "WITH" and word in _DML:
+                    head = word  # the statement after the CTEs
+                seen_query = seen_query or word in {"SELECT", "VALUES", "EXEC", "EXECUTE"}
+                seen_set = seen_set or word == "SET"
+                continue
+            statements.append(chunk[start:i])
+            start, head, seen_query, seen_set = i, word, False, False
+        statements.append(chunk[start:])
+        return statements
+
+    @staticmethod
+    def _tsql_continues(
+        chunk: list[Token], i: int, word: str, head: str, seen_query: bool, seen_set: bool
+    ) -> bool:
+        """Whether `word`, a word that may start a statement, belongs to the one before it."""
+        previous = chunk[i - 1]
+        if previous.token_type in _TSQL_OPERATORS or _word(previous) in _TSQL_CONTINUES_AFTER:
+            return True
+        if word == "WITH":
+            # WITH name AS (…) and WITH name (columns) AS (…) start a statement; WITH (NOLOCK),
+            # WITH TIES and WITH EXECUTE AS do not.
+            name, after = chunk[i + 1 : i + 2], chunk[i + 2 : i + 4]
+            return not (
+                name
+                and name[0].token_type in {TokenType.VAR, TokenType.IDENTIFIER}
+                and after
+                and (
+                    after[0].token_type == TokenType.L_PAREN
+                    or (_word(after[0]) == "AS" and after[-1].token_type == TokenType.L_PAREN)
+                )
+            )
+        if head == "WITH" and word in _DML:
+            return True
+        if head == "INSERT" and word in {"SELECT", "EXEC", "EXECUTE"} and not seen_query:
+            return True
+        if word == "SET":
+            return (head == "UPDATE" and not seen_set) or head in {"ALTER", "MERGE"}
+        return word == "IF" and head in {"DROP", "CREATE", "ALTER"}
+
+
+def _without_into_variables(tokens: list[Token]) -> list[Token]:
+    """`SELECT … [BULK COLLECT] INTO v FROM …` and `… RETURNING … INTO v` assign variables."""
+    if not tokens or _word(tokens[0]) not in {"SELECT", "WITH", "INSERT", "UPDATE", "DELETE"}:
+        return tokens
+    returning = _find(tokens, {"RETURNING"})
+    if returning is not None:
+        into = _find(tokens, {"INTO"}, returning)
+        return tokens if into is None else tokens[:into]
+    if _word(tokens[0]) not in {"SELECT", "WITH"}:
+        return tokens
+    into = _find(tokens, {"INTO", "BULK COLLECT INTO"})
+    if into is None:
+        return tokens
+    end = _find(tokens, {"FROM", "WHERE", "GROUP", "ORDER", "UNION", "LIMIT"}, into)
+    return tokens[:into] + (tokens[end:] if end is not None else [])
+
+
+_Handler = Callable[[_Flattener, list[Token]], "list[Token] | None"]
+_CONTROL: dict[str, _Handler] = {
+    "CREATE": _Flattener._routine,
+    "PROCEDURE": _Flattener._routine,
+    "PROC": _Flattener._routine,
+    "FUNCTION": _Flattener._routine,
+    "TRIGGER": _Flattener._routine,
+    "BEGIN": _Flattener._begin,
+    "END": _Flattener._end,
+    "DO": _Flattener._do,
+    "EXEC": _Flattener._execute,
+    "EXECUTE": _Flattener._execute,
+    "CALL": _Flattener._execute,
+    "IF": _Flattener._condition,
+    "ELSIF": _Flattener._condition,
+    "ELSEIF": _Flattener._condition,
+    "WHILE": _Flattener._condition,
+    "UNTIL": _Flattener._condition,
+    "WHEN": _Flattener._condition,
+    "ELSE": _Flattener._opening,
+    "LOOP": _Flattener._opening,
+    "REPEAT": _Flattener._opening,
+    "EXCEPTION": _Flattener._opening,
+    "CASE": _Flattener._opening,
+    "DECLARE": _Flattener._declare,
+    "SET": _Flattener._set,
+    "PERFORM": _Flattener._perform,
+    "FOR": _Flattener._for,
+    "FORALL": _Flattener._for,
+}
