@@ -25,6 +25,7 @@ from sqlglot.dialects.tsql import TSQL
 from sqlglot.tokenizer_core import Token, TokenType
 
 from headwater.sql_lineage.model import SqlError
+from headwater.sql_lineage.rewrites import matching_paren
 
 if TYPE_CHECKING:
     from sqlglot.dialects.dialect import Dialect
@@ -199,19 +200,6 @@ def _is_batch_separator(tokens: list[Token], i: int) -> bool:
     before = tokens[i - 1].line if i > 0 else 0
     after = tokens[i + 1].line if i + 1 < len(tokens) else token.line + 1
     return before < token.line < after
-
-
-def _closing(tokens: list[Token], open_index: int) -> int:
-    """The index of the parenthesis closing the one at `open_index` (the last token if none)."""
-    depth = 0
-    for i in range(open_index, len(tokens)):
-        if tokens[i].token_type == TokenType.L_PAREN:
-            depth += 1
-        elif tokens[i].token_type == TokenType.R_PAREN:
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(tokens) - 1
 
 
 def _find(tokens: list[Token], words: set[str], start: int = 0) -> int | None:
@@ -491,7 +479,8 @@ class _Flattener:
                 and i + 1 < len(tokens)
                 and _word(tokens[i + 1]) in _QUERY_WORDS
             ):
-                close = _closing(tokens, i)
+                close = matching_paren(tokens, i)
+                close = len(tokens) - 1 if close is None else close
                 self._statement(tokens[i : close + 1])
                 i = close + 1
             elif word == "SELECT" or (

@@ -57,7 +57,8 @@ def _directory_insert(path: str, query: exp.Expr) -> exp.Insert:
     )
 
 
-def _matching_paren(tokens: list[Token], open_index: int) -> int | None:
+def matching_paren(tokens: list[Token], open_index: int) -> int | None:
+    """The index of the parenthesis closing the one at `open_index`, None if it is not closed."""
     depth = 0
     for i in range(open_index, len(tokens)):
         if tokens[i].token_type == TokenType.L_PAREN:
@@ -75,7 +76,7 @@ def _unload(text: str, dialect: Dialect) -> list[exp.Expr] | None:
     tokens = dialect.tokenize(rest)
     if not tokens or tokens[0].token_type != TokenType.L_PAREN:
         return None
-    close = _matching_paren(tokens, 0)
+    close = matching_paren(tokens, 0)
     if close is None:
         return None
     inner = tokens[1:close]
