@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +34,23 @@ def processes_under(folder: Path) -> dict[int, str]:
             except OSError:
                 continue
     return found
+
+
+@contextlib.contextmanager
+def scratch_folder(prefix: str) -> Iterator[Path]:
+    """A folder in /tmp that the `postgres` user can traverse, so that as root an embedded cluster
+    stays inside it; whatever still runs in it afterwards is killed, and fails the test."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        leftovers = processes_under(folder)
+        for pid in leftovers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(folder, ignore_errors=True)
+        assert not leftovers, f"processes left running: {leftovers}"
 
 
 def embedded_env(data_dir: Path) -> dict[str, str]:

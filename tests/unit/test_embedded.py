@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -25,7 +23,7 @@ from headwater.embedded import (
     start_embedded,
     use_embedded,
 )
-from tests.cli.running import processes_under
+from tests.cli.running import processes_under, scratch_folder
 
 AS_ROOT = os.geteuid() == 0
 HAS_SYSTEM_PG = find_system_binaries() is not None
@@ -35,17 +33,8 @@ needs_system_pg = pytest.mark.skipif(not HAS_SYSTEM_PG, reason="no system Postgr
 @pytest.fixture
 def scratch() -> Path:
     """A folder in /tmp that the `postgres` user can traverse; nothing may run in it afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="hw-embedded-", dir="/tmp"))
-    folder.chmod(0o755)
-    try:
+    with scratch_folder("hw-embedded-") as folder:
         yield folder
-    finally:
-        leftovers = processes_under(folder)
-        for pid in leftovers:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(folder, ignore_errors=True)
-        assert not leftovers, f"processes left running: {leftovers}"
 
 
 async def _count_rows(url: str, table: str = "kept") -> int:
