@@ -41,6 +41,8 @@ class Change:
     node_id: str
     at: dt.datetime
     details: dict[str, Any]
+    namespace: str | None = None
+    recorded_at: dt.datetime | None = None
 
 
 async def find_nodes(
@@ -74,7 +76,15 @@ async def fetch_suspect_changes(
     newest first: a page and the total."""
     rows = await conn.fetch(QUERIES["fetch_suspect_changes"], node_ids, since, limit, offset)
     changes = [
-        Change(r["change_id"], r["kind"], r["node_id"], r["at"], r["details"])
+        Change(
+            r["change_id"],
+            r["kind"],
+            r["node_id"],
+            r["at"],
+            r["details"],
+            r["namespace"],
+            r["created_at"],
+        )
         for r in rows
         if r["kind"] is not None
     ]

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import strawberry
 
 from headwater.api.graphql.context import Info
+from headwater.api.graphql.types.change import LineageChange, SuspectChanges
 from headwater.api.graphql.types.column_lineage import ColumnLineageGraph
 from headwater.api.graphql.types.common import (
     DepthTooLarge,
@@ -24,16 +25,20 @@ from headwater.api.graphql.types.lineage import LineageGraph
 from headwater.api.graphql.types.namespace import Namespace
 from headwater.api.graphql.types.paging import CatalogOrder, OrderBy, check_page_size
 from headwater.api.graphql.types.run import Run
-from headwater.api.graphql.types.search import SearchHit, SearchResult
+from headwater.api.graphql.types.search import FindKind, FindResult, FoundNode, SearchHit, SearchResult
 from headwater.api.graphql.types.tag import Tag
 from headwater.api.rest.lineage import max_nodes
 from headwater.errors import InvalidRequestError, NotFoundError
+from headwater.feed.log import ChangeRecord
 from headwater.lineage.columns import fetch_column_lineage
 from headwater.lineage.graph import check_depth, fetch_lineage
 from headwater.store import catalog, tags
 from headwater.store.catalog import NodeFilter
+from headwater.store.questions import FoundKind, fetch_suspect_changes, find_nodes
 
 DEFAULT_DEPTH = 20
+# A root cause asks about an upstream graph's nodes: the default node cap of a lineage answer.
+MAX_SUSPECT_NODES = 10_000
 
 # The search store spells UPDATED_AT as Marquez does.
 _SEARCH_SORTS: dict[CatalogOrder, catalog.SearchSort] = {
@@ -254,6 +259,77 @@ class Query:
             hits = await catalog.search_nodes(conn, query, namespace=namespace, sort=sort, limit=first)
             total = await catalog.count_search_nodes(conn, query, namespace=namespace)
         return SearchResult(total_count=total, hits=[SearchHit.from_record(h) for h in hits])
+
+    @strawberry.field(
+        description="Datasets, jobs and columns whose name contains the text (any case), hottest first "
+        "(a column has its dataset's heat), then exact names, prefixes and shorter names (first: "
+        "default 20, at most 100)."
+    )
+    async def find(
+        self,
+        info: Info,
+        query: str,
+        kinds: Annotated[
+            list[FindKind] | None,
+            strawberry.argument(description="What to look for; every kind when null."),
+        ] = None,
+        namespace: str | None = None,
+        tag: Annotated[
+            str | None,
+            strawberry.argument(description="Only tagged so (a column: its field or its dataset)."),
+        ] = None,
+        first: int = 20,
+        offset: int = 0,
+    ) -> FindResult:
+        check_page_size(first, 100)
+        if not query.strip():
+            raise InvalidRequestError("The search text is empty.")
+        if offset < 0:
+            raise InvalidRequestError(f"`offset` must not be negative, got {offset}.")
+        wanted: list[FoundKind] = [FindKind(k).value for k in dict.fromkeys(kinds or list(FindKind))]
+        async with info.context.pool.acquire() as conn:
+            found, total = await find_nodes(
+                conn, query, kinds=wanted, namespace=namespace, tag=tag, limit=first, offset=offset
+            )
+        return FindResult(total_count=total, hits=[FoundNode.from_record(f) for f in found])
+
+    @strawberry.field(
+        description="What may explain a wrong dataset: among the given nodes (e.g. the ids of an "
+        "upstream lineage answer), failed or aborted runs, replaced job versions and schema changes "
+        f"at or after `since`, newest first (first: default 50, at most 500; at most "
+        f"{MAX_SUSPECT_NODES} node ids)."
+    )
+    async def suspect_changes(
+        self,
+        info: Info,
+        node_ids: list[strawberry.ID],
+        since: dt.datetime,
+        first: int = 50,
+        offset: int = 0,
+    ) -> SuspectChanges:
+        check_page_size(first, 500)
+        if offset < 0:
+            raise InvalidRequestError(f"`offset` must not be negative, got {offset}.")
+        if len(node_ids) > MAX_SUSPECT_NODES:
+            raise InvalidRequestError(
+                f"At most {MAX_SUSPECT_NODES} node ids can be asked about, got {len(node_ids)}."
+            )
+        when = since if since.tzinfo else since.replace(tzinfo=dt.UTC)
+        async with info.context.pool.acquire() as conn:
+            changes, total = await fetch_suspect_changes(
+                conn, [str(n) for n in node_ids], when, limit=first, offset=offset
+            )
+        return SuspectChanges(
+            total_count=total,
+            changes=[
+                LineageChange.from_record(
+                    ChangeRecord(
+                        c.change_id, c.kind, c.node_id, c.namespace, c.at, c.details, c.recorded_at
+                    )
+                )
+                for c in changes
+            ],
+        )
 
     @strawberry.field(description="Every tag, by name.")
     async def tags(self, info: Info) -> list[Tag]:

@@ -52,7 +52,7 @@ ORDER BY page.heat DESC NULLS LAST, lower(page.matched) = lower($2) DESC,
 -- after $2: runs that ended FAIL or ABORT, job versions that replaced an earlier one, and schema
 -- changes. Newest first, the page of $3 rows after $4, each with the total number of such changes.
 WITH found AS (
-    SELECT change_id, kind, node_id, at, details
+    SELECT change_id, kind, node_id, namespace, at, details, created_at
     FROM change_log
     WHERE node_id = ANY($1::text[]) AND at >= $2
       AND ((kind = 'RUN_STATE_CHANGED' AND details ->> 'state' IN ('FAIL', 'ABORT'))

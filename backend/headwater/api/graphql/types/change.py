@@ -70,3 +70,12 @@ class LineageChangeFilter:
         default=None,
         description="Changes touching the node's downstream lineage, followed as it changes.",
     )
+
+
+@strawberry.type(
+    description="Changes that may explain a wrong dataset, newest first: runs that ended FAIL or "
+    "ABORT, job versions that replaced an earlier one, and schema changes."
+)
+class SuspectChanges:
+    total_count: int = strawberry.field(description="How many such changes there are in all.")
+    changes: list[LineageChange]

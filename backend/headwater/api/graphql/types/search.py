@@ -1,8 +1,9 @@
-"""Search hits: datasets and jobs found by name."""
+"""Search hits: datasets and jobs found by name; `find` adds columns and a tag filter."""
 
 from __future__ import annotations
 
 import datetime as dt
+from enum import Enum
 
 import strawberry
 
@@ -10,8 +11,9 @@ from headwater.api.graphql.context import Info
 from headwater.api.graphql.types.common import HEAT_DESCRIPTION, NodeType
 from headwater.api.graphql.types.dataset import Dataset
 from headwater.api.graphql.types.job import Job
-from headwater.lineage.node_ids import format_node_id
+from headwater.lineage.node_ids import format_field_id, format_node_id
 from headwater.store.catalog import SearchHit as HitRecord
+from headwater.store.questions import FoundNode as FoundRecord
 
 
 @strawberry.type(description="A dataset or job whose name matched.")
@@ -56,3 +58,63 @@ class SearchHit:
 class SearchResult:
     total_count: int
     hits: list[SearchHit]
+
+
+@strawberry.enum(description="What `find` looks for.")
+class FindKind(Enum):
+    DATASET = "DATASET"
+    JOB = "JOB"
+    COLUMN = "COLUMN"
+
+
+@strawberry.type(
+    description="A dataset, job or column (a field of a dataset's schema) whose name matched."
+)
+class FoundNode:
+    node_id: strawberry.ID = strawberry.field(
+        description="dataset:NAMESPACE:NAME, job:NAMESPACE:NAME or datasetField:NAMESPACE:DATASET:FIELD."
+    )
+    kind: FindKind
+    namespace: str
+    name: str = strawberry.field(description="The dataset's or job's name (a column's dataset).")
+    field: str | None = strawberry.field(description="The column's name, when the hit is one.")
+    field_type: str | None = strawberry.field(description="The column's type, when known.")
+    updated_at: dt.datetime
+    heat: float | None = strawberry.field(description="The dataset's or job's heat (see Dataset.heat).")
+
+    @strawberry.field(description="The dataset, when the hit is one or a column of one.")
+    async def dataset(self, info: Info) -> Dataset | None:
+        if self.kind is FindKind.JOB:
+            return None
+        record = await info.context.loaders.dataset.load((self.namespace, self.name))
+        return Dataset.from_record(record) if record else None
+
+    @strawberry.field(description="The job, when the hit is one.")
+    async def job(self, info: Info) -> Job | None:
+        if self.kind is not FindKind.JOB:
+            return None
+        record = await info.context.loaders.job.load((self.namespace, self.name))
+        return Job.from_record(record) if record else None
+
+    @classmethod
+    def from_record(cls, r: FoundRecord) -> FoundNode:
+        if r.field is not None:
+            node_id = format_field_id(r.namespace, r.name, r.field)
+        else:
+            node_id = format_node_id(r.kind, r.namespace, r.name)  # type: ignore[arg-type]
+        return cls(
+            node_id=strawberry.ID(node_id),
+            kind=FindKind(r.kind),
+            namespace=r.namespace,
+            name=r.name,
+            field=r.field,
+            field_type=r.field_type,
+            updated_at=r.updated_at,
+            heat=r.heat,
+        )
+
+
+@strawberry.type(description="A page of datasets, jobs and columns found, hottest first.")
+class FindResult:
+    total_count: int = strawberry.field(description="How many match in all pages.")
+    hits: list[FoundNode]

@@ -1,0 +1,115 @@
+"""The reads the web console needs beyond the catalog: `find` (datasets, jobs and columns, with a
+tag filter) and `suspectChanges` (what may explain a wrong dataset)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.client import execute, gql, post_all
+from tests.factories import at, dataset, job_run, run_event
+
+pytestmark = pytest.mark.db
+
+FIND = """query($q: String!, $kinds: [FindKind!], $tag: String) {
+  find(query: $q, kinds: $kinds, tag: $tag) {
+    totalCount hits { nodeId kind namespace name field fieldType dataset { name } job { name } }
+  }
+}"""
+
+
+async def test_find_matches_columns_datasets_and_jobs_and_filters_by_kind_and_tag(client):
+    await post_all(
+        client,
+        job_run(
+            "load_customers",
+            inputs=["raw_customers"],
+            outputs=[dataset("customers", fields=[("customer_email", "varchar"), ("id", "int")])],
+        ),
+    )
+    data = await gql(client, FIND, q="customer")
+    ids = {h["nodeId"] for h in data["find"]["hits"]}
+    assert ids == {
+        "dataset:warehouse:customers",
+        "dataset:warehouse:raw_customers",
+        "job:pipelines:load_customers",
+        "datasetField:warehouse:customers:customer_email",
+    }
+    assert data["find"]["totalCount"] == 4
+    [column] = [h for h in data["find"]["hits"] if h["kind"] == "COLUMN"]
+    assert column["field"] == "customer_email"
+    assert column["fieldType"] == "varchar"
+    assert column["dataset"] == {"name": "customers"}
+    assert column["job"] is None
+
+    columns = await gql(client, FIND, q="customer", kinds=["COLUMN"])
+    assert [h["field"] for h in columns["find"]["hits"]] == ["customer_email"]
+
+    untagged = await gql(client, FIND, q="customer", tag="pii")
+    assert untagged["find"] == {"totalCount": 0, "hits": []}
+    await gql(
+        client,
+        'mutation { tagDataset(namespace: "warehouse", name: "customers", tag: "pii", '
+        'field: "customer_email") { __typename } }',
+    )
+    tagged = await gql(client, FIND, q="customer", tag="pii")
+    assert [h["nodeId"] for h in tagged["find"]["hits"]] == [
+        "datasetField:warehouse:customers:customer_email"
+    ]
+
+
+async def test_find_refuses_an_empty_text_and_a_negative_offset(client):
+    body = await execute(client, '{ find(query: "  ") { totalCount } }')
+    assert body["errors"][0]["extensions"]["code"] == "invalid_request"
+    body = await execute(client, '{ find(query: "a", offset: -1) { totalCount } }')
+    assert "offset" in body["errors"][0]["message"]
+
+
+SUSPECTS = """query($ids: [ID!]!, $since: DateTime!) {
+  suspectChanges(nodeIds: $ids, since: $since) { totalCount changes { kind nodeId namespace at details } }
+}"""
+
+
+async def test_suspect_changes_are_failed_runs_new_job_versions_and_schema_changes_since_a_time(client):
+    failed = uuid.uuid4()
+    await post_all(
+        client,
+        [
+            *job_run("stage", inputs=["src"], outputs=[dataset("staged", fields=[("a", "int")])]),
+            # A failed run of the upstream job, later.
+            run_event("stage", "START", run_id=failed, time=10, inputs=["src"]),
+            run_event("stage", "FAIL", run_id=failed, time=11),
+            # The schema of staged changes: a new column.
+            *job_run(
+                "stage",
+                inputs=["src"],
+                outputs=[dataset("staged", fields=[("a", "int"), ("b", "text")])],
+                start=20,
+                end=21,
+            ),
+            # Something outside the asked nodes fails too: not reported.
+            run_event("other", "FAIL", time=30, inputs=["elsewhere"]),
+        ],
+    )
+    ids = ["job:pipelines:stage", "dataset:warehouse:staged", "dataset:warehouse:src"]
+    data = await gql(client, SUSPECTS, ids=ids, since=at(5))
+    changes = data["suspectChanges"]["changes"]
+    kinds = [(c["kind"], c["nodeId"]) for c in changes]
+    assert ("RUN_STATE_CHANGED", "job:pipelines:stage") in kinds
+    assert ("SCHEMA_CHANGED", "dataset:warehouse:staged") in kinds
+    assert all(c["nodeId"] in ids for c in changes)
+    assert data["suspectChanges"]["totalCount"] == len(changes)
+    assert [c["at"] for c in changes] == sorted((c["at"] for c in changes), reverse=True)
+    [failure] = [c for c in changes if c["kind"] == "RUN_STATE_CHANGED"]
+    assert failure["details"]["state"] == "FAIL"
+    assert failure["namespace"] == "pipelines"
+
+    # Nothing happened after the last change.
+    later = await gql(client, SUSPECTS, ids=ids, since=at(60))
+    assert later["suspectChanges"] == {"totalCount": 0, "changes": []}
+
+
+async def test_suspect_changes_caps_the_node_ids(client):
+    body = await execute(client, SUSPECTS, ids=[f"job:n:{i}" for i in range(10_001)], since=at(0))
+    assert "At most 10000 node ids" in body["errors"][0]["message"]
