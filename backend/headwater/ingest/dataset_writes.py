@@ -123,8 +123,10 @@ class DatasetWriter:
                 continue  # a later event already set the schema
             if dataset_uuid not in written and state.fields:
                 continue  # a read does not redefine a known schema
-            replace[dataset_uuid] = fields
             diff = _schema_diff(state.fields, fields)
+            if diff is None and state.fields_at is not None and _same_fields(state.fields, fields):
+                continue  # the schema as stored: nothing to rewrite (fields_at is the last change)
+            replace[dataset_uuid] = fields
             if diff is not None and (state.fields or state.fields_at is not None):
                 row = next(r for r in self.datasets.values() if r.dataset_uuid == dataset_uuid)
                 node = format_node_id("DATASET", row.namespace, row.name)
@@ -197,6 +199,13 @@ def plan_dataset_upserts(
     for key in targets[len(defs) :]:
         upserts.setdefault(key, dataset_store.DatasetUpsert(key[0], key[1], None, None, {}, []))
     return upserts, targets
+
+
+def _same_fields(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
+    """Whether two schemas list the same fields, types, descriptions and order."""
+    return [(f["name"], f.get("type"), f.get("description")) for f in old] == [
+        (f["name"], f.get("type"), f.get("description")) for f in new
+    ]
 
 
 def _schema_diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -118,13 +118,19 @@ async def upsert_datasets(
         ),
         any(i.deleted_facets for i, _ in items),
     )
-    by_key = {
-        (r["namespace"], r["name"]): DatasetRow(
-            r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], r["created"]
+    by_key = {(r["namespace"], r["name"]): _dataset_row(r) for r in rows}
+    missing = sorted({(i.namespace, i.name) for i, _ in items} - by_key.keys())
+    if missing:
+        # Created by a concurrent transaction after the upsert's snapshot was taken.
+        found = await conn.fetch(
+            QUERIES["fetch_datasets_by_identity"], [m[0] for m in missing], [m[1] for m in missing]
         )
-        for r in rows
-    }
+        by_key.update({(r["namespace"], r["name"]): _dataset_row(r) for r in found})
     return [[by_key[(i.namespace, i.name)] for i in upserts] for upserts, _ in requests]
+
+
+def _dataset_row(r: asyncpg.Record) -> DatasetRow:
+    return DatasetRow(r["dataset_uuid"], r["node_id"], r["namespace"], r["name"], r["created"])
 
 
 async def insert_dataset_aliases(
@@ -204,6 +210,17 @@ async def upsert_dataset_versions(
         [at for _, _, at in items],
     )
     found = {r["dataset_uuid"]: (r["dataset_version_uuid"], r["created"]) for r in rows}
+    same = [w for w, _, _ in items if w[0] not in found]
+    if same:
+        # Versions already stored as written (a new statement: a version another transaction
+        # created meanwhile is visible to it).
+        rows = await conn.fetch(
+            QUERIES["fetch_dataset_versions"],
+            [w[0] for w in same],
+            [json_text(w[1]) for w in same],
+            [w[2] for w in same],
+        )
+        found.update({r["dataset_uuid"]: (r["dataset_version_uuid"], False) for r in rows})
     return [{w[0]: found[w[0]] for w in r.writes} for r in requests]
 
 

@@ -54,6 +54,13 @@ async def upsert_jobs(conn: asyncpg.Connection, requests: list[JobUpsert]) -> li
     found = {
         (r["namespace"], r["name"]): JobRow(r["job_uuid"], r["node_id"], r["created"]) for r in rows
     }
+    missing = sorted({(r.namespace, r.name) for r in requests} - found.keys())
+    if missing:
+        # Created by a concurrent transaction after the upsert's snapshot was taken.
+        for r in await conn.fetch(
+            QUERIES["fetch_jobs_by_identity"], [m[0] for m in missing], [m[1] for m in missing]
+        ):
+            found[(r["namespace"], r["name"])] = JobRow(r["job_uuid"], r["node_id"], False)
     return [found[(r.namespace, r.name)] for r in requests]
 
 
@@ -83,6 +90,12 @@ async def upsert_job_versions(
         [r.at for r in requests],
     )
     found = {r["job_uuid"]: (r["job_version_uuid"], r["created"]) for r in rows}
+    same = [r for r in requests if r.job_uuid not in found]
+    if same:
+        rows = await conn.fetch(
+            QUERIES["fetch_job_versions"], [r.job_uuid for r in same], [r.version for r in same]
+        )
+        found.update({r["job_uuid"]: (r["job_version_uuid"], False) for r in rows})
     return [found[r.job_uuid] for r in requests]
 
 

@@ -23,7 +23,13 @@ DO UPDATE SET
     masking = coalesce(excluded.masking, c.masking),
     last_run_uuid = CASE WHEN excluded.last_seen_at >= c.last_seen_at
                          THEN coalesce(excluded.last_run_uuid, c.last_run_uuid) ELSE c.last_run_uuid END,
-    superseded = excluded.superseded;
+    superseded = excluded.superseded
+-- A later event of the run that last reported the edge changes nothing worth a new row version.
+WHERE excluded.first_seen_at < c.first_seen_at
+   OR coalesce(excluded.description, c.description) IS DISTINCT FROM c.description
+   OR coalesce(excluded.masking, c.masking) IS DISTINCT FROM c.masking
+   OR excluded.superseded IS DISTINCT FROM c.superseded
+   OR (excluded.last_seen_at > c.last_seen_at AND excluded.last_run_uuid IS DISTINCT FROM c.last_run_uuid);
 
 -- name: close_stale_column_lineage
 -- A completed run that reported column lineage for an output replaces its job's ($1) earlier column

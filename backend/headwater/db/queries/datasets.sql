@@ -25,31 +25,60 @@ JOIN datasets d ON d.dataset_uuid = a.dataset_uuid;
 SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid = ANY($1::uuid[]);
 
 -- name: upsert_datasets
--- Creates or touches datasets ($1: a JSON array) by canonical identity, each as of its event's time. Facets merge per key, the later eventTime
--- winning; `_deleted` facets are removed ($2: whether any item deletes facets). Returns one row per input with its uuid and node id.
+-- Creates or touches datasets ($1: a JSON array) by canonical identity, each as of its event's time.
+-- Facets merge per key, the later eventTime winning; `_deleted` facets are removed ($2: whether any
+-- item deletes facets). A row is rewritten only when its source, description or facets change or an
+-- earlier event arrives late (updated_at and facets_at are the time of the last change): a dataset
+-- seen again as it was costs no new row version and no index entry. Returns one row per input with
+-- its uuid and node id (rows not rewritten come from the statement's snapshot).
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
         AS t(namespace text, name text, source_name text, description text, facets jsonb, deleted jsonb,
              at timestamptz)
+),
+written AS (
+    INSERT INTO datasets AS d (namespace, name, source_name, description, facets, facets_at, created_at,
+                               updated_at)
+    SELECT namespace, name, source_name, description,
+           facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
+    FROM input
+    ON CONFLICT (namespace, name) DO UPDATE SET
+        source_name = CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.source_name, d.source_name)
+                           ELSE coalesce(d.source_name, excluded.source_name) END,
+        description = CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.description, d.description)
+                           ELSE coalesce(d.description, excluded.description) END,
+        facets = CASE WHEN d.facets_at <= excluded.facets_at THEN d.facets || excluded.facets
+                      ELSE excluded.facets || d.facets END
+                 - CASE WHEN NOT $2::boolean OR d.facets_at > excluded.facets_at THEN ARRAY[]::text[]
+                        ELSE ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                   FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name) END,
+        facets_at = greatest(d.facets_at, excluded.facets_at),
+        updated_at = greatest(d.updated_at, excluded.updated_at),
+        created_at = least(d.created_at, excluded.created_at)
+    WHERE excluded.created_at < d.created_at
+       OR (CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.source_name, d.source_name)
+                ELSE coalesce(d.source_name, excluded.source_name) END) IS DISTINCT FROM d.source_name
+       OR (CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.description, d.description)
+                ELSE coalesce(d.description, excluded.description) END) IS DISTINCT FROM d.description
+       OR (CASE WHEN d.facets_at <= excluded.facets_at THEN d.facets || excluded.facets
+                ELSE excluded.facets || d.facets END) IS DISTINCT FROM d.facets
+       OR ($2::boolean AND d.facets_at <= excluded.facets_at
+           AND d.facets ?| ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                 FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name))
+    RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created
 )
-INSERT INTO datasets AS d (namespace, name, source_name, description, facets, facets_at, created_at, updated_at)
-SELECT namespace, name, source_name, description,
-       facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
-FROM input
-ON CONFLICT (namespace, name) DO UPDATE SET
-    source_name = CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.source_name, d.source_name)
-                       ELSE coalesce(d.source_name, excluded.source_name) END,
-    description = CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.description, d.description)
-                       ELSE coalesce(d.description, excluded.description) END,
-    facets = CASE WHEN d.facets_at <= excluded.facets_at THEN d.facets || excluded.facets
-                  ELSE excluded.facets || d.facets END
-             - CASE WHEN NOT $2::boolean OR d.facets_at > excluded.facets_at THEN ARRAY[]::text[]
-                    ELSE ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                               FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name) END,
-    facets_at = greatest(d.facets_at, excluded.facets_at),
-    updated_at = greatest(d.updated_at, excluded.updated_at),
-    created_at = least(d.created_at, excluded.created_at)
-RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created;
+SELECT * FROM written
+UNION ALL
+SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, false
+FROM datasets d JOIN (SELECT DISTINCT namespace, name FROM input) i USING (namespace, name)
+WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = d.namespace AND w.name = d.name);
+
+-- name: fetch_datasets_by_identity
+-- Uuid and node id of datasets by canonical identity (rows another transaction created while an
+-- upsert was running, which the upsert's snapshot cannot see).
+SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, false AS created
+FROM unnest($1::text[], $2::text[]) AS t(namespace, name)
+JOIN datasets d ON d.namespace = t.namespace AND d.name = t.name;
 
 -- name: insert_dataset_aliases
 -- Records every identity a dataset was seen under; an identity already taken keeps its dataset.
@@ -96,8 +125,9 @@ WHERE (dataset_fields.type, dataset_fields.description, dataset_fields.position)
 
 -- name: upsert_dataset_versions
 -- One version per distinct (schema, storage version) of a dataset; a write without a schema facet
--- reuses the current schema. Each write comes with its run ($4) and eventTime ($5). Returns the
--- version each dataset was written at.
+-- reuses the current schema. Each write comes with its run ($4) and eventTime ($5); a version is
+-- rewritten only by an earlier write arriving late. Returns the version of the datasets it created
+-- or rewrote; the others are found with fetch_dataset_versions.
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::jsonb[], $3::text[], $4::uuid[], $5::timestamptz[])
         AS t(dataset_uuid, schema_fields, storage_version, run_uuid, at)
@@ -116,13 +146,31 @@ SELECT dataset_uuid, md5(coalesce(schema_fields::text, '') || '|' || coalesce(st
        schema_fields, storage_version, run_uuid, at
 FROM resolved
 ON CONFLICT (dataset_uuid, version) DO UPDATE SET
-    created_by_run_uuid = CASE WHEN excluded.created_at < v.created_at THEN excluded.created_by_run_uuid
-                               ELSE v.created_by_run_uuid END,
-    created_at = least(v.created_at, excluded.created_at)
+    created_by_run_uuid = excluded.created_by_run_uuid, created_at = excluded.created_at
+WHERE excluded.created_at < v.created_at
 RETURNING v.dataset_uuid, v.dataset_version_uuid, (xmax = 0) AS created;
+
+-- name: fetch_dataset_versions
+-- The versions a write without a version change was at: (dataset, schema or current schema, storage
+-- version), as upsert_dataset_versions computes them.
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::jsonb[], $3::text[]) AS t(dataset_uuid, schema_fields, storage_version)
+)
+SELECT v.dataset_uuid, v.dataset_version_uuid, false AS created
+FROM input i
+JOIN dataset_versions v
+  ON v.dataset_uuid = i.dataset_uuid
+ AND v.version = md5(coalesce(coalesce(i.schema_fields,
+                                       (SELECT cv.schema_fields FROM datasets d
+                                        JOIN dataset_versions cv ON cv.dataset_version_uuid = d.current_version_uuid
+                                        WHERE d.dataset_uuid = i.dataset_uuid))::text, '')
+                     || '|' || coalesce(i.storage_version, ''));
 
 -- name: set_current_dataset_versions
 -- Points datasets at the version of their latest write by eventTime ($3: the time of each write).
+-- current_version_at is when the current version became current: a write at the current version
+-- changes nothing.
 UPDATE datasets d SET current_version_uuid = t.version_uuid, current_version_at = t.at
 FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS t(dataset_uuid, version_uuid, at)
-WHERE d.dataset_uuid = t.dataset_uuid AND (d.current_version_at IS NULL OR d.current_version_at <= t.at);
+WHERE d.dataset_uuid = t.dataset_uuid AND (d.current_version_at IS NULL OR d.current_version_at <= t.at)
+  AND d.current_version_uuid IS DISTINCT FROM t.version_uuid;

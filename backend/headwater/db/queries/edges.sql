@@ -1,6 +1,7 @@
 -- name: upsert_lineage_edges
 -- Opens or refreshes the edges events report ($1: a JSON array; dataset -> job for reads, job ->
--- dataset for writes), each with its job, eventTime and run; an edge stays `derived` only while no
+-- dataset for writes), each with its job, eventTime and run (last_seen_at and last_run_uuid: the
+-- first sighting by the latest run that reported the edge); an edge stays `derived` only while no
 -- producer has reported it. A late, stale event never opens an edge: not one closed after its time,
 -- and not one missing from a job version defined by a later completed run. Returns the edges opened.
 -- Every lookup is an index probe per edge (the open key, scalar subqueries), never a scan whose
@@ -34,6 +35,10 @@ written AS (
         last_run_uuid = CASE WHEN excluded.last_seen_at >= e.last_seen_at
                              THEN coalesce(excluded.last_run_uuid, e.last_run_uuid) ELSE e.last_run_uuid END,
         derived = e.derived AND excluded.derived
+    -- A later event of the run that last reported the edge changes nothing worth a new row version.
+    WHERE excluded.first_seen_at < e.first_seen_at OR excluded.valid_from < e.valid_from
+       OR (e.derived AND NOT excluded.derived)
+       OR (excluded.last_seen_at > e.last_seen_at AND excluded.last_run_uuid IS DISTINCT FROM e.last_run_uuid)
     RETURNING src_node_id, dst_node_id, job_uuid, edge_type, dataset_uuid, (xmax = 0) AS opened
 )
 SELECT src_node_id, dst_node_id, job_uuid, edge_type, dataset_uuid FROM written WHERE opened;

@@ -1,36 +1,63 @@
 -- name: upsert_jobs
 -- Creates or touches jobs, each as of its event's time ($8); facets merge per key with the later
--- eventTime winning, `_deleted` facets ($7, a JSON array per job; $9: whether any) are removed. Returns each job's
--- uuid, node id and whether it was created.
+-- eventTime winning, `_deleted` facets ($7, a JSON array per job; $9: whether any) are removed. As for
+-- datasets, a row is rewritten only when something in it changes (updated_at and facets_at are the
+-- time of the last change). Returns each job's uuid, node id and whether it was created.
 WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[],
                          $8::timestamptz[])
         AS t(namespace, name, parent_job_uuid, job_type, description, facets, deleted, at)
+),
+written AS (
+    INSERT INTO jobs AS j (namespace, name, parent_job_uuid, job_type, description, facets, facets_at, created_at,
+                           updated_at)
+    SELECT namespace, name, parent_job_uuid, job_type, description,
+           facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
+    FROM input
+    ON CONFLICT (namespace, name) DO UPDATE SET
+        parent_job_uuid = coalesce(excluded.parent_job_uuid, j.parent_job_uuid),
+        job_type = CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.job_type, j.job_type)
+                        ELSE coalesce(j.job_type, excluded.job_type) END,
+        description = CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.description, j.description)
+                           ELSE coalesce(j.description, excluded.description) END,
+        facets = CASE WHEN j.facets_at <= excluded.facets_at THEN j.facets || excluded.facets
+                      ELSE excluded.facets || j.facets END
+                 - CASE WHEN NOT $9::boolean OR j.facets_at > excluded.facets_at THEN ARRAY[]::text[]
+                        ELSE ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                   FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name) END,
+        facets_at = greatest(j.facets_at, excluded.facets_at),
+        updated_at = greatest(j.updated_at, excluded.updated_at),
+        created_at = least(j.created_at, excluded.created_at)
+    WHERE excluded.created_at < j.created_at
+       OR coalesce(excluded.parent_job_uuid, j.parent_job_uuid) IS DISTINCT FROM j.parent_job_uuid
+       OR (CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.job_type, j.job_type)
+                ELSE coalesce(j.job_type, excluded.job_type) END) IS DISTINCT FROM j.job_type
+       OR (CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.description, j.description)
+                ELSE coalesce(j.description, excluded.description) END) IS DISTINCT FROM j.description
+       OR (CASE WHEN j.facets_at <= excluded.facets_at THEN j.facets || excluded.facets
+                ELSE excluded.facets || j.facets END) IS DISTINCT FROM j.facets
+       OR ($9::boolean AND j.facets_at <= excluded.facets_at
+           AND j.facets ?| ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                 FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name))
+    RETURNING j.namespace, j.name, j.job_uuid, j.node_id, (xmax = 0) AS created
 )
-INSERT INTO jobs AS j (namespace, name, parent_job_uuid, job_type, description, facets, facets_at, created_at,
-                       updated_at)
-SELECT namespace, name, parent_job_uuid, job_type, description,
-       facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
-FROM input
-ON CONFLICT (namespace, name) DO UPDATE SET
-    parent_job_uuid = coalesce(excluded.parent_job_uuid, j.parent_job_uuid),
-    job_type = CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.job_type, j.job_type)
-                    ELSE coalesce(j.job_type, excluded.job_type) END,
-    description = CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.description, j.description)
-                       ELSE coalesce(j.description, excluded.description) END,
-    facets = CASE WHEN j.facets_at <= excluded.facets_at THEN j.facets || excluded.facets
-                  ELSE excluded.facets || j.facets END
-             - CASE WHEN NOT $9::boolean OR j.facets_at > excluded.facets_at THEN ARRAY[]::text[]
-                    ELSE ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                               FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name) END,
-    facets_at = greatest(j.facets_at, excluded.facets_at),
-    updated_at = greatest(j.updated_at, excluded.updated_at),
-    created_at = least(j.created_at, excluded.created_at)
-RETURNING j.namespace, j.name, j.job_uuid, j.node_id, (xmax = 0) AS created;
+SELECT * FROM written
+UNION ALL
+SELECT j.namespace, j.name, j.job_uuid, j.node_id, false
+FROM jobs j JOIN (SELECT DISTINCT namespace, name FROM input) i USING (namespace, name)
+WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = j.namespace AND w.name = j.name);
+
+-- name: fetch_jobs_by_identity
+-- Uuid and node id of jobs by identity (rows another transaction created while an upsert was
+-- running, which the upsert's snapshot cannot see).
+SELECT j.namespace, j.name, j.job_uuid, j.node_id, false AS created
+FROM unnest($1::text[], $2::text[]) AS t(namespace, name)
+JOIN jobs j ON j.namespace = t.namespace AND j.name = t.name;
 
 -- name: upsert_job_versions
 -- The job version for (inputs, outputs, code) of each job ($3, $4: JSON arrays of dataset uuids);
--- created on first sight. Returns their uuids.
+-- created on first sight, rewritten only by an earlier run arriving late. Returns the versions it
+-- created or rewrote; the others are found with fetch_job_versions.
 INSERT INTO job_versions AS v (job_uuid, version, input_uuids, output_uuids, code_hash, created_by_run_uuid,
                                created_at)
 SELECT job_uuid, version, ARRAY(SELECT jsonb_array_elements_text(inputs)::uuid),
@@ -38,10 +65,15 @@ SELECT job_uuid, version, ARRAY(SELECT jsonb_array_elements_text(inputs)::uuid),
 FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[], $5::text[], $6::uuid[], $7::timestamptz[])
     AS t(job_uuid, version, inputs, outputs, code_hash, run_uuid, at)
 ON CONFLICT (job_uuid, version) DO UPDATE SET
-    created_by_run_uuid = CASE WHEN excluded.created_at < v.created_at THEN excluded.created_by_run_uuid
-                               ELSE v.created_by_run_uuid END,
-    created_at = least(v.created_at, excluded.created_at)
+    created_by_run_uuid = excluded.created_by_run_uuid, created_at = excluded.created_at
+WHERE excluded.created_at < v.created_at
 RETURNING v.job_uuid, v.job_version_uuid, (xmax = 0) AS created;
+
+-- name: fetch_job_versions
+-- Job versions by (job, version hash).
+SELECT v.job_uuid, v.job_version_uuid, false AS created
+FROM unnest($1::uuid[], $2::text[]) AS t(job_uuid, version)
+JOIN job_versions v ON v.job_uuid = t.job_uuid AND v.version = t.version;
 
 -- name: set_current_job_versions
 -- Makes each version its job's current one if it comes from the job's latest completed run by

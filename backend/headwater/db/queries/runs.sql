@@ -74,6 +74,12 @@ touched AS (
                                     ELSE coalesce(rd.dataset_version_uuid, excluded.dataset_version_uuid) END,
         first_seen_at = least(rd.first_seen_at, excluded.first_seen_at),
         last_seen_at = greatest(rd.last_seen_at, excluded.last_seen_at)
+    -- Rewritten only when the version or the first sighting changes, not by every later event.
+    WHERE excluded.first_seen_at < rd.first_seen_at
+       OR (CASE WHEN excluded.last_seen_at >= rd.last_seen_at
+                THEN coalesce(excluded.dataset_version_uuid, rd.dataset_version_uuid)
+                ELSE coalesce(rd.dataset_version_uuid, excluded.dataset_version_uuid) END)
+          IS DISTINCT FROM rd.dataset_version_uuid
 )
 SELECT run_uuid, current_state, current_state_at FROM upserted;
 
@@ -87,4 +93,4 @@ WHERE rd.run_uuid = ANY($1::uuid[]);
 -- Attaches to runs the job version computed from their merged datasets.
 UPDATE runs r SET job_version_uuid = t.version_uuid
 FROM unnest($1::uuid[], $2::uuid[]) AS t(run_uuid, version_uuid)
-WHERE r.run_uuid = t.run_uuid;
+WHERE r.run_uuid = t.run_uuid AND r.job_version_uuid IS DISTINCT FROM t.version_uuid;
