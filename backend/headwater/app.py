@@ -15,6 +15,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from headwater import __version__
 from headwater.access.keys import KeyRing
 from headwater.api.auth import require_key
+from headwater.api.console.routes import console_page, console_static_router
 from headwater.api.graphql.graphiql import graphiql_static_router
 from headwater.api.graphql.schema import GraphQLController
 from headwater.api.metrics import MetricsController, prometheus_config
@@ -30,6 +31,7 @@ from headwater.errors import AppError
 from headwater.feed.lifespan import change_feed
 from headwater.ingest.aliases import load_alias_rules
 from headwater.ingest.queue import IngestQueue
+from headwater.operations.lifespan import periodic_upkeep
 from headwater.settings import Settings, get_settings
 
 
@@ -99,12 +101,14 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 MetricsController,
                 GraphQLController,
                 graphiql_static_router(),
+                console_page,
+                console_static_router(),
                 *catalog_handlers,
                 *mcp_routes,
             ],
             middleware=[retry_after(settings.retry_after_s), prometheus_config.middleware],
             guards=[require_key],
-            lifespan=[lifespan, change_feed, *mcp_lifespans],
+            lifespan=[lifespan, change_feed, periodic_upkeep, *mcp_lifespans],
             state=State(
                 {"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}
             ),

@@ -2,8 +2,8 @@
 
 One guard on the whole app decides by method and path, so no route can be forgotten:
 
-- open: `/healthz`, `/readyz`, the GraphiQL page and its scripts, and `/metrics` when
-  HEADWATER_METRICS_OPEN is set;
+- open: `/healthz`, `/readyz`, the GraphiQL page and its scripts, the console's pages and scripts,
+  and `/metrics` when HEADWATER_METRICS_OPEN is set;
 - ``ingest``: `POST` of events (`/api/v1/lineage`, `/api/v1/lineage/batch`, the Trino bridge);
 - ``read``: every other `GET`, `POST /graphql` (whose mutations also need ``write``, checked per
   operation), `/mcp`, and websockets;
@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from litestar import Request
 
 from headwater.access.keys import ALL_SCOPES
+from headwater.api.console.routes import PAGES as CONSOLE_PAGES
+from headwater.api.console.routes import STATIC_PATH as CONSOLE_STATIC
 from headwater.errors import ForbiddenError, UnauthorizedError
 
 if TYPE_CHECKING:
@@ -46,6 +48,9 @@ def required_scope(
     # The GraphiQL page and its scripts hold no data, and a browser cannot send a key when it opens
     # a page: they are open; every operation GraphiQL then sends needs the key (its Headers tab).
     if method == "GET" and (path.startswith("/graphql/static/") or (path == "/graphql" and not query)):
+        return None
+    # Likewise the console: its pages ask for a key when /graphql answers 401, and send it there.
+    if method == "GET" and (path in CONSOLE_PAGES or path.startswith(CONSOLE_STATIC + "/")):
         return None
     if method is None or method in READ_METHODS:
         return "read"

@@ -1,0 +1,214 @@
+// The lineage graph: a layered left-to-right layout (dagre) drawn in SVG, with pan (drag, arrow
+// keys), zoom (wheel, + and -), fit (0), nodes reachable by Tab, and a highlight on what changed.
+import { Graph, layout as dagreLayout } from "@dagrejs/dagre";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
+
+export const NODE_W = 220;
+export const NODE_H = 36;
+
+export function edgeKey(e) {
+  return `${e.origin}\u2192${e.destination}`;
+}
+
+/** Positions of nodes and edge routes; nodes and edges as the API gives them. */
+export function layoutGraph(nodes, edges) {
+  const g = new Graph({ multigraph: false });
+  g.setGraph({ rankdir: "LR", nodesep: 14, ranksep: 70, edgesep: 8, marginx: 20, marginy: 20 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const n of nodes) g.setNode(n.id, { width: NODE_W, height: NODE_H });
+  for (const e of edges) {
+    if (g.hasNode(e.origin) && g.hasNode(e.destination)) g.setEdge(e.origin, e.destination);
+  }
+  dagreLayout(g);
+  const positions = new Map();
+  for (const id of g.nodes()) {
+    const { x, y } = g.node(id);
+    positions.set(id, { x, y });
+  }
+  const routes = new Map();
+  for (const { v, w } of g.edges()) {
+    routes.set(`${v}\u2192${w}`, g.edge(v, w).points);
+  }
+  const { width, height } = g.graph();
+  return { positions, routes, width: width || 0, height: height || 0 };
+}
+
+function routePath(points) {
+  if (!points || !points.length) return "";
+  let d = `M${points[0].x},${points[0].y}`;
+  for (let i = 1; i < points.length; i++) d += `L${points[i].x},${points[i].y}`;
+  return d;
+}
+
+function clip(text, max) {
+  return text.length > max ? "\u2026" + text.slice(text.length - max + 1) : text;
+}
+
+/**
+ * nodes: [{id, type: DATASET | JOB | FIELD, label, sublabel, hidden (count collapsed behind it)}]
+ * edges: [{origin, destination}]; fresh: Set of node ids and edge keys to highlight.
+ */
+export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, onExpand, onReady }) {
+  const laid = useMemo(() => layoutGraph(nodes, edges), [nodes, edges]);
+  const box = useRef(null);
+  const [view, setView] = useState({ x: 0, y: 0, k: 1 });
+  const drag = useRef(null);
+
+  const fit = () => {
+    const el = box.current;
+    if (!el) return;
+    const w = el.clientWidth;
+    const h = el.clientHeight;
+    const k = Math.min(1.2, Math.max(0.05, Math.min(w / (laid.width || 1), h / (laid.height || 1))));
+    setView({ k, x: (w - laid.width * k) / 2, y: (h - laid.height * k) / 2 });
+  };
+  const rootKnown = nodes.some((n) => n.id === root);
+  // Fit when the graph is first shown or its root changes, not when live changes add a node: the
+  // reader keeps the place they were looking at.
+  useLayoutEffect(fit, [root, rootKnown]);
+  useEffect(() => {
+    if (onReady) onReady(laid);
+  }, [laid]);
+
+  const zoomAt = (factor, cx, cy) =>
+    setView((v) => {
+      const k = Math.min(4, Math.max(0.03, v.k * factor));
+      const f = k / v.k;
+      return { k, x: cx - (cx - v.x) * f, y: cy - (cy - v.y) * f };
+    });
+
+  const onWheel = (event) => {
+    event.preventDefault();
+    const r = box.current.getBoundingClientRect();
+    zoomAt(Math.exp(-event.deltaY * 0.0015), event.clientX - r.left, event.clientY - r.top);
+  };
+  useEffect(() => {
+    const el = box.current;
+    el.addEventListener("wheel", onWheel, { passive: false });
+    return () => el.removeEventListener("wheel", onWheel);
+  });
+
+  const onPointerDown = (event) => {
+    if (event.button !== 0 || event.target.closest(".node")) return;
+    drag.current = { x: event.clientX, y: event.clientY, view };
+    event.currentTarget.setPointerCapture(event.pointerId);
+  };
+  const onPointerMove = (event) => {
+    const d = drag.current;
+    if (!d) return;
+    setView({ ...d.view, x: d.view.x + event.clientX - d.x, y: d.view.y + event.clientY - d.y });
+  };
+  const onPointerUp = () => {
+    drag.current = null;
+  };
+  const onKeyDown = (event) => {
+    if (event.target.closest && event.target.closest(".node")) return;
+    const el = box.current;
+    const step = 60;
+    const moves = {
+      ArrowLeft: [step, 0],
+      ArrowRight: [-step, 0],
+      ArrowUp: [0, step],
+      ArrowDown: [0, -step],
+    };
+    if (moves[event.key]) {
+      const [dx, dy] = moves[event.key];
+      setView((v) => ({ ...v, x: v.x + dx, y: v.y + dy }));
+    } else if (event.key === "+" || event.key === "=") {
+      zoomAt(1.25, el.clientWidth / 2, el.clientHeight / 2);
+    } else if (event.key === "-") {
+      zoomAt(0.8, el.clientWidth / 2, el.clientHeight / 2);
+    } else if (event.key === "0") {
+      fit();
+    } else {
+      return;
+    }
+    event.preventDefault();
+  };
+
+  const nodeKey = (event, n) => {
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      onSelect(n.id);
+    } else if (event.key === "e" && onExpand) {
+      event.preventDefault();
+      onExpand(n.id);
+    }
+  };
+
+  return (
+    <div class="canvas-wrap">
+      <div class="canvas-tools" role="toolbar" aria-label="Graph view">
+        <button type="button" onClick={() => zoomAt(1.25, box.current.clientWidth / 2, box.current.clientHeight / 2)} aria-label="Zoom in">+</button>
+        <button type="button" onClick={() => zoomAt(0.8, box.current.clientWidth / 2, box.current.clientHeight / 2)} aria-label="Zoom out">&minus;</button>
+        <button type="button" onClick={fit}>Fit</button>
+        <span class="muted">{nodes.length} nodes, {edges.length} edges</span>
+      </div>
+      <div
+        ref={box}
+        class="canvas"
+        tabIndex={0}
+        aria-label="Lineage graph: drag or arrow keys to pan, wheel or + and - to zoom, 0 to fit, Tab to the nodes"
+        onPointerDown={onPointerDown}
+        onPointerMove={onPointerMove}
+        onPointerUp={onPointerUp}
+        onKeyDown={onKeyDown}
+      >
+        <svg width="100%" height="100%" data-testid="lineage-svg">
+          <defs>
+            <marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+              <path d="M0,0L10,5L0,10z" class="arrowhead" />
+            </marker>
+          </defs>
+          <g transform={`translate(${view.x},${view.y}) scale(${view.k})`}>
+            {edges.map((e) => {
+              const key = edgeKey(e);
+              const points = laid.routes.get(key);
+              if (!points) return null;
+              return (
+                <path
+                  key={key}
+                  d={routePath(points)}
+                  class={`edge${fresh.has(key) ? " fresh" : ""}${e.manual ? " manual" : ""}`}
+                  data-edge={key}
+                  marker-end="url(#arrow)"
+                />
+              );
+            })}
+            {nodes.map((n) => {
+              const p = laid.positions.get(n.id);
+              if (!p) return null;
+              const classes = ["node", n.type.toLowerCase()];
+              if (n.id === root) classes.push("root");
+              if (n.id === selected) classes.push("selected");
+              if (fresh.has(n.id)) classes.push("fresh");
+              if (n.state) classes.push(`state-${n.state.toLowerCase()}`);
+              return (
+                <g
+                  key={n.id}
+                  class={classes.join(" ")}
+                  transform={`translate(${p.x - NODE_W / 2},${p.y - NODE_H / 2})`}
+                  tabIndex={0}
+                  role="button"
+                  aria-label={`${n.type.toLowerCase()} ${n.label}${n.sublabel ? " in " + n.sublabel : ""}`}
+                  data-node={n.id}
+                  onClick={() => onSelect(n.id)}
+                  onDblClick={() => onExpand && onExpand(n.id)}
+                  onKeyDown={(event) => nodeKey(event, n)}
+                >
+                  <title>{n.id}</title>
+                  <rect width={NODE_W} height={NODE_H} rx={n.type === "JOB" ? 18 : 4} />
+                  <text x={10} y={15} class="label">{clip(n.label, 30)}</text>
+                  <text x={10} y={29} class="sublabel">{clip(n.sublabel || "", 36)}</text>
+                  {n.hidden ? (
+                    <text x={NODE_W - 8} y={15} class="badge" text-anchor="end">+{n.hidden}</text>
+                  ) : null}
+                </g>
+              );
+            })}
+          </g>
+        </svg>
+      </div>
+    </div>
+  );
+}

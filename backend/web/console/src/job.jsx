@@ -1,0 +1,169 @@
+// A job: its versions with what changed (inputs, outputs, code), its current SQL or source code,
+// its runs with state, duration and errors, and its parent and children.
+import { RunState, RunsTable } from "./dataset.jsx";
+import { Empty, ErrorBox, Json, Link, Loading, Tags, useQuery, useRoute, when } from "./ui.jsx";
+
+const JOB = `query($ns: String!, $name: String!) {
+  job(namespace: $ns, name: $name) {
+    id namespace name type description heat manual createdAt updatedAt facets
+    tags { name description }
+    parent { namespace name }
+    children { namespace name latestRun { state } }
+    versions(limit: 20) {
+      id version codeHash createdAt
+      inputs { namespace name }
+      outputs { namespace name }
+      createdByRun { id state }
+    }
+    runs(first: 20) { nodes { id state startedAt endedAt durationMs errorMessage job { namespace name } } }
+  }
+}`;
+
+function datasetLink(d) {
+  return `/datasets?ns=${encodeURIComponent(d.namespace)}&name=${encodeURIComponent(d.name)}`;
+}
+
+function jobLink(j) {
+  return `/jobs?ns=${encodeURIComponent(j.namespace)}&name=${encodeURIComponent(j.name)}`;
+}
+
+/** Datasets that ``newer`` reads or writes and ``older`` did not, and the reverse. */
+export function versionDiff(older, newer) {
+  const names = (list) => new Set(list.map((d) => `${d.namespace}\u0000${d.name}`));
+  const changes = [];
+  for (const side of ["inputs", "outputs"]) {
+    const before = names(older[side]);
+    const after = names(newer[side]);
+    const label = side === "inputs" ? "reads" : "writes";
+    for (const d of newer[side]) if (!before.has(`${d.namespace}\u0000${d.name}`)) changes.push({ sign: "+", text: `${label} ${d.name}` });
+    for (const d of older[side]) if (!after.has(`${d.namespace}\u0000${d.name}`)) changes.push({ sign: "\u2212", text: `no longer ${label} ${d.name}` });
+  }
+  if (older.codeHash !== newer.codeHash) changes.push({ sign: "~", text: "code changed" });
+  return changes;
+}
+
+/** The job's code as its facets carry it: SQL, or source code with its language. */
+function codeOf(facets) {
+  if (facets.sql && facets.sql.query) return { language: facets.sql.dialect || "SQL", text: facets.sql.query };
+  if (facets.sourceCode && facets.sourceCode.sourceCode) {
+    return { language: facets.sourceCode.language || "source", text: facets.sourceCode.sourceCode };
+  }
+  return null;
+}
+
+export function JobPage() {
+  const { params } = useRoute();
+  const ns = params.get("ns") || "";
+  const name = params.get("name") || "";
+  const { data, error, loading } = useQuery(JOB, { ns, name }, { skip: !ns || !name });
+  if (!ns || !name) return <Empty>A job page needs ?ns=NAMESPACE&amp;name=NAME.</Empty>;
+  if (error) return <ErrorBox error={error} />;
+  if (loading || !data) return <Loading what="the job" />;
+  const job = data.job;
+  if (!job) return <Empty>No job {name} in {ns}.</Empty>;
+  const code = codeOf(job.facets);
+  const location = job.facets.sourceCodeLocation;
+  return (
+    <section class="page job-page">
+      <header class="page-head">
+        <p class="kind kind-job">job{job.type ? ` \u00b7 ${job.type.toLowerCase()}` : ""}{job.manual ? " \u00b7 declared by hand" : ""}</p>
+        <h1>{job.name}</h1>
+        <p class="muted">
+          {job.namespace} <Tags tags={job.tags} />
+        </p>
+        {job.description ? <p>{job.description}</p> : null}
+        <nav class="page-actions" aria-label="About this job">
+          <Link href={`/lineage?node=${encodeURIComponent(job.id)}`}>Lineage</Link>
+        </nav>
+        <p class="muted">
+          Created {when(job.createdAt)}, updated {when(job.updatedAt)}
+          {job.heat === null ? "" : `, heat ${job.heat.toFixed(2)}`}
+        </p>
+      </header>
+
+      {job.parent || job.children.length ? (
+        <>
+          <h2>Parent and children</h2>
+          {job.parent ? (
+            <p>
+              Runs inside <Link href={jobLink(job.parent)}>{job.parent.name}</Link>
+            </p>
+          ) : null}
+          {job.children.length ? (
+            <ul class="children">
+              {job.children.map((c) => (
+                <li key={c.name}>
+                  <Link href={jobLink(c)}>{c.name}</Link> {c.latestRun ? <RunState state={c.latestRun.state} /> : null}
+                </li>
+              ))}
+            </ul>
+          ) : null}
+        </>
+      ) : null}
+
+      <h2>Code</h2>
+      {code ? (
+        <figure>
+          <figcaption class="muted">{code.language}, as the latest run reported it</figcaption>
+          <pre class="code">{code.text}</pre>
+        </figure>
+      ) : (
+        <Empty>No SQL or source code reported.</Empty>
+      )}
+      {location && location.url ? (
+        <p>
+          Source: <span class="mono">{location.url}</span>
+        </p>
+      ) : null}
+
+      <h2>Versions</h2>
+      {job.versions.length ? (
+        <table class="grid" aria-label="Versions">
+          <thead>
+            <tr><th>created</th><th>version</th><th>reads</th><th>writes</th><th>what changed</th></tr>
+          </thead>
+          <tbody>
+            {job.versions.map((v, i) => {
+              const older = job.versions[i + 1];
+              const changes = older ? versionDiff(older, v) : null;
+              return (
+                <tr key={v.id}>
+                  <td>{when(v.createdAt)}</td>
+                  <td class="mono" title={`version ${v.version}${v.codeHash ? `, code ${v.codeHash}` : ""}`}>{v.version.slice(0, 12)}</td>
+                  <td>{v.inputs.map((d) => <div key={d.name}><Link href={datasetLink(d)}>{d.name}</Link></div>)}</td>
+                  <td>{v.outputs.map((d) => <div key={d.name}><Link href={datasetLink(d)}>{d.name}</Link></div>)}</td>
+                  <td>
+                    {changes === null ? (
+                      <span class="muted">first version</span>
+                    ) : (
+                      <ul class="diff">
+                        {changes.map((c) => <li key={c.text} class={`diff-${c.sign === "+" ? "add" : c.sign === "~" ? "change" : "remove"}`}>{c.sign} {c.text}</li>)}
+                      </ul>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      ) : (
+        <Empty>No completed run has defined a version yet.</Empty>
+      )}
+
+      <h2>Runs</h2>
+      <RunsTable runs={job.runs.nodes} />
+
+      <h2>Facets</h2>
+      {Object.keys(job.facets).length ? (
+        Object.entries(job.facets).map(([k, v]) => (
+          <details key={k}>
+            <summary>{k}</summary>
+            <Json value={v} />
+          </details>
+        ))
+      ) : (
+        <Empty>No facets.</Empty>
+      )}
+    </section>
+  );
+}
