@@ -1,5 +1,5 @@
 """The `headwater` command: serve, migrate, sql-lineage, export-schemas, spark, consume, dead-letters,
-import, keys, mcp."""
+import, keys, mcp, retention."""
 
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ def _build_parser() -> argparse.ArgumentParser:
     from headwater.access.command import add_arguments as add_keys_arguments
     from headwater.consume.options import add_arguments, add_dead_letter_arguments
     from headwater.imports.command import add_arguments as add_import_arguments
+    from headwater.operations.command import add_arguments as add_retention_arguments
 
     add_keys_arguments(sub.add_parser("keys", help="create, list or revoke API keys with scopes"))
 
@@ -71,6 +72,9 @@ def _build_parser() -> argparse.ArgumentParser:
         sub.add_parser(
             "dead-letters", help="list, replay or purge Kafka messages that were not ingested"
         )
+    )
+    add_retention_arguments(
+        sub.add_parser("retention", help="remove history older than --keep DAYS (current is kept)")
     )
     return parser
 
@@ -132,6 +136,10 @@ def _run(args: argparse.Namespace) -> int:  # noqa: C901 (one branch per command
         from headwater.consume.command import run_dead_letters
 
         return run_dead_letters(args)
+    if args.command == "retention":
+        from headwater.operations.command import run_retention_command
+
+        return run_retention_command(args)
     raise AssertionError(args.command)  # argparse rejects unknown commands
 
 

@@ -119,3 +119,17 @@ class MigrationError(AppError):
     code = "migration_error"
     status = 500
     title = "Migration error"
+
+
+class BeforeRetentionHorizonError(InvalidRequestError):
+    """A point-in-time question about a time whose history retention removed."""
+
+    code = "before_retention_horizon"
+
+    def __init__(self, as_of: str, horizon: str) -> None:
+        super().__init__(
+            f"asOf {as_of} is before the retention horizon {horizon}: the history before it was "
+            "removed by retention, so the graph then cannot be told. Ask about a time from the "
+            "horizon on."
+        )
+        self.horizon = horizon

@@ -44,6 +44,8 @@ class Settings:
     metrics_open: bool = False
     # The MCP endpoint /mcp on `serve`; HEADWATER_MCP=0 leaves it out.
     mcp: bool = True
+    # Days of history `serve` keeps, removing the rest once an hour; None keeps everything.
+    retention_days: int | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -61,6 +63,13 @@ class Settings:
                 raise ValueError(f"{key} must be an integer, got {raw!r}") from exc
 
         rules = env.get("HEADWATER_ALIAS_RULES_FILE")
+        retention_days = None
+        if env.get("HEADWATER_RETENTION_DAYS"):
+            retention_days = get_int("HEADWATER_RETENTION_DAYS", 0)
+        if retention_days is not None and retention_days < 1:
+            raise ValueError(
+                f"HEADWATER_RETENTION_DAYS must be 1 or more days (or unset), got {retention_days}"
+            )
         return cls(
             database_url=env.get("HEADWATER_DATABASE_URL") or None,
             data_dir=Path(env["HEADWATER_DATA_DIR"])
@@ -91,6 +100,7 @@ class Settings:
             alias_rules_file=Path(rules) if rules else None,
             metrics_open=env.get("HEADWATER_METRICS_OPEN", "").lower() in ("1", "true", "yes"),
             mcp=env.get("HEADWATER_MCP", "1").lower() not in ("0", "false", "no", "off"),
+            retention_days=retention_days,
         )
 
 

@@ -28,6 +28,7 @@ import msgspec
 from headwater.db.queries import QUERIES
 from headwater.errors import NodeNotFoundError
 from headwater.lineage.graph import DEFAULT_MAX_NODES, Direction
+from headwater.lineage.horizon import check_horizon
 from headwater.lineage.node_ids import format_field_id, parse_field_id, parse_node_id
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ async def fetch_column_lineage(
     max_nodes: int = DEFAULT_MAX_NODES,
 ) -> ColumnGraph:
     """The column lineage graph around fields (or every field of datasets), current or as of a time."""
+    await check_horizon(conn, as_of)
     roots = await resolve_column_roots(conn, node_ids, as_of)
     if not roots:
         return ColumnGraph([])

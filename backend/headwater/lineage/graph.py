@@ -29,6 +29,7 @@ import msgspec
 from headwater.db.queries import QUERIES
 from headwater.errors import InvalidRequestError, LineageDepthTooLargeError, NodeNotFoundError
 from headwater.lineage.documents import DocumentCache, load_documents
+from headwater.lineage.horizon import check_horizon
 from headwater.lineage.node_ids import NodeType, parse_node_id
 
 if TYPE_CHECKING:
@@ -210,6 +211,7 @@ async def fetch_lineage(
     datasets or only jobs in the answer, joining A -> B when A reaches B through one node of the
     other type (dataset -> dataset through the jobs between them, job -> job through datasets).
     """
+    await check_horizon(conn, as_of)
     roots = await resolve_roots(conn, node_ids)
     walk = await walk_lineage(
         conn,

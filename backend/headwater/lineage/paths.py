@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from headwater.db.queries import QUERIES
 from headwater.lineage.documents import DocumentCache, load_documents
 from headwater.lineage.graph import Direction, LineageGraph, LineageNode, hop_limit, resolve_roots
+from headwater.lineage.horizon import check_horizon
 
 if TYPE_CHECKING:
     import asyncpg
@@ -43,6 +44,7 @@ async def fetch_paths(
     cache: DocumentCache | None = None,
 ) -> PathResult:
     """All shortest paths from one node to another (one query for the search, one for documents)."""
+    await check_horizon(conn, as_of)
     roots = await resolve_roots(conn, [from_id, to_id])
     start, end = roots
     rows = await conn.fetch(

@@ -1,8 +1,9 @@
-"""Raw events: the append-only record of everything accepted."""
+"""Raw events: the append-only record of everything accepted, in one partition per month."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,8 +29,36 @@ class RawEventRow:
     payload: str
 
 
+_PARTITION_NAME = re.compile(r"raw_events_[0-9]{4}_[0-9]{2}")
+
+# Starts of the months this process saw a partition of raw_events for: those need no check before
+# an insert. Retention dropping one here forgets it; dropped by another process, events of that
+# month go to the default partition until retention removes them.
+_months_ready: set[dt.datetime] = set()
+
+
+def month_of(at: dt.datetime) -> dt.datetime:
+    """The first instant of the month (UTC) of a time: the lower bound of its partition."""
+    utc = at.astimezone(dt.UTC)
+    return dt.datetime(utc.year, utc.month, 1, tzinfo=dt.UTC)
+
+
+def forget_partitions(months: list[dt.datetime]) -> None:
+    """Months whose partition was dropped: checked again before their next insert."""
+    _months_ready.difference_update(months)
+
+
+async def ensure_partitions(conn: asyncpg.Connection, times: list[dt.datetime]) -> None:
+    """Create the month partitions these event times need and do not have yet (ingest, on demand)."""
+    missing = {month_of(t) for t in times} - _months_ready
+    if missing:
+        ready = await conn.fetchval(QUERIES["ensure_raw_event_partitions"], sorted(missing))
+        _months_ready.update(ready)
+
+
 async def insert_raw_events(conn: asyncpg.Connection, rows: list[RawEventRow]) -> list[int | None]:
     """Store events in order; None for an event whose content is already stored."""
+    await ensure_partitions(conn, [r.event_time for r in rows])
     stored_rows = await conn.fetch(
         QUERIES["insert_raw_events"],
         [r.content_hash for r in rows],
@@ -45,3 +74,49 @@ async def insert_raw_events(conn: asyncpg.Connection, rows: list[RawEventRow]) -
     stored = {bytes(r["content_hash"]): r["raw_event_id"] for r in stored_rows}
     # An event given twice is stored once: the first time.
     return [stored.pop(bytes(r.content_hash), None) for r in rows]
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A month partition of raw_events: its table and its time range [starts, ends)."""
+
+    name: str
+    starts: dt.datetime
+    ends: dt.datetime
+
+
+async def fetch_partitions(conn: asyncpg.Connection) -> list[Partition]:
+    """The month partitions of raw_events, oldest first."""
+    rows = await conn.fetch(QUERIES["fetch_raw_event_partitions"])
+    return [Partition(r["name"], r["starts"], r["ends"]) for r in rows]
+
+
+async def fetch_missing_partitions(conn: asyncpg.Connection, ahead: int) -> list[dt.datetime]:
+    """Months that should have a partition and have none: this one, ``ahead`` more, and those of
+    the events in the default partition."""
+    return [r["month"] for r in await conn.fetch(QUERIES["fetch_missing_raw_event_partitions"], ahead)]
+
+
+async def create_partition(conn: asyncpg.Connection, month: dt.datetime) -> bool:
+    """Create one month's partition; the caller's transaction holds raw_events' lock. True if new."""
+    created = bool(await conn.fetchval(QUERIES["create_raw_event_partition"], month))
+    _months_ready.add(month)
+    return created
+
+
+def _partition_table(name: str) -> str:
+    """A month partition's name, checked, for the statements that cannot take it as a parameter."""
+    if not _PARTITION_NAME.fullmatch(name):
+        raise ValueError(f"not a month partition of raw_events: {name!r}")
+    return f'"{name}"'
+
+
+async def count_partition_rows(conn: asyncpg.Connection, name: str) -> int:
+    """How many events a month partition holds."""
+    return int(await conn.fetchval(f"SELECT count(*) FROM {_partition_table(name)}"))
+
+
+async def drop_partition(conn: asyncpg.Connection, partition: Partition) -> None:
+    """Drop a month partition with its events: instant, but it needs raw_events' lock for a moment."""
+    await conn.execute(f"DROP TABLE {_partition_table(partition.name)}")
+    forget_partitions([partition.starts])

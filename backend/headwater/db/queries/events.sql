@@ -1,10 +1,46 @@
 -- name: insert_raw_events
 -- Stores events in the order given; an event whose content hash is already stored (or given twice)
--- is skipped. Returns the content hash and new raw_event_id of each event stored.
+-- is skipped. The same content always has the same event time, so the key (content_hash,
+-- event_time) finds a stored copy in the one month partition it can be in. Returns the content
+-- hash and new raw_event_id of each event stored.
 INSERT INTO raw_events (content_hash, event_kind, event_type, event_time, run_uuid, job_namespace, job_name,
                         producer, payload)
 SELECT h, k, et, at, run, ns, nm, p, payload FROM unnest($1::bytea[], $2::text[], $3::text[], $4::timestamptz[], $5::uuid[], $6::text[], $7::text[],
                      $8::text[], $9::jsonb[]) WITH ORDINALITY AS t(h, k, et, at, run, ns, nm, p, payload, ord)
 ORDER BY ord
-ON CONFLICT (content_hash) DO NOTHING
+ON CONFLICT (content_hash, event_time) DO NOTHING
 RETURNING content_hash, raw_event_id;
+
+-- name: ensure_raw_event_partitions
+-- The starts of the months of event times $1 that have a partition of raw_events, after creating
+-- those it can without waiting (views/raw_event_partitions.sql).
+SELECT raw_events_ensure_partitions($1::timestamptz[]);
+
+-- name: fetch_raw_event_partitions
+-- The month partitions of raw_events, oldest first: name, first instant and end (exclusive).
+SELECT c.relname AS name, b.month AS starts, b.month + interval '1 month' AS ends
+FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid
+CROSS JOIN LATERAL (
+    SELECT make_timestamptz(substr(c.relname, 12, 4)::int, substr(c.relname, 17, 2)::int, 1, 0, 0, 0, 'UTC')
+           AS month
+) b
+WHERE i.inhparent = 'raw_events'::regclass AND c.relname ~ '^raw_events_[0-9]{4}_[0-9]{2}$'
+ORDER BY b.month;
+
+-- name: fetch_missing_raw_event_partitions
+-- Starts of the months that should have a partition and have none: this month and the next $1,
+-- and the months of the events the default partition holds (unless more than a year ahead).
+SELECT m AS month
+FROM (SELECT date_trunc('month', now(), 'UTC') + make_interval(months => ahead) AS m
+      FROM generate_series(0, $1::int) AS ahead
+      UNION
+      SELECT DISTINCT date_trunc('month', event_time, 'UTC') FROM raw_events_default
+      WHERE event_time <= now() + interval '1 year') months
+WHERE to_regclass(quote_ident(raw_events_partition_name(m))) IS NULL
+ORDER BY m;
+
+-- name: create_raw_event_partition
+-- Creates the partition of the month starting at $1 (the caller holds the table's lock); true
+-- when it was created here, false when it existed.
+SELECT raw_events_create_partition($1::timestamptz);

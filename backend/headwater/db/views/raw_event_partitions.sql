@@ -1,0 +1,73 @@
+-- The month partitions of raw_events (re-created after every migrate). A month runs from its first
+-- day at 00:00 UTC to the next; its partition is raw_events_YYYY_MM. Partitions are created ahead
+-- of need by `serve` and `headwater retention`, and on demand by ingest for a late or early event;
+-- raw_events_default takes what no month partition does: events more than a year ahead (a wrong
+-- clock must not make a partition per month of its error), and events of a month whose partition
+-- could not be created at once because the table was busy. Its events are moved into their month's
+-- partition when that partition is created.
+
+CREATE OR REPLACE FUNCTION raw_events_partition_name(month timestamptz) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT 'raw_events_' || to_char(month AT TIME ZONE 'UTC', 'YYYY_MM')
+$$;
+
+-- Creates the partition of the month starting at `month` unless it exists, moving into it the
+-- events the default partition holds for that month (a partition cannot be created over rows the
+-- default partition has for its range). The caller holds an ACCESS EXCLUSIVE lock on raw_events,
+-- so that no other session creates it at the same time. True when it was created here.
+CREATE OR REPLACE FUNCTION raw_events_create_partition(month timestamptz) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    name text := raw_events_partition_name(month);
+    upper timestamptz := month + interval '1 month';
+BEGIN
+    IF to_regclass(quote_ident(name)) IS NOT NULL THEN
+        RETURN false;
+    END IF;
+    IF EXISTS (SELECT 1 FROM raw_events_default WHERE event_time >= month AND event_time < upper) THEN
+        EXECUTE format('CREATE TABLE %I (LIKE raw_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS '
+                       'INCLUDING COMPRESSION)', name);
+        EXECUTE format('WITH moved AS (DELETE FROM raw_events_default WHERE event_time >= %L '
+                       'AND event_time < %L RETURNING *) INSERT INTO %I SELECT * FROM moved',
+                       month, upper, name);
+        EXECUTE format('ALTER TABLE raw_events ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
+                       name, month, upper);
+    ELSE
+        EXECUTE format('CREATE TABLE %I PARTITION OF raw_events FOR VALUES FROM (%L) TO (%L)',
+                       name, month, upper);
+    END IF;
+    RETURN true;
+END
+$$;
+
+-- Ingest, before it stores events with these event times: the starts of their months that have a
+-- partition, after creating the missing ones it may. Creating a partition locks raw_events until
+-- the ingest transaction commits; when another session uses the table the lock is not waited for
+-- (a wait there could deadlock two ingesting sessions): those events go to the default partition
+-- this time, and their month is tried again with the next events.
+CREATE OR REPLACE FUNCTION raw_events_ensure_partitions(times timestamptz[]) RETURNS timestamptz[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    month timestamptz;
+    ready timestamptz[] := '{}';
+    locked boolean := false;
+BEGIN
+    FOR month IN SELECT DISTINCT date_trunc('month', t, 'UTC') FROM unnest(times) AS t LOOP
+        IF to_regclass(quote_ident(raw_events_partition_name(month))) IS NOT NULL THEN
+            ready := ready || month;
+        ELSIF month <= now() + interval '1 year' THEN
+            BEGIN
+                IF NOT locked THEN
+                    LOCK TABLE raw_events IN ACCESS EXCLUSIVE MODE NOWAIT;
+                    locked := true;
+                END IF;
+                PERFORM raw_events_create_partition(month);
+                ready := ready || month;
+            EXCEPTION WHEN lock_not_available THEN
+                NULL;
+            END;
+        END IF;
+    END LOOP;
+    RETURN ready;
+END
+$$;
