@@ -1,0 +1,1 @@
+"""Governance along lineage: classifications that follow the data, and policy checks."""

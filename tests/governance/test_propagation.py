@@ -1,0 +1,212 @@
+"""Classifications along column lineage on real ingest: the pipeline of pipeline.py and the
+OpenLineage reference events, applied synchronously (``apply_pending``) for exact answers."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from tests.corpus import corpus_file
+from tests.governance import pipeline as p
+from tests.governance.conftest import Governed
+
+
+def hops(path: list[dict]) -> list[str]:
+    return [f"{h['dataset'].rsplit(':', 1)[-1]}.{h['field']}" for h in path]
+
+
+async def test_a_producer_pii_tag_follows_the_data_through_three_jobs_and_two_engines(
+    governed: Governed,
+):
+    await governed.post(p.upstream())
+    await governed.settle()
+
+    assert "pii" in (await governed.labels(p.CUSTOMERS))["email"]
+    assert (await governed.labels(p.STAGING))["email_norm"] == ["pii"]
+    profiles = await governed.labels(p.PROFILES)
+    assert profiles["contact_email"] == ["pii"]
+    assert "email_hash" not in profiles  # masked by the producer
+    contacts = await governed.labels(p.CONTACTS)
+    assert contacts == {"email": ["pii"]}  # the hash stays clean downstream of the mask
+    assert "emails" not in await governed.labels(p.COUNTS)  # COUNT removes identity
+    assert "country" not in contacts
+
+    doc = await governed.classification(p.CONTACTS)
+    (email,) = doc["fields"]
+    assert email["declared"] == []
+    (inherited,) = email["inherited"]
+    assert inherited["label"] == "pii"
+    assert hops(inherited["path"]) == [
+        "crm.public.customers.email",
+        "staging/customers.email_norm",
+        "analytics/customer_profiles.contact_email",
+        "hive.marts.contacts.email",
+    ]
+    assert [h["job"] for h in inherited["path"]] == [
+        None,
+        "job:spark:etl.load_customers",
+        "job:spark:etl.build_profiles",
+        f"job:{p.TRINO}:marts.build_contacts",
+    ]
+    source = (await governed.classification(p.CUSTOMERS))["fields"]
+    assert {"label": "pii", "sources": ["facet"], "onDataset": False} in next(
+        f["declared"] for f in source if f["field"] == "email"
+    )
+
+
+async def test_a_pii_column_into_a_public_dataset_is_a_violation_until_the_next_version(
+    governed: Governed,
+):
+    await governed.post(p.upstream())
+    await governed.settle()
+    await governed.post(p.export_newsletter(1))
+    await governed.settle()
+
+    doc = await governed.classification(p.NEWSLETTER)
+    assert doc["level"] == "public"
+    (violation,) = doc["violations"]
+    assert (violation["rule"], violation["field"], violation["label"]) == (
+        "no-pii-in-public",
+        "recipient",
+        "pii",
+    )
+    assert hops(violation["path"])[0] == "crm.public.customers.email"
+    assert hops(violation["path"])[-1] == "hive.public.newsletter.recipient"
+    logged = await governed.pool.fetch(
+        "SELECT kind, node_id, details FROM change_log WHERE kind LIKE 'POLICY%' ORDER BY change_id"
+    )
+    assert [(r["kind"], r["node_id"]) for r in logged] == [
+        ("POLICY_VIOLATION", f"dataset:{p.TRINO}:hive.public.newsletter")
+    ]
+    assert logged[0]["details"]["path"] == violation["path"]
+
+    await governed.post(p.export_newsletter(2, minutes=40))
+    await governed.settle()
+
+    doc = await governed.classification(p.NEWSLETTER)
+    assert doc["violations"] == []
+    assert {f["field"]: f["labels"] for f in doc["fields"] if f["inherited"]} == {}
+    response = await governed.client.get("/api/v1/governance/violations", params={"state": "cleared"})
+    (cleared,) = response.json()["violations"]
+    assert cleared["id"] == violation["id"]
+    assert cleared["clearedCursor"] is not None
+    kinds = await governed.pool.fetch(
+        "SELECT kind FROM change_log WHERE kind LIKE 'POLICY%' ORDER BY change_id"
+    )
+    assert [r["kind"] for r in kinds] == ["POLICY_VIOLATION", "POLICY_VIOLATION_CLEARED"]
+
+
+async def test_declaring_by_the_api_propagates_and_removing_it_retracts(governed: Governed):
+    await governed.post(p.upstream())
+    await governed.settle()
+    response = await governed.client.put(
+        "/api/v1/governance/classifications",
+        json={"namespace": p.CRM, "name": "crm.public.customers", "level": "confidential"},
+    )
+    assert response.status_code == 200, response.text
+    await governed.settle()
+    # A dataset's level is every field's: country is confidential all the way down.
+    assert "confidential" in (await governed.labels(p.CONTACTS))["country"]
+    assert "confidential" in (await governed.labels(p.COUNTS))["country"]
+    contacts = await governed.classification(p.CONTACTS)
+    assert {f["field"]: f["level"] for f in contacts["fields"]}["country"] == "confidential"
+
+    response = await governed.client.put(
+        "/api/v1/governance/classifications", json={"namespace": p.CRM, "name": "crm.public.customers"}
+    )
+    assert response.status_code == 200
+    await governed.settle()
+    assert "country" not in await governed.labels(p.CONTACTS)
+    changes = await governed.pool.fetch(
+        "SELECT kind FROM change_log WHERE kind LIKE 'CLASSIFICATION%' ORDER BY change_id"
+    )
+    assert {r["kind"] for r in changes} == {"CLASSIFICATION_DECLARED", "CLASSIFICATION_CHANGED"}
+
+
+async def test_bad_declarations_are_4xx_naming_the_problem(governed: Governed):
+    await governed.post(p.load_customers())
+    put = governed.client.put
+    url = "/api/v1/governance/classifications"
+    response = await put(
+        url, json={"namespace": p.CRM, "name": "crm.public.customers", "level": "secret"}
+    )
+    assert response.status_code == 400
+    assert "Unknown classification 'secret'" in response.json()["detail"]
+    response = await put(url, json={"namespace": p.CRM, "name": "crm.public.customers", "level": "pii"})
+    assert response.status_code == 400
+    assert "is a tag, not a level" in response.json()["detail"]
+    response = await put(url, json={"namespace": p.CRM, "name": "nope", "tags": ["pii"]})
+    assert response.status_code == 404
+    response = await put(
+        url, json={"namespace": p.CRM, "name": "crm.public.customers", "field": "nope", "tags": ["pii"]}
+    )
+    assert response.status_code == 404
+    assert "nope" in response.json()["detail"]
+    response = await put(url, json={"namespace": p.CRM, "name": "crm.public.customers", "colour": "red"})
+    assert response.status_code == 400
+    response = await governed.client.get("/api/v1/governance/violations", params={"state": "shut"})
+    assert response.status_code == 400
+
+
+async def test_a_cycle_does_not_keep_a_label_alive(governed: Governed):
+    """a.x -> b.y -> c.z -> b.y: when a.x stops being pii, the cycle b.y <-> c.z lets it go."""
+    a, b, c = ("warehouse", "a"), ("warehouse", "b"), ("warehouse", "c")
+
+    def job(
+        name: str, src: tuple[str, str], src_field: str, dst: tuple[str, str], dst_field: str, t: int
+    ):
+        return p._run(
+            p.SPARK_PRODUCER,
+            "cycle",
+            name,
+            t,
+            [p._dataset(src, [src_field])],
+            [p._dataset(dst, [dst_field], {dst_field: [(src, src_field, "IDENTITY", None, False)]})],
+            name,
+        )
+
+    await governed.post(
+        job("ab", a, "x", b, "y", 0) + job("bc", b, "y", c, "z", 2) + job("cb", c, "z", b, "y", 4)
+    )
+    declare = {"namespace": "warehouse", "name": "a", "field": "x", "tags": ["pii"]}
+    assert (
+        await governed.client.put("/api/v1/governance/classifications", json=declare)
+    ).status_code == 200
+    await governed.settle()
+    assert (await governed.labels(b))["y"] == ["pii"]
+    assert (await governed.labels(c))["z"] == ["pii"]
+
+    declare["tags"] = []
+    assert (
+        await governed.client.put("/api/v1/governance/classifications", json=declare)
+    ).status_code == 200
+    await governed.settle()
+    assert await governed.labels(b) == {}
+    assert await governed.labels(c) == {}
+
+
+async def test_the_reference_hive_masking_event(governed: Governed):
+    """OpenLineage's Hive masking fixture: sha1 columns are masked, the others carry the label."""
+    event = json.loads(corpus_file("hive/cll-masking-complete.template.json").read_text())
+    event.update(
+        eventTime="2026-03-01T06:00:00Z",
+        producer="https://github.com/OpenLineage/OpenLineage/tree/1.30.0/integration/hive",
+        schemaURL=p.SCHEMA_URL,
+    )
+    event["run"]["runId"] = str(uuid.uuid4())
+    event["run"]["facets"] = {}
+    await governed.post([event])
+    for field in ("a", "b"):
+        declare = {
+            "namespace": "hive://localhost:9083",
+            "name": "test.t1",
+            "field": field,
+            "tags": ["pii"],
+        }
+        assert (
+            await governed.client.put("/api/v1/governance/classifications", json=declare)
+        ).status_code == 200
+    await governed.settle()
+    labels = await governed.labels(("hive://localhost:9083", "test.xxx"))
+    # i, t copy or compute a; a sums b (an aggregation that is not a count); mt and ma are masked.
+    assert labels == {"i": ["pii"], "t": ["pii"], "a": ["pii"]}
