@@ -51,9 +51,11 @@ BEGIN
     END IF;
 
     -- A partition for every month the old table has events in (it has an index on event_time),
-    -- and for this month and the next three, so that ingest finds them ready.
+    -- but those more than a year ahead, which go to the default partition as at ingest; and for
+    -- this month and the next three, so that ingest finds them ready.
     FOR month IN
         SELECT DISTINCT date_trunc('month', event_time, 'UTC') FROM raw_events_unpartitioned
+        WHERE event_time <= now() + interval '1 year'
         UNION
         SELECT date_trunc('month', now(), 'UTC') + make_interval(months => ahead)
         FROM generate_series(0, 3) ahead
