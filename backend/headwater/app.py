@@ -22,6 +22,7 @@ from headwater.api.metrics import MetricsController, prometheus_config
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
 from headwater.api.rest.catalog import catalog_handlers, keep_encoded_slashes
 from headwater.api.rest.column_lineage import get_column_lineage
+from headwater.api.rest.governance import governance_handlers
 from headwater.api.rest.health import healthz, readyz
 from headwater.api.rest.ingest import post_lineage, post_lineage_batch
 from headwater.api.rest.lineage import get_lineage, get_lineage_path
@@ -29,6 +30,8 @@ from headwater.api.rest.trino import post_trino_event
 from headwater.db.pool import create_pool
 from headwater.errors import AppError
 from headwater.feed.lifespan import change_feed
+from headwater.governance.policy import load_policy
+from headwater.governance.worker import governance_worker
 from headwater.ingest.aliases import load_alias_rules
 from headwater.ingest.queue import IngestQueue
 from headwater.operations.lifespan import periodic_upkeep
@@ -104,13 +107,18 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 console_page,
                 console_static_router(),
                 *catalog_handlers,
+                *governance_handlers,
                 *mcp_routes,
             ],
             middleware=[retry_after(settings.retry_after_s), prometheus_config.middleware],
             guards=[require_key],
-            lifespan=[lifespan, change_feed, periodic_upkeep, *mcp_lifespans],
+            lifespan=[lifespan, change_feed, governance_worker, periodic_upkeep, *mcp_lifespans],
             state=State(
-                {"settings": settings, "alias_rules": load_alias_rules(settings.alias_rules_file)}
+                {
+                    "settings": settings,
+                    "alias_rules": load_alias_rules(settings.alias_rules_file),
+                    "policy": load_policy(settings.policies_file),
+                }
             ),
             exception_handlers={
                 AppError: app_error_handler,

@@ -40,6 +40,8 @@ class Settings:
     max_lineage_depth: int = 100
     max_lineage_nodes: int = 10_000
     alias_rules_file: Path | None = None
+    # The governance policy (TOML): levels, classifying tags, masking and rules; None: the default.
+    policies_file: Path | None = None
     # Prometheus scrapers often cannot send a key: /metrics can be left open on its own.
     metrics_open: bool = False
     # The MCP endpoint /mcp on `serve`; HEADWATER_MCP=0 leaves it out.
@@ -98,6 +100,7 @@ class Settings:
             max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),
             max_lineage_nodes=get_int("HEADWATER_MAX_LINEAGE_NODES", defaults.max_lineage_nodes),
             alias_rules_file=Path(rules) if rules else None,
+            policies_file=Path(env["HEADWATER_POLICIES"]) if env.get("HEADWATER_POLICIES") else None,
             metrics_open=env.get("HEADWATER_METRICS_OPEN", "").lower() in ("1", "true", "yes"),
             mcp=env.get("HEADWATER_MCP", "1").lower() not in ("0", "false", "no", "off"),
             retention_days=retention_days,
