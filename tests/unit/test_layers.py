@@ -25,7 +25,19 @@ ALLOWED = {
     "integrations": {"db", "lineage", "store", "sql_lineage", "ingest"},
     "feed": {"db", "lineage", "store"},
     "access": {"db", "store"},
-    "api": {"db", "lineage", "store", "sql_lineage", "ingest", "integrations", "feed", "access"},
+    # Classifications and policy checks, applied from the change log the feed settles.
+    "governance": {"db", "lineage", "store", "feed"},
+    "api": {
+        "db",
+        "lineage",
+        "store",
+        "sql_lineage",
+        "ingest",
+        "integrations",
+        "feed",
+        "access",
+        "governance",
+    },
     # An edge beside the REST API, whose documents its answers share.
     "mcp": {"db", "lineage", "store", "sql_lineage", "ingest", "api"},
 }

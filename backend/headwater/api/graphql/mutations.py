@@ -15,6 +15,7 @@ import strawberry
 from strawberry.permission import BasePermission
 
 from headwater.api.graphql.context import Info
+from headwater.api.graphql.governance import DatasetClassificationResult, set_classification
 from headwater.api.graphql.types.common import Conflict, InvalidInput, NotFound, problem_from_error
 from headwater.api.graphql.types.dataset import Dataset
 from headwater.api.graphql.types.job import Job
@@ -210,3 +211,25 @@ class Mutation:
     @_mutation("Restore a soft-deleted job.")
     async def restore_job(self, info: Info, namespace: str, name: str) -> JobResult:
         return await _job_deleted(info, namespace, name, deleted=False)
+
+    @_mutation(
+        "Declare a dataset's classification (without field) or a field's, replacing what the API "
+        "declared there before; no level and no tags removes it. Inheritance along column lineage "
+        "and policy checks follow within moments (datasetClassification.appliedCursor)."
+    )
+    async def set_classification(
+        self,
+        info: Info,
+        namespace: str,
+        name: str,
+        field: Annotated[
+            str | None, strawberry.argument(description="Classify this field of the dataset instead.")
+        ] = None,
+        level: Annotated[
+            str | None, strawberry.argument(description="One of the policy's levels.")
+        ] = None,
+        tags: Annotated[
+            list[str] | None, strawberry.argument(description="Classifying tags, such as pii.")
+        ] = None,
+    ) -> DatasetClassificationResult:
+        return await set_classification(info, namespace, name, field, level, tags or [])

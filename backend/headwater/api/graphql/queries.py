@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import strawberry
 
 from headwater.api.graphql.context import Info
+from headwater.api.graphql.governance import GovernanceQuery
 from headwater.api.graphql.types.change import LineageChange, SuspectChanges
 from headwater.api.graphql.types.column_lineage import ColumnLineageGraph
 from headwater.api.graphql.types.common import (
@@ -106,7 +107,7 @@ def parse_run_id(run_id: str) -> uuid.UUID:
 
 
 @strawberry.type
-class Query:
+class Query(GovernanceQuery):
     @strawberry.field(description="Every namespace, by name.")
     async def namespaces(self, info: Info) -> list[Namespace]:
         async with info.context.pool.acquire() as conn:

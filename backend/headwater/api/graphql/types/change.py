@@ -18,7 +18,8 @@ class LineageChange:
     kind: str = strawberry.field(
         description="DATASET_CREATED, JOB_CREATED, SCHEMA_CHANGED, EDGES_ADDED, JOB_VERSION_CHANGED, "
         "RUN_STATE_CHANGED, TAG_CHANGED, MANUAL_EDGE_ADDED, MANUAL_EDGE_REMOVED, DATASET_DELETED, "
-        "DATASET_RESTORED, JOB_DELETED, JOB_RESTORED ..."
+        "DATASET_RESTORED, JOB_DELETED, JOB_RESTORED, CLASSIFICATION_DECLARED, CLASSIFICATION_CHANGED, "
+        "POLICY_VIOLATION, POLICY_VIOLATION_CLEARED ..."
     )
     node_id: strawberry.ID = strawberry.field(description="The dataset or job the change is about.")
     node_type: NodeType
