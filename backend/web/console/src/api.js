@@ -23,6 +23,13 @@ export class KeyNeeded extends Error {
   }
 }
 
+// The console's prompt for a key; every refusal of a query opens it, whichever page asked.
+let keyNeededListener = () => {};
+
+export function onKeyNeeded(listener) {
+  keyNeededListener = listener;
+}
+
 export async function gql(query, variables = {}) {
   const headers = { "content-type": "application/json", accept: "application/json" };
   const key = apiKey();
@@ -44,7 +51,9 @@ export async function gql(query, variables = {}) {
     } catch {
       // a proxy's non-JSON page: the status text says enough
     }
-    throw new KeyNeeded(detail, response.status);
+    const error = new KeyNeeded(detail, response.status);
+    keyNeededListener(error);
+    throw error;
   }
   let body;
   try {

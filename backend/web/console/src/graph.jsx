@@ -188,7 +188,8 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
                   key={n.id}
                   class={classes.join(" ")}
                   transform={`translate(${p.x - NODE_W / 2},${p.y - NODE_H / 2})`}
-                  tabIndex={0}
+                  // SVG attributes are case-sensitive: tabIndex would not make it focusable.
+                  tabindex="0"
                   role="button"
                   aria-label={`${n.type.toLowerCase()} ${n.label}${n.sublabel ? " in " + n.sublabel : ""}`}
                   data-node={n.id}

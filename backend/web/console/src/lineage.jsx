@@ -223,7 +223,7 @@ function SidePanel({ node, graph, collapsed, onExpand, onToggle, params }) {
           </li>
         ) : null}
         <li>
-          <Link href={`/lineage?${new URLSearchParams({ ...params, node: node.id }).toString()}`}>Center the graph on it</Link>
+          <Link href={`/lineage?${new URLSearchParams({ node: node.id, ...params }).toString()}`}>Center the graph on it</Link>
         </li>
         <li>
           <button type="button" onClick={() => onExpand(node.id)}>Expand neighbours</button>
@@ -437,7 +437,7 @@ export function LineagePage() {
             collapsed={collapsed}
             onExpand={expand}
             onToggle={toggle}
-            params={{ level, direction, depth: String(depth) }}
+            params={{ ...(level === "column" ? { level } : {}), direction, depth: String(depth) }}
           />
         </div>
       ) : null}

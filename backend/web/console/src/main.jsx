@@ -1,7 +1,7 @@
 // Headwater's web console: one page application served at / by `headwater serve`.
 import { render } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { apiKey, setApiKey } from "./api.js";
+import { apiKey, onKeyNeeded, setApiKey } from "./api.js";
 import { DatasetPage } from "./dataset.jsx";
 import { ImpactPage, RootCausePage } from "./impact.jsx";
 import { JobPage } from "./job.jsx";
@@ -56,6 +56,7 @@ function App() {
   const [asking, setAsking] = useState(null);
   const [hasKey, setHasKey] = useState(Boolean(apiKey()));
   const auth = useMemo(() => ({ version, needKey: (error) => setAsking(error.message) }), [version]);
+  useEffect(() => onKeyNeeded((error) => setAsking(error.message)), []);
   const [Page, title] = PAGES[path] || [null, "Not found"];
   useEffect(() => {
     document.title = `${title} \u00b7 Headwater`;

@@ -58,11 +58,7 @@ export function useQuery(query, variables, { skip = false } = {}) {
     setState((s) => ({ ...s, loading: true, error: null }));
     gql(query, variables)
       .then((data) => current && setState({ data, error: null, loading: false }))
-      .catch((error) => {
-        if (!current) return;
-        if (error instanceof KeyNeeded) auth.needKey(error);
-        setState({ data: null, error, loading: false });
-      });
+      .catch((error) => current && setState({ data: null, error, loading: false }));
     return () => {
       current = false;
     };

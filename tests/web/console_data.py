@@ -1,0 +1,127 @@
+"""What the console's browser tests and screenshots show: the OpenLineage reference events, read
+from the shared corpus (never copied here), and a small pipeline of our own whose job drops an input
+in its second version, so that the as-of slider has a past to replay."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from typing import Any
+
+import httpx
+
+from tests.corpus import EVENTS
+from tests.factories import PRODUCER, SCHEMA_URL, dataset
+
+# Complete events only: templates are partial, invalid ones are meant to be refused, and the
+# lenient ones lack a time zone.
+REFERENCE_DIRS = ("spark", "airflow", "python-client", "trino", "fluentd")
+NAMESPACE = "console_demo"
+
+
+def reference_events() -> list[dict[str, Any]]:
+    """Every complete reference event, in file-name order (each sequence's order)."""
+    events = []
+    for folder in REFERENCE_DIRS:
+        for path in sorted((EVENTS / folder).glob("*.json")):
+            if (
+                path.name.count(".") > 1
+            ):  # *.template.json, *.invalid.json, *.lenient.json, *.example.json
+                continue
+            events.append(json.loads(path.read_text()))
+    return events
+
+
+def post_events(url: str, events: list[dict[str, Any]], api_key: str = "") -> None:
+    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    response = httpx.post(f"{url}/api/v1/lineage/batch", json=events, headers=headers, timeout=60)
+    assert response.status_code in {200, 201, 207}, response.text
+
+
+def run(
+    job: str,
+    when: dt.datetime,
+    inputs: list[dict[str, Any]],
+    outputs: list[dict[str, Any]],
+    *,
+    state: str = "COMPLETE",
+    sql: str | None = None,
+    error: str | None = None,
+) -> list[dict[str, Any]]:
+    """START and then COMPLETE (or FAIL) of one run of ``job`` in the demo namespace."""
+    run_id = str(uuid.uuid4())
+    job_facets: dict[str, Any] = {}
+    if sql:
+        job_facets["sql"] = {"_producer": PRODUCER, "_schemaURL": SCHEMA_URL, "query": sql}
+    run_facets: dict[str, Any] = {}
+    if error:
+        run_facets["errorMessage"] = {
+            "_producer": PRODUCER,
+            "_schemaURL": SCHEMA_URL,
+            "message": error,
+            "programmingLanguage": "SQL",
+        }
+
+    def event(kind: str, at: dt.datetime, facets: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "eventType": kind,
+            "eventTime": at.isoformat(),
+            "producer": PRODUCER,
+            "schemaURL": SCHEMA_URL,
+            "run": {"runId": run_id, "facets": facets},
+            "job": {"namespace": NAMESPACE, "name": job, "facets": job_facets},
+            "inputs": inputs,
+            "outputs": outputs,
+        }
+
+    return [event("START", when, {}), event(state, when + dt.timedelta(seconds=40), run_facets)]
+
+
+def table(name: str, *fields: tuple[str, str]) -> dict[str, Any]:
+    return dataset(name, namespace=NAMESPACE, fields=list(fields) or None)
+
+
+def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
+    """orders + customers -> build_revenue -> revenue -> build_report -> report, then (an hour
+    later) build_revenue's second version stops reading customers. Returns the events and a moment
+    between the two versions."""
+    first = now - dt.timedelta(hours=3)
+    second = now - dt.timedelta(hours=1)
+    orders = table(
+        "shop.orders", ("order_id", "bigint"), ("customer_id", "bigint"), ("total", "decimal")
+    )
+    customers = table("shop.customers", ("customer_id", "bigint"), ("email", "varchar"))
+    revenue = table(
+        "mart.revenue", ("customer_id", "bigint"), ("email", "varchar"), ("revenue", "decimal")
+    )
+    revenue_v2 = table("mart.revenue", ("customer_id", "bigint"), ("revenue", "decimal"))
+    report = table("bi.revenue_report", ("revenue", "decimal"))
+    events = [
+        *run(
+            "build_revenue",
+            first,
+            [orders, customers],
+            [revenue],
+            sql="INSERT INTO mart.revenue SELECT o.customer_id, c.email, sum(o.total) "
+            "FROM shop.orders o JOIN shop.customers c USING (customer_id) GROUP BY 1, 2",
+        ),
+        *run("build_report", first + dt.timedelta(minutes=5), [revenue], [report]),
+        *run(
+            "build_report",
+            second - dt.timedelta(minutes=10),
+            [revenue],
+            [report],
+            state="FAIL",
+            error="division by zero",
+        ),
+        *run(
+            "build_revenue",
+            second,
+            [orders],
+            [revenue_v2],
+            sql="INSERT INTO mart.revenue SELECT customer_id, sum(total) FROM shop.orders GROUP BY 1",
+        ),
+        *run("build_report", second + dt.timedelta(minutes=5), [revenue], [report]),
+    ]
+    return events, first + dt.timedelta(hours=1)

@@ -1,0 +1,366 @@
+"""The web console in a real Chromium against a real `headwater serve` holding the OpenLineage
+reference events and a small pipeline of our own, with every request to another host aborted:
+search, a dataset and a job page, walking lineage, the as-of slider bringing back a dropped input,
+a live change appearing in place, impact with its CSV, root cause, and the API key prompt.
+
+Each test saves a screenshot of its page; with HEADWATER_CONSOLE_SCREENSHOTS=<folder> they go there
+(the README shows the ones in backend/web/console/screenshots/)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import secrets
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from tests.corpus import EVENTS
+from tests.pg import migrated_database
+from tests.server import HeadwaterServer, running_headwater
+from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, browser_missing
+from tests.web.console_data import NAMESPACE, demo_pipeline, post_events, reference_events, run, table
+
+_missing = browser_missing() or (
+    None if EVENTS.is_dir() else f"OpenLineage event corpus not found at {EVENTS}"
+)
+pytestmark = [
+    pytest.mark.db,
+    pytest.mark.slow,
+    pytest.mark.skipif(_missing is not None, reason=_missing or ""),
+]
+playwright_api = pytest.importorskip(
+    "playwright.async_api", reason="Playwright for Python is not installed (pip install -e '.[dev,e2e]')"
+)
+expect = playwright_api.expect
+
+REVENUE = f"dataset:{NAMESPACE}:mart.revenue"
+CUSTOMERS = f"dataset:{NAMESPACE}:shop.customers"
+ORDERS = f"dataset:{NAMESPACE}:shop.orders"
+REPORT = f"dataset:{NAMESPACE}:bi.revenue_report"
+REFERENCE_DATASET = "dataset:file:/tmp/cll_test:default.cll_source1"
+TIMEOUT = 15_000
+
+
+def node(node_id: str) -> str:
+    return f'[data-node="{node_id}"]'
+
+
+@dataclass
+class Console:
+    page: Any
+    url: str
+    external: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    async def open(self, path: str) -> None:
+        await self.page.goto(self.url + path)
+
+    async def screenshot(self, name: str, folder: Path) -> None:
+        await self.page.screenshot(path=str(folder / f"{name}.png"))
+        wanted = os.environ.get("HEADWATER_CONSOLE_SCREENSHOTS")
+        if wanted:
+            Path(wanted).mkdir(parents=True, exist_ok=True)
+            await self.page.screenshot(path=str(Path(wanted) / f"{name}.png"))
+
+
+@pytest.fixture(scope="module")
+async def console_database(pg_server: str) -> AsyncIterator[str]:
+    async with migrated_database(pg_server, "headwater_web_console") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def console_server(
+    console_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HeadwaterServer]:
+    """An open server (as a fresh install is) with the reference events and the demo pipeline."""
+    log = tmp_path_factory.mktemp("console-server") / "server.log"
+    with running_headwater(console_database, log, secured=False) as server:
+        post_events(server.url, reference_events())
+        events, _ = demo_pipeline(dt.datetime.now(dt.UTC))
+        post_events(server.url, events)
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("console-screenshots")
+
+
+async def browse(url: str) -> AsyncIterator[Console]:
+    own = urlsplit(url).netloc
+    async with playwright_api.async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            context = await browser.new_context(
+                viewport={"width": 1280, "height": 800}, accept_downloads=True
+            )
+            page = await context.new_page()
+            console = Console(page=page, url=url)
+
+            async def only_the_server(route: Any) -> None:
+                target = urlsplit(route.request.url)
+                if target.scheme in {"data", "blob"} or target.netloc == own:
+                    await route.continue_()
+                else:
+                    console.external.append(route.request.url)
+                    await route.abort()
+
+            await context.route("**/*", only_the_server)
+            page.on("pageerror", lambda error: console.errors.append(str(error)))
+            yield console
+        finally:
+            await browser.close()
+    assert console.external == [], f"the console tried to reach other hosts: {console.external}"
+    assert console.errors == [], console.errors
+
+
+@pytest.fixture
+async def console(console_server: HeadwaterServer) -> AsyncIterator[Console]:
+    async for c in browse(console_server.url):
+        yield c
+
+
+async def test_search_then_open_a_dataset_of_the_reference_events(console: Console, shots: Path) -> None:
+    page = console.page
+    await console.open("/")
+    box = page.get_by_role("combobox", name="Search by name")
+    await expect(box).to_be_focused()
+    await box.type("cll_source1")
+    hits = page.locator("#hits li")
+    await expect(hits.first).to_contain_text("default.cll_source1", timeout=TIMEOUT)
+    await expect(page).to_have_url(f"{console.url}/?q=cll_source1")
+    # Only jobs: the kind filter narrows the hits (and is kept in the URL).
+    await page.get_by_label("Kind").select_option("JOB")
+    await expect(hits).to_have_count(1, timeout=TIMEOUT)
+    await expect(hits.first).to_contain_text("job")
+    await page.get_by_label("Kind").select_option("")
+    await expect(hits.first).to_contain_text("default.cll_source1", timeout=TIMEOUT)
+    await console.screenshot("search", shots)
+
+    await box.press("Enter")  # the first hit is active: the dataset
+    await expect(page.get_by_role("heading", name="default.cll_source1")).to_be_visible(timeout=TIMEOUT)
+    schema = page.get_by_role("table", name="Schema")
+    await expect(schema).to_contain_text("integer")
+    await expect(schema).to_contain_text("string")
+    await expect(page.get_by_role("table", name="Runs")).to_contain_text("COMPLETE")
+    # The URL opens the same page on reload.
+    await page.reload()
+    await expect(page.get_by_role("heading", name="default.cll_source1")).to_be_visible(timeout=TIMEOUT)
+
+
+async def test_dataset_and_job_pages_tell_what_changed_between_versions(
+    console: Console, shots: Path
+) -> None:
+    page = console.page
+    await console.open(f"/datasets?ns={NAMESPACE}&name=mart.revenue")
+    versions = page.get_by_role("table", name="Versions")
+    await expect(versions).to_contain_text("\u2212 email : varchar", timeout=TIMEOUT)
+    await expect(versions).to_contain_text("first version")
+    await console.screenshot("dataset", shots)
+
+    await versions.get_by_role("link", name="build_revenue").first.click()
+    await expect(page.get_by_role("heading", name="build_revenue")).to_be_visible(timeout=TIMEOUT)
+    await expect(page.locator("pre.code")).to_contain_text("FROM shop.orders GROUP BY 1")
+    job_versions = page.get_by_role("table", name="Versions")
+    await expect(job_versions).to_contain_text("no longer reads shop.customers")
+    await expect(job_versions).to_contain_text("code changed")
+    await console.screenshot("job", shots)
+
+    await console.open(f"/jobs?ns={NAMESPACE}&name=build_report")
+    runs = page.get_by_role("table", name="Runs")
+    await expect(runs).to_contain_text("FAIL", timeout=TIMEOUT)
+    await expect(runs).to_contain_text("division by zero")
+    await expect(runs).to_contain_text("40.0 s")
+
+
+async def test_walk_lineage_and_replay_it_before_an_input_was_dropped(
+    console: Console, shots: Path
+) -> None:
+    page = console.page
+    await console.open(f"/datasets?ns={NAMESPACE}&name=mart.revenue")
+    await page.get_by_role("link", name="Lineage", exact=True).click()
+    await expect(page.locator(node(ORDERS))).to_be_visible(timeout=TIMEOUT)
+    await expect(page.locator(node(REPORT))).to_be_visible()
+    # build_revenue's second version no longer reads customers: not in the current graph.
+    await expect(page.locator(node(CUSTOMERS))).to_have_count(0)
+
+    # Walk: select the report's job with the keyboard, then center the graph on it.
+    job = page.locator(node(f"job:{NAMESPACE}:build_report"))
+    await job.focus()
+    await job.press("Enter")
+    side = page.get_by_role("complementary", name="Selected node")
+    await expect(side).to_contain_text("build_report")
+    await side.get_by_role("link", name="Center the graph on it").click()
+    await expect(page).to_have_url(
+        f"{console.url}/lineage?node={quote(f'job:{NAMESPACE}:build_report', safe='')}&direction=BOTH&depth=3"
+    )
+    await expect(page.locator(f"{node(f'job:{NAMESPACE}:build_report')}.root")).to_be_visible(
+        timeout=TIMEOUT
+    )
+    await page.go_back()
+    await expect(page.locator(f"{node(REVENUE)}.root")).to_be_visible(timeout=TIMEOUT)
+
+    # Collapse beyond build_revenue hides orders; showing it again brings it back.
+    await page.locator(node(f"job:{NAMESPACE}:build_revenue")).click()
+    await side.get_by_role("button", name="Collapse beyond it").click()
+    await expect(page.locator(node(ORDERS))).to_have_count(0)
+    await expect(page.locator(node(f"job:{NAMESPACE}:build_revenue"))).to_contain_text("+1")
+    await side.get_by_role("button", name="Show what it hides").click()
+    await expect(page.locator(node(ORDERS))).to_be_visible()
+
+    # The as-of slider back to between the two versions: the dropped input comes back.
+    slider = page.get_by_role("slider", name="As of time")
+    await slider.focus()
+    await slider.press("Home")
+    for _ in range(3):  # each PageUp moves a tenth of the span (root's creation .. now)
+        await slider.press("PageUp")
+    await expect(page.get_by_test_id("asof-state")).to_contain_text("replaying")
+    await expect(page.locator(node(CUSTOMERS))).to_be_visible(timeout=TIMEOUT)
+    await expect(
+        page.locator(f'[data-edge="{CUSTOMERS}\u2192job:{NAMESPACE}:build_revenue"]')
+    ).to_have_count(1)
+    assert "asOf=" in page.url
+    await console.screenshot("lineage-as-of", shots)
+
+    await page.get_by_role("button", name="Now").click()
+    await expect(page.locator(node(CUSTOMERS))).to_have_count(0, timeout=TIMEOUT)
+    await expect(page.get_by_test_id("asof-state")).to_have_text("current graph")
+
+
+async def test_a_posted_event_changes_the_graph_in_place(
+    console: Console, console_server: HeadwaterServer, shots: Path
+) -> None:
+    page = console.page
+    await console.open(f"/lineage?node={quote(REVENUE, safe='')}")
+    await expect(page.locator(node(REPORT))).to_be_visible(timeout=TIMEOUT)
+    await expect(page.get_by_test_id("live-status")).to_have_text("live", timeout=TIMEOUT)
+    await page.evaluate("window.__notReloaded = true")
+
+    # The subscription starts "from now" once the server has it: post until the change shows.
+    revenue = table("mart.revenue", ("customer_id", "bigint"), ("revenue", "decimal"))
+    deadline = time.monotonic() + 30
+    while True:
+        name = f"mart.forecast_{uuid.uuid4().hex[:6]}"
+        events = run(f"build_{name}", dt.datetime.now(dt.UTC), [revenue], [table(name)])
+        await asyncio.to_thread(post_events, console_server.url, events)
+        added = page.locator(node(f"dataset:{NAMESPACE}:{name}"))
+        try:
+            await expect(added).to_be_visible(timeout=4_000)
+            break
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+    await expect(added).to_have_class("node dataset fresh")
+    await expect(
+        page.locator(f'[data-edge="{REVENUE}\u2192job:{NAMESPACE}:build_{name}"]')
+    ).to_have_class("edge fresh")
+    assert await page.evaluate("window.__notReloaded === true")
+    await console.screenshot("lineage-live", shots)
+
+
+async def test_impact_of_a_change_grouped_explained_and_exported(console: Console, shots: Path) -> None:
+    page = console.page
+    await console.open(f"/impact?node={quote(ORDERS, safe='')}")
+    # (The live test may have added readers of mart.revenue: counts are not fixed here.)
+    await expect(page.get_by_test_id("impact-summary")).to_contain_text("job(s)", timeout=TIMEOUT)
+    await expect(page.get_by_role("heading", name="4 hop(s) away")).to_be_visible()
+    report_row = page.get_by_role("row").filter(has_text="bi.revenue_report")
+    await report_row.get_by_role("button", name="why?").click()
+    path = page.get_by_role("list", name="Path to bi.revenue_report")
+    await expect(path.get_by_role("listitem")).to_have_text(
+        ["shop.orders", "build_revenue", "mart.revenue", "build_report", "bi.revenue_report"]
+    )
+    await page.get_by_label("Group by").select_option("namespace")
+    await expect(page.get_by_role("heading", name=f"{NAMESPACE} (", level=2)).to_be_visible()
+    await console.screenshot("impact", shots)
+
+    async with page.expect_download() as download_info:
+        await page.get_by_role("button", name="Download CSV").click()
+    download = await download_info.value
+    assert download.suggested_filename == "impact.csv"
+    lines = Path(await download.path()).read_text().splitlines()
+    assert lines[0] == "distance,type,namespace,name,field,id,path"
+    report = next(line for line in lines if line.startswith(f"4,DATASET,{NAMESPACE},bi.revenue_report,"))
+    assert report.endswith(
+        f"{ORDERS} > job:{NAMESPACE}:build_revenue > {REVENUE} > job:{NAMESPACE}:build_report > {REPORT}"
+    )
+    assert len(lines) >= 5
+
+
+async def test_column_impact_follows_a_column(console: Console) -> None:
+    page = console.page
+    column = f"datasetField:{NAMESPACE}:shop.orders:total"
+    await console.open(f"/impact?node={quote(column, safe='')}")
+    await expect(page.get_by_test_id("impact-summary")).to_contain_text("column(s)", timeout=TIMEOUT)
+
+
+async def test_root_cause_lists_upstream_failures_and_changes(console: Console, shots: Path) -> None:
+    page = console.page
+    await console.open(f"/root-cause?node={quote(REPORT, safe='')}")
+    table_ = page.get_by_role("table", name="Suspect changes")
+    await expect(table_).to_contain_text("run failed", timeout=TIMEOUT)
+    await expect(table_).to_contain_text("division by zero")
+    await expect(table_).to_contain_text("new job version")
+    await expect(table_).to_contain_text("schema changed")
+    await console.screenshot("root-cause", shots)
+    # Since the last change: nothing, said as such.
+    await console.open(
+        f"/root-cause?node={quote(REPORT, safe='')}&since={quote(dt.datetime.now(dt.UTC).isoformat())}"
+    )
+    await expect(page.get_by_text("No failed run, new job version or schema change")).to_be_visible(
+        timeout=TIMEOUT
+    )
+
+
+async def test_unknown_things_and_pages_have_clear_states(console: Console) -> None:
+    page = console.page
+    await console.open(f"/datasets?ns={NAMESPACE}&name=nope")
+    await expect(page.get_by_text(f"No dataset nope in {NAMESPACE}.")).to_be_visible(timeout=TIMEOUT)
+    await console.open(f"/lineage?node={quote('dataset:nowhere:nothing', safe='')}")
+    await expect(page.get_by_role("alert")).to_be_visible(timeout=TIMEOUT)
+    await console.open("/?q=zzzzzz_nothing")
+    await expect(page.get_by_text("Nothing named like")).to_be_visible(timeout=TIMEOUT)
+    await console.open("/nowhere")
+    # Not a console route: the server's own 404, not the page.
+    await expect(page.get_by_text("Not Found")).to_be_visible()
+
+
+@pytest.fixture(scope="module")
+def secured_server(
+    console_database: str, console_server: HeadwaterServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HeadwaterServer]:
+    """A server with an API key, on the database console_server filled."""
+    log = tmp_path_factory.mktemp("console-secured") / "server.log"
+    with running_headwater(console_database, log, api_key=secrets.token_urlsafe(16)) as server:
+        yield server
+
+
+async def test_the_console_asks_for_a_key_and_sends_it(secured_server: HeadwaterServer) -> None:
+    async for console in browse(secured_server.url):
+        page = console.page
+        await console.open(f"/lineage?node={quote(REVENUE, safe='')}")
+        dialog = page.get_by_role("dialog")
+        await expect(dialog).to_contain_text("needs an API key", timeout=TIMEOUT)
+        await dialog.get_by_label("API key").fill("wrong")
+        await dialog.get_by_role("button", name="Use this key").click()
+        await expect(page.get_by_role("dialog")).to_contain_text("not valid", timeout=TIMEOUT)
+        await page.get_by_role("dialog").get_by_label("API key").fill(secured_server.api_key)
+        await page.get_by_role("dialog").get_by_role("button", name="Use this key").click()
+        await expect(page.locator(node(REPORT))).to_be_visible(timeout=TIMEOUT)
+        # The websocket sends the key in connection_init: live updates are let in.
+        await expect(page.get_by_test_id("live-status")).to_have_text("live", timeout=TIMEOUT)
+        # Kept in the browser: a new page needs no prompt.
+        await console.open(f"/datasets?ns={NAMESPACE}&name=mart.revenue")
+        await expect(page.get_by_role("table", name="Schema")).to_contain_text(
+            "revenue", timeout=TIMEOUT
+        )
+        await expect(page.get_by_role("dialog")).to_have_count(0)
