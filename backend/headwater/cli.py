@@ -1,5 +1,5 @@
 """The `headwater` command: serve, migrate, sql-lineage, export-schemas, spark, consume, dead-letters,
-import, keys, mcp, retention."""
+import, keys, mcp, retention, governance."""
 
 from __future__ import annotations
 
@@ -60,12 +60,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
     from headwater.access.command import add_arguments as add_keys_arguments
     from headwater.consume.options import add_arguments, add_dead_letter_arguments
+    from headwater.governance.command import add_arguments as add_governance_arguments
     from headwater.imports.command import add_arguments as add_import_arguments
     from headwater.operations.command import add_arguments as add_retention_arguments
 
     add_keys_arguments(sub.add_parser("keys", help="create, list or revoke API keys with scopes"))
 
     add_import_arguments(sub.add_parser("import", help="import another server's history (marquez)"))
+
+    add_governance_arguments(
+        sub.add_parser("governance", help="apply classifications and policy checks now; check a policy")
+    )
 
     add_arguments(sub.add_parser("consume", help="ingest events from Kafka topics (needs [kafka])"))
     add_dead_letter_arguments(
@@ -128,6 +133,10 @@ def _run(args: argparse.Namespace) -> int:  # noqa: C901 (one branch per command
         from headwater.access.command import run_keys
 
         return run_keys(args)
+    if args.command == "governance":
+        from headwater.governance.command import run_governance
+
+        return run_governance(args)
     if args.command == "import":
         from headwater.imports.command import run_import
 

@@ -176,6 +176,10 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     # previous handlers back; `headwater` turns that into KeyboardInterrupt (see cli.main), which
     # uvicorn.run swallows, so the embedded PostgreSQL is stopped below and serve exits 0.
     settings = load_settings()
+    # A wrong policy file stops serve here, with its reason, rather than in each worker process.
+    from headwater.governance.command import policy_or_error
+
+    policy_or_error(settings.policies_file)
     with database(settings.database_url, settings.data_dir) as url:
         applied = asyncio.run(apply_migrations(url))
         if applied:

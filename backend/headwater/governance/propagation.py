@@ -62,7 +62,7 @@ class Outcome:
     """What applying changes did."""
 
     last_change_id: int = 0
-    changes_read: int = 0
+    changes_read: int = 0  # changes of other kinds than those governance writes
     fields_recomputed: int = 0
     fields_changed: int = 0
     violations_opened: int = 0
@@ -128,7 +128,7 @@ async def apply_changes(
     conn: asyncpg.Connection, policy: Policy, changes: list[ChangeRecord], *, full: bool = False
 ) -> Outcome:
     """The governance consequences of ``changes`` (of everything, when ``full``), in this transaction."""
-    outcome = Outcome(changes_read=len(changes), full=full)
+    outcome = Outcome(changes_read=sum(1 for c in changes if c.kind not in OWN_KINDS), full=full)
     if full:
         datasets = set(await store.fetch_all_dataset_uuids(conn))
         api_declared: set[Field] = set()
