@@ -1,7 +1,7 @@
-// The lineage graph: a layered left-to-right layout (dagre) drawn in SVG, with pan (drag, arrow
+// The lineage graph: a layered left-to-right layout (layout.js) drawn in SVG, with pan (drag, arrow
 // keys), zoom (wheel, + and -), fit (0), nodes reachable by Tab, and a highlight on what changed.
-import { Graph, layout as dagreLayout } from "@dagrejs/dagre";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
+import { layeredLayout } from "./layout.js";
 
 export const NODE_W = 220;
 export const NODE_H = 36;
@@ -12,32 +12,15 @@ export function edgeKey(e) {
 
 /** Positions of nodes and edge routes; nodes and edges as the API gives them. */
 export function layoutGraph(nodes, edges) {
-  const g = new Graph({ multigraph: false });
-  g.setGraph({ rankdir: "LR", nodesep: 14, ranksep: 70, edgesep: 8, marginx: 20, marginy: 20 });
-  g.setDefaultEdgeLabel(() => ({}));
-  for (const n of nodes) g.setNode(n.id, { width: NODE_W, height: NODE_H });
-  for (const e of edges) {
-    if (g.hasNode(e.origin) && g.hasNode(e.destination)) g.setEdge(e.origin, e.destination);
-  }
-  dagreLayout(g);
-  const positions = new Map();
-  for (const id of g.nodes()) {
-    const { x, y } = g.node(id);
-    positions.set(id, { x, y });
-  }
-  const routes = new Map();
-  for (const { v, w } of g.edges()) {
-    routes.set(`${v}\u2192${w}`, g.edge(v, w).points);
-  }
-  const { width, height } = g.graph();
-  return { positions, routes, width: width || 0, height: height || 0 };
+  return layeredLayout(nodes, edges, { nodeW: NODE_W, nodeH: NODE_H });
 }
 
+/** An edge from the right side of its origin to the left side of its destination, as a curve. */
 function routePath(points) {
-  if (!points || !points.length) return "";
-  let d = `M${points[0].x},${points[0].y}`;
-  for (let i = 1; i < points.length; i++) d += `L${points[i].x},${points[i].y}`;
-  return d;
+  if (!points || points.length < 2) return "";
+  const [a, b] = points;
+  const bend = Math.max(40, Math.abs(b.x - a.x) / 2);
+  return `M${a.x},${a.y}C${a.x + bend},${a.y} ${b.x - bend},${b.y} ${b.x},${b.y}`;
 }
 
 function clip(text, max) {
@@ -48,7 +31,7 @@ function clip(text, max) {
  * nodes: [{id, type: DATASET | JOB | FIELD, label, sublabel, hidden (count collapsed behind it)}]
  * edges: [{origin, destination}]; fresh: Set of node ids and edge keys to highlight.
  */
-export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, onExpand, onReady }) {
+export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, onExpand }) {
   const laid = useMemo(() => layoutGraph(nodes, edges), [nodes, edges]);
   const box = useRef(null);
   const [view, setView] = useState({ x: 0, y: 0, k: 1 });
@@ -66,9 +49,6 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
   // Fit when the graph is first shown or its root changes, not when live changes add a node: the
   // reader keeps the place they were looking at.
   useLayoutEffect(fit, [root, rootKnown]);
-  useEffect(() => {
-    if (onReady) onReady(laid);
-  }, [laid]);
 
   const zoomAt = (factor, cx, cy) =>
     setView((v) => {
