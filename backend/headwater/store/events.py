@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,10 +32,16 @@ class RawEventRow:
 
 _PARTITION_NAME = re.compile(r"raw_events_[0-9]{4}_[0-9]{2}")
 
-# Starts of the months this process saw a partition of raw_events for: those need no check before
-# an insert. Retention dropping one here forgets it; dropped by another process, events of that
-# month go to the default partition until retention removes them.
-_months_ready: set[dt.datetime] = set()
+# Starts of the months this process saw a partition of raw_events for, per database (a process
+# may use several: tests, `headwater import` reading one and writing another): those need no check
+# before an insert. Retention dropping one here forgets it; dropped by another process, events of
+# that month go to the default partition until retention removes them.
+_months_ready: dict[tuple[object, str], set[dt.datetime]] = defaultdict(set)
+
+
+def _database(conn: asyncpg.Connection) -> tuple[object, str]:
+    """The server address and database a connection uses (asyncpg keeps them on the connection)."""
+    return conn._addr, conn._params.database
 
 
 def month_of(at: dt.datetime) -> dt.datetime:
@@ -43,17 +50,12 @@ def month_of(at: dt.datetime) -> dt.datetime:
     return dt.datetime(utc.year, utc.month, 1, tzinfo=dt.UTC)
 
 
-def forget_partitions(months: list[dt.datetime]) -> None:
-    """Months whose partition was dropped: checked again before their next insert."""
-    _months_ready.difference_update(months)
-
-
 async def ensure_partitions(conn: asyncpg.Connection, times: list[dt.datetime]) -> None:
     """Create the month partitions these event times need and do not have yet (ingest, on demand)."""
-    missing = {month_of(t) for t in times} - _months_ready
+    ready = _months_ready[_database(conn)]
+    missing = {month_of(t) for t in times} - ready
     if missing:
-        ready = await conn.fetchval(QUERIES["ensure_raw_event_partitions"], sorted(missing))
-        _months_ready.update(ready)
+        ready.update(await conn.fetchval(QUERIES["ensure_raw_event_partitions"], sorted(missing)))
 
 
 async def insert_raw_events(conn: asyncpg.Connection, rows: list[RawEventRow]) -> list[int | None]:
@@ -100,7 +102,7 @@ async def fetch_missing_partitions(conn: asyncpg.Connection, ahead: int) -> list
 async def create_partition(conn: asyncpg.Connection, month: dt.datetime) -> bool:
     """Create one month's partition; the caller's transaction holds raw_events' lock. True if new."""
     created = bool(await conn.fetchval(QUERIES["create_raw_event_partition"], month))
-    _months_ready.add(month)
+    _months_ready[_database(conn)].add(month)
     return created
 
 
@@ -119,4 +121,4 @@ async def count_partition_rows(conn: asyncpg.Connection, name: str) -> int:
 async def drop_partition(conn: asyncpg.Connection, partition: Partition) -> None:
     """Drop a month partition with its events: instant, but it needs raw_events' lock for a moment."""
     await conn.execute(f"DROP TABLE {_partition_table(partition.name)}")
-    forget_partitions([partition.starts])
+    _months_ready[_database(conn)].discard(partition.starts)
