@@ -24,7 +24,6 @@ announcing it and the progress commit together, and one server at a time applies
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import uuid
 from collections import defaultdict
@@ -147,11 +146,11 @@ async def apply_changes(
         declared |= {f for f in dirty if f[0] in set(whole)}
     declared = {f for f in declared if f[1] != ""}
     dirty |= declared
-    changed, recomputed = await propagate(conn, policy, dirty, declared)
+    changed, recomputed, final = await propagate(conn, policy, dirty, declared)
     outcome.fields_recomputed = recomputed
     outcome.fields_changed = len(changed)
     at = dt.datetime.now(dt.UTC)
-    checked = set(changed) | declared
+    checked = {field: final[field] for field in set(changed) | declared}
     announce = await _check_policy(conn, policy, checked, at, retire=full)
     outcome.violations_opened = sum(1 for c in announce.changes if c.kind == POLICY_VIOLATION)
     outcome.violations_cleared = sum(1 for c in announce.changes if c.kind == POLICY_VIOLATION_CLEARED)
@@ -255,11 +254,13 @@ async def _refresh_producer_declarations(
 
 async def propagate(
     conn: asyncpg.Connection, policy: Policy, dirty: set[Field], declared: set[Field]
-) -> tuple[dict[Field, dict[str, Path]], int]:
+) -> tuple[dict[Field, dict[str, Path]], int, dict[Field, store.FieldLabels]]:
     """Recompute what ``dirty`` fields inherit, and onwards wherever that changed; ``declared``
     fields pass the wave on whatever they inherit. Returns the fields whose inherited labels
-    changed (with what they inherit now) and how many field recomputations it took."""
+    changed (with what they inherit now), how many field recomputations it took, and the labels
+    of every field recomputed as they are now."""
     changed: dict[Field, dict[str, Path]] = {}
+    final: dict[Field, store.FieldLabels] = {}
     recomputed = 0
     wave = dirty
     push = set(declared)
@@ -274,22 +275,23 @@ async def propagate(
         now: dict[Field, dict[str, Path]] = {}
         for field in fields:
             inherited = inherit(policy, field, into.get(field, []), labels)
-            before = labels[field].inherited if field in labels else {}
-            if inherited != before:
+            before = labels.get(field) or store.FieldLabels({}, {})
+            final[field] = store.FieldLabels(before.declared, inherited)
+            if inherited != before.inherited:
                 now[field] = inherited
         await store.replace_inherited(conn, now)
         changed.update(now)
         passing = sorted(now.keys() | (push & wave))
         push -= wave
         wave = await store.fetch_successors(conn, passing) if passing else set()
-    return changed, recomputed
+    return changed, recomputed, final
 
 
 def inherit(
     policy: Policy, field: Field, edges: list[store.ColumnEdge], labels: dict[Field, store.FieldLabels]
 ) -> dict[str, Path]:
     """What ``field`` inherits through ``edges`` from its inputs' ``labels``: label -> path."""
-    best: dict[str, tuple[int, str, Path]] = {}
+    best: dict[str, Path] = {}
     known = policy.labels
     for edge in edges:
         source = labels.get(edge.input)
@@ -308,11 +310,23 @@ def inherit(
             ):
                 continue  # a label the policy no longer has, or a path round a cycle
             candidate = [*path, hop]
-            key = (len(candidate), json.dumps(candidate, sort_keys=True))
             current = best.get(label)
-            if current is None or key < current[:2]:
-                best[label] = (*key, candidate)
-    return {label: entry[2] for label, entry in sorted(best.items())}
+            if current is None or _before(candidate, current):
+                best[label] = candidate
+    return dict(sorted(best.items()))
+
+
+def _before(path: Path, than: Path) -> bool:
+    """Whether ``path`` wins over ``than``: fewer hops, then the first by (dataset, field, job),
+    hop by hop (only paths of the same length are compared hop by hop)."""
+    if len(path) != len(than):
+        return len(path) < len(than)
+    for mine, theirs in zip(path, than, strict=True):
+        a = (mine["dataset"], mine["field"], mine["job"] or "")
+        b = (theirs["dataset"], theirs["field"], theirs["job"] or "")
+        if a != b:
+            return a < b
+    return False
 
 
 def effective_labels(
@@ -349,11 +363,18 @@ class _Announcement:
 
 
 async def _check_policy(
-    conn: asyncpg.Connection, policy: Policy, fields: set[Field], at: dt.datetime, *, retire: bool
+    conn: asyncpg.Connection,
+    policy: Policy,
+    labels: dict[Field, store.FieldLabels],
+    at: dt.datetime,
+    *,
+    retire: bool,
 ) -> _Announcement:
-    """Check the rules on ``fields``; with ``retire``, also clear violations of rules now gone."""
-    ordered = sorted(fields)
-    labels = await store.fetch_field_labels(conn, ordered) if ordered else {}
+    """Check the rules on fields with these labels; with ``retire``, also clear violations of
+    rules now gone. Without rules (and nothing to retire) there is nothing to look up."""
+    if not policy.rules and not retire:
+        return _Announcement([], [], [], [])
+    ordered = sorted(labels)
     stale = (
         await store.fetch_violations_of_unknown_rules(conn, [r.name for r in policy.rules])
         if retire

@@ -11,6 +11,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
 from headwater.errors import DatasetNotFoundError
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     import asyncpg
 
 Field = tuple[uuid.UUID, str]
+_decode_path = msgspec.json.Decoder(list[dict[str, Any]]).decode
 # A path: the hops a label took, the declaring field first ({"dataset", "field", "job"}).
 Path = list[dict[str, Any]]
 
@@ -185,7 +188,7 @@ async def fetch_field_labels(conn: asyncpg.Connection, fields: list[Field]) -> d
         if r["path"] is None:
             labels.declared.setdefault(r["label"], set()).add(r["source"])
         else:
-            labels.inherited[r["label"]] = r["path"]
+            labels.inherited[r["label"]] = _decode_path(r["path"])
     return out
 
 
