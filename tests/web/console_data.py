@@ -18,6 +18,7 @@ from tests.factories import PRODUCER, SCHEMA_URL, dataset
 # lenient ones lack a time zone.
 REFERENCE_DIRS = ("spark", "airflow", "python-client", "trino", "fluentd")
 NAMESPACE = "console_demo"
+REPORT_SQL = "INSERT INTO bi.revenue_report SELECT sum(revenue) AS revenue FROM mart.revenue"
 
 
 def reference_events() -> list[dict[str, Any]]:
@@ -103,16 +104,17 @@ def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
             first,
             [orders, customers],
             [revenue],
-            sql="INSERT INTO mart.revenue SELECT o.customer_id, c.email, sum(o.total) "
+            sql="INSERT INTO mart.revenue SELECT o.customer_id, c.email, sum(o.total) AS revenue "
             "FROM shop.orders o JOIN shop.customers c USING (customer_id) GROUP BY 1, 2",
         ),
-        *run("build_report", first + dt.timedelta(minutes=5), [revenue], [report]),
+        *run("build_report", first + dt.timedelta(minutes=5), [revenue], [report], sql=REPORT_SQL),
         *run(
             "build_report",
             second - dt.timedelta(minutes=10),
             [revenue],
             [report],
             state="FAIL",
+            sql=REPORT_SQL,
             error="division by zero",
         ),
         *run(
@@ -120,8 +122,9 @@ def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
             second,
             [orders],
             [revenue_v2],
-            sql="INSERT INTO mart.revenue SELECT customer_id, sum(total) FROM shop.orders GROUP BY 1",
+            sql="INSERT INTO mart.revenue SELECT customer_id, sum(total) AS revenue "
+            "FROM shop.orders GROUP BY 1",
         ),
-        *run("build_report", second + dt.timedelta(minutes=5), [revenue], [report]),
+        *run("build_report", second + dt.timedelta(minutes=5), [revenue], [report], sql=REPORT_SQL),
     ]
     return events, first + dt.timedelta(hours=1)

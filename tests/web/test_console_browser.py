@@ -296,11 +296,24 @@ async def test_impact_of_a_change_grouped_explained_and_exported(console: Consol
     assert len(lines) >= 5
 
 
-async def test_column_impact_follows_a_column(console: Console) -> None:
+async def test_column_lineage_and_impact_follow_a_column(console: Console, shots: Path) -> None:
     page = console.page
-    column = f"datasetField:{NAMESPACE}:shop.orders:total"
-    await console.open(f"/impact?node={quote(column, safe='')}")
-    await expect(page.get_by_test_id("impact-summary")).to_contain_text("column(s)", timeout=TIMEOUT)
+    total = f"datasetField:{NAMESPACE}:shop.orders:total"
+    report = f"datasetField:{NAMESPACE}:bi.revenue_report:revenue"
+    await console.open(f"/lineage?node={quote(report, safe='')}")
+    await expect(page.locator(node(total))).to_be_visible(timeout=TIMEOUT)
+    await expect(page.locator(node(f"datasetField:{NAMESPACE}:mart.revenue:revenue"))).to_be_visible()
+    await console.screenshot("lineage-columns", shots)
+
+    await console.open(f"/impact?node={quote(total, safe='')}")
+    await expect(page.get_by_test_id("impact-summary")).to_have_text(
+        "2 downstream: 2 column(s)", timeout=TIMEOUT
+    )
+    row = page.get_by_role("row").filter(has_text="bi.revenue_report.revenue")
+    await row.get_by_role("button", name="why?").click()
+    await expect(
+        page.get_by_role("list", name="Path to bi.revenue_report.revenue").get_by_role("listitem")
+    ).to_have_text(["shop.orders.total", "mart.revenue.revenue", "bi.revenue_report.revenue"])
 
 
 async def test_root_cause_lists_upstream_failures_and_changes(console: Console, shots: Path) -> None:
