@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import shutil
 from pathlib import Path
@@ -70,7 +71,7 @@ async def test_a_busy_table_sends_a_new_month_to_the_default_and_upkeep_moves_it
     event = run_event("job", time="2020-06-15T00:00:00Z", outputs=["t"])
     reader = await asyncpg.connect(ops_url)
     try:
-        # Another session reading raw_events: ingest does not wait for it to make the partition.
+        # Another session reading raw_events for longer than ingest waits to make the partition.
         async with reader.transaction():
             await reader.execute("SELECT count(*) FROM raw_events")
             assert (await ingest(ops, [event]))[0].status == "created"
@@ -83,6 +84,40 @@ async def test_a_busy_table_sends_a_new_month_to_the_default_and_upkeep_moves_it
     assert await placement(ops) == {"raw_events_2020_06": 1}
     assert await ops.fetchrow("SELECT raw_event_id, content_hash FROM raw_events") == before
     assert (await ingest(ops, [event]))[0].status == "duplicate"
+
+
+async def test_ingest_waits_a_moment_for_a_busy_table_to_make_a_new_month(
+    ops: asyncpg.Connection, ops_url: str
+) -> None:
+    event = run_event("job", time="2021-02-03T00:00:00Z", outputs=["t"])
+    reader = await asyncpg.connect(ops_url)
+    try:
+        read = reader.transaction()
+        await read.start()
+        await reader.execute("SELECT count(*) FROM raw_events")
+
+        async def finish_reading() -> None:
+            await asyncio.sleep(0.5)
+            await read.commit()
+
+        finishing = asyncio.create_task(finish_reading())
+        assert (await ingest(ops, [event]))[0].status == "created"
+        await finishing
+    finally:
+        await reader.close()
+    assert await placement(ops) == {"raw_events_2021_02": 1}
+
+
+async def test_making_a_partition_leaves_the_callers_lock_timeout_as_it_was(
+    ops: asyncpg.Connection,
+) -> None:
+    async with ops.transaction():
+        await ops.execute("SET LOCAL lock_timeout = '7s'")
+        made = await ops.fetchval(
+            "SELECT raw_events_ensure_partitions(ARRAY['2018-05-05Z'::timestamptz])"
+        )
+        assert made == [dt.datetime(2018, 5, 1, tzinfo=dt.UTC)]
+        assert await ops.fetchval("SHOW lock_timeout") == "7s"
 
 
 def _rows(n: int) -> str:

@@ -3,7 +3,7 @@
 -- of need by `serve` and `headwater retention`, and on demand by ingest for a late or early event;
 -- raw_events_default takes what no month partition does: events more than a year ahead (a wrong
 -- clock must not make a partition per month of its error), and events of a month whose partition
--- could not be created at once because the table was busy. Its events are moved into their month's
+-- could not be created because the table stayed busy. Its events are moved into their month's
 -- partition when that partition is created.
 
 CREATE OR REPLACE FUNCTION raw_events_partition_name(month timestamptz) RETURNS text
@@ -42,8 +42,10 @@ $$;
 
 -- Ingest, before it stores events with these event times: the starts of their months that have a
 -- partition, after creating the missing ones it may. Creating a partition locks raw_events until
--- the ingest transaction commits; when another session uses the table the lock is not waited for
--- (a wait there could deadlock two ingesting sessions): those events go to the default partition
+-- the ingest transaction commits, and waits for the transactions writing to it to end: at most
+-- 2 s, during which other ingest queues behind the lock, once per new month. Ingest calls this
+-- first in its transaction, holding no lock another session could wait for; a deadlock all the
+-- same (another caller) or a wait longer than that sends those events to the default partition
 -- this time, and their month is tried again with the next events.
 CREATE OR REPLACE FUNCTION raw_events_ensure_partitions(times timestamptz[]) RETURNS timestamptz[]
 LANGUAGE plpgsql AS $$
@@ -51,6 +53,7 @@ DECLARE
     month timestamptz;
     ready timestamptz[] := '{}';
     locked boolean := false;
+    previous text;
 BEGIN
     FOR month IN SELECT DISTINCT date_trunc('month', t, 'UTC') FROM unnest(times) AS t LOOP
         IF to_regclass(quote_ident(raw_events_partition_name(month))) IS NOT NULL THEN
@@ -58,12 +61,16 @@ BEGIN
         ELSIF month <= now() + interval '1 year' THEN
             BEGIN
                 IF NOT locked THEN
-                    LOCK TABLE raw_events IN ACCESS EXCLUSIVE MODE NOWAIT;
+                    previous := current_setting('lock_timeout');
+                    PERFORM set_config('lock_timeout', '2s', true);
+                    LOCK TABLE raw_events IN ACCESS EXCLUSIVE MODE;
+                    PERFORM set_config('lock_timeout', previous, true);
                     locked := true;
                 END IF;
                 PERFORM raw_events_create_partition(month);
                 ready := ready || month;
-            EXCEPTION WHEN lock_not_available THEN
+            -- The block's changes are undone, the lock_timeout set above with them.
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
                 NULL;
             END;
         END IF;
