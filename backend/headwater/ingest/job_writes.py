@@ -234,13 +234,13 @@ class JobWriter:
                 at,
             ),
         )
-        if n.run_id is not None:
-            await self.db(run_store.set_run_job_versions, (n.run_id, version_uuid))
-        if run_state != "COMPLETE":
-            return  # a failed or aborted run is versioned, but does not redefine the job's lineage
-        move = await self.db(job_store.set_current_job_versions, (job_uuid, version_uuid, at, n.run_id))
+        # A failed or aborted run is versioned, but does not redefine the job's lineage.
+        move = await self.db(
+            job_store.set_job_versions,
+            job_store.VersionWritten(job_uuid, version_uuid, at, n.run_id, run_state == "COMPLETE"),
+        )
         if move is None:
-            return  # a later run already defined the current lineage
+            return  # not completed, or a later run already defined the current lineage
         input_uuids = [i[2] for i in inputs]
         output_uuids = [o[2] for o in outputs]
         closed = await self.db(

@@ -107,20 +107,30 @@ class CurrentVersionMove:
     previous_output_uuids: list[uuid.UUID]
 
 
-async def set_current_job_versions(
-    conn: asyncpg.Connection,
-    requests: list[tuple[uuid.UUID, uuid.UUID, dt.datetime, uuid.UUID | None]],
-) -> list[CurrentVersionMove | None]:
-    """Make each (job, version, at, run) current if it is the job's latest by eventTime.
+@dataclass(frozen=True)
+class VersionWritten:
+    """A job version computed from a finished run's datasets: attached to the run and, for a
+    completed run, made the job's current version if the run is the job's latest."""
 
-    None for a job whose current version is later.
-    """
+    job_uuid: uuid.UUID
+    version_uuid: uuid.UUID
+    at: dt.datetime
+    run_uuid: uuid.UUID | None
+    completed: bool
+
+
+async def set_job_versions(
+    conn: asyncpg.Connection, requests: list[VersionWritten]
+) -> list[CurrentVersionMove | None]:
+    """Attach versions to runs and move current versions; None where the current version did not
+    move (a failed run, or a later run already defined the job)."""
     rows = await conn.fetch(
-        QUERIES["set_current_job_versions"],
-        [r[0] for r in requests],
-        [r[1] for r in requests],
-        [r[2] for r in requests],
-        [r[3] for r in requests],
+        QUERIES["set_job_versions"],
+        [r.job_uuid for r in requests],
+        [r.version_uuid for r in requests],
+        [r.at for r in requests],
+        [r.run_uuid for r in requests],
+        [r.completed for r in requests],
     )
     moved = {
         row["job_uuid"]: CurrentVersionMove(
@@ -131,4 +141,4 @@ async def set_current_job_versions(
         )
         for row in rows
     }
-    return [moved.get(r[0]) for r in requests]
+    return [moved.get(r.job_uuid) if r.completed else None for r in requests]

@@ -117,13 +117,3 @@ async def fetch_run_datasets(
             RunDataset(r["dataset_uuid"], r["direction"], r["node_id"], r["namespace"], r["name"])
         )
     return [found[run] for run in requests]
-
-
-async def set_run_job_versions(
-    conn: asyncpg.Connection, requests: list[tuple[uuid.UUID, uuid.UUID]]
-) -> list[None]:
-    """Attach to each run the job version computed from its datasets."""
-    await conn.execute(
-        QUERIES["set_run_job_versions"], [r[0] for r in requests], [r[1] for r in requests]
-    )
-    return [None] * len(requests)

@@ -126,33 +126,43 @@ WHERE (dataset_fields.type, dataset_fields.description, dataset_fields.position)
 -- name: upsert_dataset_versions
 -- One version per distinct (schema, storage version) of a dataset; a write without a schema facet
 -- reuses the current schema. Each write comes with its run ($4) and eventTime ($5); a version is
--- rewritten only by an earlier write arriving late. Returns the version of the datasets it created
--- or rewrote; the others are found with fetch_dataset_versions.
+-- rewritten only by an earlier write arriving late. Returns the version each dataset was written at
+-- (versions not rewritten come from the statement's snapshot).
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::jsonb[], $3::text[], $4::uuid[], $5::timestamptz[])
         AS t(dataset_uuid, schema_fields, storage_version, run_uuid, at)
 ),
 resolved AS (
-    SELECT i.dataset_uuid, i.storage_version, i.run_uuid, i.at,
-           coalesce(i.schema_fields,
-                    (SELECT v.schema_fields FROM datasets d
-                     JOIN dataset_versions v ON v.dataset_version_uuid = d.current_version_uuid
-                     WHERE d.dataset_uuid = i.dataset_uuid)) AS schema_fields
-    FROM input i
+    SELECT r.*, md5(coalesce(r.schema_fields::text, '') || '|' || coalesce(r.storage_version, '')) AS version
+    FROM (
+        SELECT i.dataset_uuid, i.storage_version, i.run_uuid, i.at,
+               coalesce(i.schema_fields,
+                        (SELECT v.schema_fields FROM datasets d
+                         JOIN dataset_versions v ON v.dataset_version_uuid = d.current_version_uuid
+                         WHERE d.dataset_uuid = i.dataset_uuid)) AS schema_fields
+        FROM input i
+    ) r
+),
+written AS (
+    INSERT INTO dataset_versions AS v (dataset_uuid, version, schema_fields, storage_version, created_by_run_uuid,
+                                       created_at)
+    SELECT dataset_uuid, version, schema_fields, storage_version, run_uuid, at
+    FROM resolved
+    ON CONFLICT (dataset_uuid, version) DO UPDATE SET
+        created_by_run_uuid = excluded.created_by_run_uuid, created_at = excluded.created_at
+    WHERE excluded.created_at < v.created_at
+    RETURNING v.dataset_uuid, v.dataset_version_uuid, (xmax = 0) AS created
 )
-INSERT INTO dataset_versions AS v (dataset_uuid, version, schema_fields, storage_version, created_by_run_uuid,
-                                   created_at)
-SELECT dataset_uuid, md5(coalesce(schema_fields::text, '') || '|' || coalesce(storage_version, '')),
-       schema_fields, storage_version, run_uuid, at
-FROM resolved
-ON CONFLICT (dataset_uuid, version) DO UPDATE SET
-    created_by_run_uuid = excluded.created_by_run_uuid, created_at = excluded.created_at
-WHERE excluded.created_at < v.created_at
-RETURNING v.dataset_uuid, v.dataset_version_uuid, (xmax = 0) AS created;
+SELECT * FROM written
+UNION ALL
+SELECT v.dataset_uuid, v.dataset_version_uuid, false
+FROM resolved r JOIN dataset_versions v ON v.dataset_uuid = r.dataset_uuid AND v.version = r.version
+WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.dataset_uuid = r.dataset_uuid);
 
 -- name: fetch_dataset_versions
--- The versions a write without a version change was at: (dataset, schema or current schema, storage
--- version), as upsert_dataset_versions computes them.
+-- The versions writes were at: (dataset, schema or current schema, storage version), as
+-- upsert_dataset_versions computes them (for versions another transaction created while an upsert
+-- was running, which the upsert's snapshot cannot see).
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::jsonb[], $3::text[]) AS t(dataset_uuid, schema_fields, storage_version)
 )

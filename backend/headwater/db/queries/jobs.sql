@@ -56,41 +56,59 @@ JOIN jobs j ON j.namespace = t.namespace AND j.name = t.name;
 
 -- name: upsert_job_versions
 -- The job version for (inputs, outputs, code) of each job ($3, $4: JSON arrays of dataset uuids);
--- created on first sight, rewritten only by an earlier run arriving late. Returns the versions it
--- created or rewrote; the others are found with fetch_job_versions.
-INSERT INTO job_versions AS v (job_uuid, version, input_uuids, output_uuids, code_hash, created_by_run_uuid,
-                               created_at)
-SELECT job_uuid, version, ARRAY(SELECT jsonb_array_elements_text(inputs)::uuid),
-       ARRAY(SELECT jsonb_array_elements_text(outputs)::uuid), code_hash, run_uuid, at
-FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[], $5::text[], $6::uuid[], $7::timestamptz[])
-    AS t(job_uuid, version, inputs, outputs, code_hash, run_uuid, at)
-ON CONFLICT (job_uuid, version) DO UPDATE SET
-    created_by_run_uuid = excluded.created_by_run_uuid, created_at = excluded.created_at
-WHERE excluded.created_at < v.created_at
-RETURNING v.job_uuid, v.job_version_uuid, (xmax = 0) AS created;
+-- created on first sight, rewritten only by an earlier run arriving late. Returns their uuids
+-- (versions not rewritten come from the statement's snapshot).
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[], $5::text[], $6::uuid[],
+                         $7::timestamptz[])
+        AS t(job_uuid, version, inputs, outputs, code_hash, run_uuid, at)
+),
+written AS (
+    INSERT INTO job_versions AS v (job_uuid, version, input_uuids, output_uuids, code_hash, created_by_run_uuid,
+                                   created_at)
+    SELECT job_uuid, version, ARRAY(SELECT jsonb_array_elements_text(inputs)::uuid),
+           ARRAY(SELECT jsonb_array_elements_text(outputs)::uuid), code_hash, run_uuid, at
+    FROM input
+    ON CONFLICT (job_uuid, version) DO UPDATE SET
+        created_by_run_uuid = excluded.created_by_run_uuid, created_at = excluded.created_at
+    WHERE excluded.created_at < v.created_at
+    RETURNING v.job_uuid, v.job_version_uuid, (xmax = 0) AS created
+)
+SELECT * FROM written
+UNION ALL
+SELECT v.job_uuid, v.job_version_uuid, false
+FROM input i JOIN job_versions v ON v.job_uuid = i.job_uuid AND v.version = i.version
+WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.job_uuid = i.job_uuid);
 
 -- name: fetch_job_versions
--- Job versions by (job, version hash).
+-- Job versions by (job, version hash) (for versions another transaction created while an upsert
+-- was running, which the upsert's snapshot cannot see).
 SELECT v.job_uuid, v.job_version_uuid, false AS created
 FROM unnest($1::uuid[], $2::text[]) AS t(job_uuid, version)
 JOIN job_versions v ON v.job_uuid = t.job_uuid AND v.version = t.version;
 
--- name: set_current_job_versions
--- Makes each version its job's current one if it comes from the job's latest completed run by
--- eventTime. Returns, for each job that moved, the previous current version with its inputs and
+-- name: set_job_versions
+-- Attaches to each run ($4) the job version ($2) computed from its datasets, and, for a completed run
+-- ($5), makes that version its job's current one if the run is the job's latest completed one by
+-- eventTime ($3). Returns, for each job that moved, the previous current version with its inputs and
 -- outputs (to tell which edges the change added); no row for a job that did not move.
 WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::uuid[])
-        AS t(job_uuid, version_uuid, at, run_uuid)
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::uuid[], $5::boolean[])
+        AS t(job_uuid, version_uuid, at, run_uuid, completed)
+),
+run_versions AS (
+    UPDATE runs r SET job_version_uuid = i.version_uuid
+    FROM input i
+    WHERE r.run_uuid = i.run_uuid AND r.job_version_uuid IS DISTINCT FROM i.version_uuid
 ),
 previous AS (
     SELECT j.job_uuid, j.current_version_uuid, v.version, v.input_uuids, v.output_uuids
     FROM jobs j LEFT JOIN job_versions v ON v.job_version_uuid = j.current_version_uuid
-    WHERE j.job_uuid = ANY($1::uuid[]) FOR UPDATE OF j
+    WHERE j.job_uuid = ANY(ARRAY(SELECT job_uuid FROM input WHERE completed)) FOR UPDATE OF j
 )
 UPDATE jobs j SET current_version_uuid = i.version_uuid, current_version_at = i.at,
                   latest_run_uuid = coalesce(i.run_uuid, j.latest_run_uuid)
 FROM input i JOIN previous p USING (job_uuid)
-WHERE j.job_uuid = i.job_uuid AND (j.current_version_at IS NULL OR j.current_version_at <= i.at)
+WHERE j.job_uuid = i.job_uuid AND i.completed AND (j.current_version_at IS NULL OR j.current_version_at <= i.at)
 RETURNING j.job_uuid, p.current_version_uuid AS previous_version_uuid, p.version AS previous_version,
           p.input_uuids AS previous_input_uuids, p.output_uuids AS previous_output_uuids;

@@ -88,9 +88,3 @@ SELECT run_uuid, current_state, current_state_at FROM upserted;
 SELECT rd.run_uuid, rd.dataset_uuid, rd.direction, d.node_id, d.namespace, d.name
 FROM run_datasets rd JOIN datasets d USING (dataset_uuid)
 WHERE rd.run_uuid = ANY($1::uuid[]);
-
--- name: set_run_job_versions
--- Attaches to runs the job version computed from their merged datasets.
-UPDATE runs r SET job_version_uuid = t.version_uuid
-FROM unnest($1::uuid[], $2::uuid[]) AS t(run_uuid, version_uuid)
-WHERE r.run_uuid = t.run_uuid AND r.job_version_uuid IS DISTINCT FROM t.version_uuid;
