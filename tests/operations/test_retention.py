@@ -272,3 +272,34 @@ async def test_a_partition_the_table_is_too_busy_to_drop_is_left_for_the_next_pa
     later = await run_retention(ops, KEEP_DAYS)
     assert later.partitions == ["raw_events_2026_01"]
     assert later.rows["runs"] == 0
+
+
+async def test_old_events_in_the_default_partition_go_too(ops: asyncpg.Connection) -> None:
+    await ingest(ops, history())
+    # Stored without ingest's partition check: to the default partition, as when a month's
+    # partition could not be made.
+    await ops.execute(
+        "INSERT INTO raw_events (content_hash, event_kind, event_time, payload)"
+        " VALUES ('\\x01', 'RUN', '2025-07-07Z', '{}'), ('\\x02', 'RUN', '2999-01-01Z', '{}')"
+    )
+    planned = await run_retention(ops, KEEP_DAYS, dry_run=True)
+    removed = await run_retention(ops, KEEP_DAYS)
+    assert removed.rows["raw_events"] == planned.rows["raw_events"]
+    assert await ops.fetchval("SELECT array_agg(event_time) FROM raw_events_default") == [
+        dt.datetime(2999, 1, 1, tzinfo=dt.UTC)
+    ]
+
+
+async def test_two_passes_at_once_remove_everything_once(ops: asyncpg.Connection, ops_url: str) -> None:
+    await ingest(ops, history())
+    planned = await run_retention(ops, KEEP_DAYS, dry_run=True)
+    other = await asyncpg.connect(ops_url)
+    try:
+        first, second = await asyncio.gather(
+            run_retention(ops, KEEP_DAYS), run_retention(other, KEEP_DAYS)
+        )
+    finally:
+        await other.close()
+    for table in TABLES:
+        assert first.rows[table] + second.rows[table] == planned.rows[table], table
+    assert sorted(first.partitions + second.partitions) == planned.partitions

@@ -44,6 +44,8 @@ BATCH_SIZE = 5_000
 # Tries at raw_events' lock per partition before leaving it to the next pass.
 DROP_TRIES = 3
 CHANGE_KIND = "RETENTION_APPLIED"
+# Any fixed 64-bit number, other than the migration runner's and serve's upkeep's.
+_LOCK_KEY = 0x4845_4144_5245_544E
 
 # Tables in the order a pass reports them; the candidates' tables and delete queries of each.
 _COLLECTED = (
@@ -95,12 +97,6 @@ def horizon_for(keep_days: int, now: dt.datetime | None = None) -> dt.datetime:
     return (now or dt.datetime.now(dt.UTC)) - dt.timedelta(days=keep_days)
 
 
-async def fetch_horizon(conn: asyncpg.Connection) -> dt.datetime | None:
-    """The horizon of the latest pass (None before the first)."""
-    value: dt.datetime | None = await conn.fetchval(QUERIES["fetch_retention_horizon"])
-    return value
-
-
 async def run_retention(
     conn: asyncpg.Connection,
     keep_days: int,
@@ -114,7 +110,18 @@ async def run_retention(
     if dry_run:
         await _plan(conn, report)
         return report
-    pass_id = await conn.fetchval(QUERIES["insert_retention_pass"], report.horizon, keep_days)
+    # One pass at a time (`headwater retention` beside serve's periodic pass): the second waits,
+    # then finds what the first left.
+    await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_KEY)
+    try:
+        await _remove(conn, report, batch_size)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
+    return report
+
+
+async def _remove(conn: asyncpg.Connection, report: RetentionReport, batch_size: int) -> None:
+    pass_id = await conn.fetchval(QUERIES["insert_retention_pass"], report.horizon, report.keep_days)
     await prepare_partitions(conn)
     await _drop_partitions(conn, report)
     report.rows["raw_events"] += await _repeat(
@@ -133,7 +140,6 @@ async def run_retention(
             conn,
             [Change(CHANGE_KIND, "retention", None, dt.datetime.now(dt.UTC), report.as_json())],
         )
-    return report
 
 
 async def _plan(conn: asyncpg.Connection, report: RetentionReport) -> None:
