@@ -113,3 +113,40 @@ async def test_suspect_changes_are_failed_runs_new_job_versions_and_schema_chang
 async def test_suspect_changes_caps_the_node_ids(client):
     body = await execute(client, SUSPECTS, ids=[f"job:n:{i}" for i in range(10_001)], since=at(0))
     assert "At most 10000 node ids" in body["errors"][0]["message"]
+
+
+OWNERSHIP_URL = "https://openlineage.io/spec/facets/1-0-1/OwnershipDatasetFacet.json"
+
+
+def ownership(*names: str) -> dict[str, object]:
+    return {
+        "_producer": "https://example.com/headwater-tests",
+        "_schemaURL": OWNERSHIP_URL,
+        "owners": [{"name": n, "type": "MAINTAINER"} for n in names],
+    }
+
+
+async def test_owners_come_from_the_ownership_facets_and_fit_a_large_impact_query(client):
+    await post_all(
+        client,
+        [
+            run_event(
+                "load_sales",
+                inputs=["raw_sales"],
+                outputs=[dataset("sales", ownership=ownership("team:finance", "alice", "team:finance"))],
+                job_facets={"ownership": ownership("team:etl")},
+            )
+        ],
+    )
+    # The impact page asks this of up to 2,000 nodes: it must fit the cost budget.
+    data = await gql(
+        client,
+        """{ lineage(nodeId: "dataset:warehouse:raw_sales", direction: DOWNSTREAM, maxNodes: 2000) {
+          ... on LineageGraph { nodes { id dataset { owners } job { owners } } } } }""",
+    )
+    owners = {n["id"]: (n["dataset"] or n["job"])["owners"] for n in data["lineage"]["nodes"]}
+    assert owners == {
+        "dataset:warehouse:raw_sales": [],
+        "job:pipelines:load_sales": ["team:etl"],
+        "dataset:warehouse:sales": ["team:finance", "alice"],
+    }

@@ -76,6 +76,22 @@ class Conflict(Problem):
     pass
 
 
+OWNERS_DESCRIPTION = (
+    "The owners its `ownership` facet names (e.g. team:data-platform), in the facet's order; empty "
+    "when none is reported."
+)
+
+
+def owner_names(facets: object) -> list[str]:
+    """The names in an OpenLineage `ownership` facet; producers' malformed entries are skipped."""
+    ownership = facets.get("ownership") if isinstance(facets, dict) else None
+    owners = ownership.get("owners") if isinstance(ownership, dict) else None
+    if not isinstance(owners, list):
+        return []
+    names = (o.get("name") for o in owners if isinstance(o, dict))
+    return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
+
+
 def problem_from_error(error: AppError, maximum: int | None = None) -> Problem:
     """The GraphQL error type of an expected failure."""
     if isinstance(error, LineageDepthTooLargeError):

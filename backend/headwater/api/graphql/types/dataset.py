@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 
 from headwater.api.graphql.context import Info
-from headwater.api.graphql.types.common import HEAT_DESCRIPTION, JSON
+from headwater.api.graphql.types.common import HEAT_DESCRIPTION, JSON, OWNERS_DESCRIPTION, owner_names
 from headwater.api.graphql.types.paging import (
     CatalogOrder,
     PageInfo,
@@ -113,6 +113,10 @@ class Dataset:
     deleted_at: dt.datetime | None = strawberry.field(description="Set while it is soft-deleted.")
     heat: float | None = strawberry.field(description=HEAT_DESCRIPTION)
     record: strawberry.Private[DatasetRecord]
+
+    @strawberry.field(description=OWNERS_DESCRIPTION)
+    def owners(self) -> list[str]:
+        return owner_names(self.facets)
 
     @strawberry.field
     def deleted(self) -> bool:

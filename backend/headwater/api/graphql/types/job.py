@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from headwater.api.graphql.context import Info
-from headwater.api.graphql.types.common import HEAT_DESCRIPTION, JSON
+from headwater.api.graphql.types.common import HEAT_DESCRIPTION, JSON, OWNERS_DESCRIPTION, owner_names
 from headwater.api.graphql.types.dataset import Dataset
 from headwater.api.graphql.types.paging import (
     CatalogOrder,
@@ -100,6 +100,10 @@ class Job:
     heat: float | None = strawberry.field(description=HEAT_DESCRIPTION)
     manual: bool = strawberry.field(description="Declared by hand to carry manual lineage.")
     record: strawberry.Private[JobRecord]
+
+    @strawberry.field(description=OWNERS_DESCRIPTION)
+    def owners(self) -> list[str]:
+        return owner_names(self.facets)
 
     @strawberry.field
     def deleted(self) -> bool:
