@@ -9,7 +9,12 @@ runId, as stored by ingest), then times, on the same database:
 - a retention dry run and a retention pass keeping the newest half of the months (whole partitions
   dropped), with the rows each removed.
 
-Run: ``python tests/benchmarks/operations.py [--events 1000000] [--months 12]``.
+Then, in a new database, the ingest benchmark's Spark-shaped events (tests/benchmarks/ingest.py: 250
+jobs, 4 events a run) for ``--model-runs`` runs of every job spread evenly over the same months,
+ingested as the server writes them, and a retention pass keeping the newest half: the time of the
+pass and the rows it removed per table, runs and versions included.
+
+Run: ``python tests/benchmarks/operations.py [--events 1000000] [--months 12] [--model-runs 24]``.
 Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default postgresql://postgres@127.0.0.1:5432/postgres);
 creates and drops headwater_bench_operations.
 """
@@ -21,15 +26,23 @@ import asyncio
 import datetime as dt
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import asyncpg
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks.ingest import JOBS, ingest_events
+
 from headwater.db import migrate as migrate_module
 from headwater.db.migrate import migrate
-from headwater.operations.retention import run_retention
+from headwater.db.pool import register_codecs
+from headwater.ingest.service import ingest_events as ingest
+from headwater.ingest.validate import validate_event
+from headwater.operations.retention import TABLES, run_retention
 
 SERVER_URL = os.environ.get(
     "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -58,6 +71,47 @@ CROSS JOIN LATERAL (SELECT jsonb_set(jsonb_set($6::jsonb, '{run,runId}', to_json
 
 async def database_size(conn: asyncpg.Connection) -> int:
     return int(await conn.fetchval("SELECT pg_database_size(current_database())"))
+
+
+async def model(months: int, runs: int) -> None:
+    """Retention over a model: the ingest benchmark's runs spread over ``months``, half removed."""
+    url = SERVER_URL.rsplit("/", 1)[0] + f"/{DATABASE}_model"
+    admin = await asyncpg.connect(SERVER_URL)
+    await admin.execute(f"DROP DATABASE IF EXISTS {DATABASE}_model WITH (FORCE)")
+    await admin.execute(f"CREATE DATABASE {DATABASE}_model")
+    conn = await asyncpg.connect(url)
+    try:
+        await register_codecs(conn)
+        await migrate(conn)
+        now = dt.datetime.now(dt.UTC)
+        step = dt.timedelta(days=30.44 * months) / runs
+        started = time.perf_counter()
+        events = ingest_events(runs=runs)
+        # The generator runs every job hourly from its T0: run r goes to r steps before now instead.
+        t0 = dt.datetime.fromisoformat(events[0]["eventTime"])
+        for event in events:
+            at = dt.datetime.fromisoformat(event["eventTime"])
+            run = int((at - t0).total_seconds() // 3600)
+            shifted = now - (runs - run) * step + (at - t0 - dt.timedelta(hours=run))
+            event["eventTime"] = shifted.isoformat()
+        for first in range(0, len(events), 500):
+            await ingest(conn, [validate_event(e) for e in events[first : first + 500]])
+        await conn.execute("VACUUM ANALYZE")
+        print(
+            f"model: {len(events):,} events ({runs} runs of {JOBS} jobs over {months} months) ingested"
+            f" in {time.perf_counter() - started:.0f} s"
+        )
+        keep = int(step.days * runs / 2)
+        counts = {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in TABLES}
+        started = time.perf_counter()
+        removed = await run_retention(conn, keep)
+        print(f"model retention pass (keep {keep} days): {time.perf_counter() - started:.2f} s")
+        for table in TABLES:
+            print(f"  {table:<18} {removed.rows[table]:>9,} of {counts[table]:>9,}")
+    finally:
+        await conn.close()
+        await admin.execute(f"DROP DATABASE IF EXISTS {DATABASE}_model WITH (FORCE)")
+        await admin.close()
 
 
 async def main(events: int, months: int) -> None:
@@ -126,5 +180,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--months", type=int, default=12)
+    parser.add_argument("--model-runs", type=int, default=24)
     args = parser.parse_args()
     asyncio.run(main(args.events, args.months))
+    asyncio.run(model(args.months, args.model_runs))
