@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
+import asyncpg
+from litestar.testing import AsyncTestClient
+
+from headwater.app import create_app
+from headwater.db.pool import register_codecs
+from headwater.governance.policy import load_policy, parse_policy
+from headwater.governance.propagation import apply_pending
+from headwater.settings import Settings
 from tests.corpus import corpus_file
 from tests.governance import pipeline as p
 from tests.governance.conftest import Governed
+from tests.pg import migrated_database
 
 
 def hops(path: list[dict]) -> list[str]:
@@ -210,3 +220,75 @@ async def test_the_reference_hive_masking_event(governed: Governed):
     labels = await governed.labels(("hive://localhost:9083", "test.xxx"))
     # i, t copy or compute a; a sums b (an aggregation that is not a count); mt and ma are masked.
     assert labels == {"i": ["pii"], "t": ["pii"], "a": ["pii"]}
+
+
+async def test_a_new_policy_recomputes_every_field_and_retires_the_rules_it_dropped(
+    pg_server: str, policy_file: Path
+):
+    async with migrated_database(pg_server, "headwater_governance_policy") as url:
+        settings = Settings(
+            database_url=url, pool_min_size=1, pool_max_size=2, policies_file=policy_file, mcp=False
+        )
+        async with AsyncTestClient(app=create_app(settings)) as client:
+            for event in p.upstream() + p.export_newsletter(1):
+                assert (await client.post("/api/v1/lineage", json=event)).status_code == 201
+        # The server (and its worker) stopped: what follows is the only writer.
+        conn = await asyncpg.connect(url)
+        try:
+            await register_codecs(conn)
+            first = load_policy(policy_file)
+            await apply_pending(conn, first)
+            assert (
+                await conn.fetchval(
+                    "SELECT count(*) FROM governance_violations WHERE cleared_at IS NULL"
+                )
+                == 1
+            )
+
+            # COUNT no longer masks, and the rules are gone.
+            second = parse_policy({"masking": {"aggregations": []}})
+            outcome = await apply_pending(conn, second)
+            assert outcome.full
+            assert outcome.violations_cleared == 1
+            emails = await conn.fetchval(
+                "SELECT path FROM governance_inherited i JOIN datasets d USING (dataset_uuid)"
+                " WHERE d.name = 'hive.marts.country_counts' AND i.field_name = 'emails' AND i.label = 'pii'"
+            )
+            assert [h["field"] for h in emails] == ["email", "email_norm", "contact_email", "emails"]
+            assert (await apply_pending(conn, second)).changes_read == 0  # applied: nothing left
+            kinds = await conn.fetch(
+                "SELECT kind FROM change_log WHERE kind LIKE 'POLICY%' ORDER BY change_id"
+            )
+            assert [r["kind"] for r in kinds] == ["POLICY_VIOLATION", "POLICY_VIOLATION_CLEARED"]
+        finally:
+            await conn.close()
+
+
+async def test_schema_field_tags_and_the_tag_api_declare_too(governed: Governed):
+    events = p.load_customers()
+    customers = events[1]["inputs"][0]["facets"]["schema"]["fields"]
+    country = next(f for f in customers if f["name"] == "country")
+    country["tags"] = [{"key": "classification", "value": "internal", "source": "CRM"}]
+    await governed.post(events)
+    tag = """mutation($tagged: Boolean!) {
+      a: tagDataset(namespace: "postgres://crm:5432", name: "crm.public.customers", tag: "PII", field: "id")
+        @include(if: $tagged) { __typename }
+      b: untagDataset(namespace: "postgres://crm:5432", name: "crm.public.customers", tag: "PII", field: "id")
+        @skip(if: $tagged) { __typename }
+    }"""
+    response = await governed.client.post("/graphql", json={"query": tag, "variables": {"tagged": True}})
+    assert "errors" not in response.json(), response.json()
+    await governed.settle()
+
+    source = {f["field"]: f["declared"] for f in (await governed.classification(p.CUSTOMERS))["fields"]}
+    assert source["country"] == [{"label": "internal", "sources": ["facet"], "onDataset": False}]
+    assert source["id"] == [{"label": "pii", "sources": ["tag"], "onDataset": False}]
+    staging = await governed.labels(p.STAGING)
+    assert staging == {"id": ["pii"], "email_norm": ["pii"], "country": ["internal"]}
+
+    response = await governed.client.post(
+        "/graphql", json={"query": tag, "variables": {"tagged": False}}
+    )
+    assert "errors" not in response.json(), response.json()
+    await governed.settle()
+    assert "id" not in await governed.labels(p.STAGING)

@@ -136,8 +136,6 @@ async def apply_changes(
     if not datasets:
         return outcome
     declared = await _refresh_producer_declarations(conn, policy, datasets) | api_declared
-    if full:
-        declared |= {(d, "") for d in datasets}
     dirty = await store.fetch_dataset_columns(conn, sorted(datasets))
     # A declaration on a dataset is one on each of its fields.
     whole = sorted({d for d, f in declared if f == ""})
@@ -146,11 +144,14 @@ async def apply_changes(
         declared |= {f for f in dirty if f[0] in set(whole)}
     declared = {f for f in declared if f[1] != ""}
     dirty |= declared
-    changed, recomputed, final = await propagate(conn, policy, dirty, declared)
+    # Recomputing every field reads every declaration as it is now: only the fields whose
+    # inherited labels change need to pass the wave on. Then every field is checked, against
+    # rules that may be new.
+    changed, recomputed, final = await propagate(conn, policy, dirty, set() if full else declared)
     outcome.fields_recomputed = recomputed
     outcome.fields_changed = len(changed)
     at = dt.datetime.now(dt.UTC)
-    checked = {field: final[field] for field in set(changed) | declared}
+    checked = final if full else {field: final[field] for field in set(changed) | declared}
     announce = await _check_policy(conn, policy, checked, at, retire=full)
     outcome.violations_opened = sum(1 for c in announce.changes if c.kind == POLICY_VIOLATION)
     outcome.violations_cleared = sum(1 for c in announce.changes if c.kind == POLICY_VIOLATION_CLEARED)
@@ -409,7 +410,8 @@ async def _check_policy(
             )
         elif (was.label, was.path) != (label, path):
             updated.append((was.violation_id, label, path))
-    gone = [v for key, v in sorted(open_now.items()) if key not in found] + stale
+    gone = [v for key, v in sorted(open_now.items()) if key not in found]
+    gone += [v for v in stale if (v.field, v.rule) not in open_now]  # a field not checked here
     closing = [
         _violation_change(
             POLICY_VIOLATION_CLEARED, datasets[v.field[0]], v.field, v.rule, v.label, v.path, at
