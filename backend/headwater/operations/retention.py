@@ -26,7 +26,6 @@ import datetime as dt
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import asyncpg
 
@@ -34,9 +33,6 @@ from headwater.db.queries import QUERIES
 from headwater.operations.partitions import LOCK_TIMEOUT, prepare_partitions
 from headwater.store import events as event_store
 from headwater.store.changes import Change, insert_changes
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +43,8 @@ CHANGE_KIND = "RETENTION_APPLIED"
 # Any fixed 64-bit number, other than the migration runner's and serve's upkeep's.
 _LOCK_KEY = 0x4845_4144_5245_544E
 
-# Tables in the order a pass reports them; the candidates' tables and delete queries of each.
+# What a pass collects candidates of, in order (versions after runs: a version a removed run used
+# may go), and the query that collects each.
 _COLLECTED = (
     ("runs", "collect_retention_runs"),
     ("job_versions", "collect_retention_job_versions"),
@@ -55,6 +52,7 @@ _COLLECTED = (
     ("lineage_edges", "collect_retention_edges"),
     ("column_lineage", "collect_retention_column_edges"),
 )
+# Tables in the order a pass reports them.
 TABLES = (
     "raw_events",
     "runs",
@@ -124,9 +122,10 @@ async def _remove(conn: asyncpg.Connection, report: RetentionReport, batch_size:
     pass_id = await conn.fetchval(QUERIES["insert_retention_pass"], report.horizon, report.keep_days)
     await prepare_partitions(conn)
     await _drop_partitions(conn, report)
-    report.rows["raw_events"] += await _repeat(
-        lambda: _deleted(conn, "delete_default_raw_events_before", report.horizon, batch_size)
-    )
+    while deleted := await _deleted(
+        conn, "delete_default_raw_events_before", report.horizon, batch_size
+    ):
+        report.rows["raw_events"] += deleted
     await conn.execute(QUERIES["create_retention_candidates"])
     for table, collect in _COLLECTED:
         total = await _collect(conn, collect, report.horizon)
@@ -190,14 +189,6 @@ async def _drop_partitions(conn: asyncpg.Connection, report: RetentionReport) ->
                 report.partitions.append(partition.name)
                 report.rows["raw_events"] += rows
             break
-
-
-async def _repeat(batch: Callable[[], Awaitable[int]]) -> int:
-    """Run a bounded delete until it deletes nothing; returns how many rows went."""
-    total = 0
-    while deleted := await batch():
-        total += deleted
-    return total
 
 
 async def _deleted(conn: asyncpg.Connection, query: str, *args: object) -> int:
