@@ -39,6 +39,14 @@ _NO_DATABASE = (
 )
 
 
+class DatabaseUnreachableError(CommandError):
+    """PostgreSQL is not there (yet): nothing answers, or it is still starting up."""
+
+
+# While waiting for PostgreSQL, say so this often.
+_WAIT_REPORT_S = 5
+
+
 def _say(message: str) -> None:
     print(f"headwater: {message}", file=sys.stderr, flush=True)
 
@@ -70,12 +78,18 @@ async def connect(url: str) -> asyncpg.Connection:
     try:
         return await asyncpg.connect(url, timeout=CONNECT_TIMEOUT_S)
     except TimeoutError:  # before OSError, of which it is a subclass
-        raise CommandError(
+        raise DatabaseUnreachableError(
             f"PostgreSQL at {where} did not answer within {CONNECT_TIMEOUT_S} s; {_NO_DATABASE}"
         ) from None
     except OSError as exc:
         reason = exc.strerror or str(exc) or type(exc).__name__
-        raise CommandError(f"cannot reach PostgreSQL at {where} ({reason}); {_NO_DATABASE}") from None
+        raise DatabaseUnreachableError(
+            f"cannot reach PostgreSQL at {where} ({reason}); {_NO_DATABASE}"
+        ) from None
+    except asyncpg.CannotConnectNowError as exc:  # starting up, shutting down, in recovery
+        raise DatabaseUnreachableError(
+            f"PostgreSQL at {where} is not accepting connections yet: {exc}"
+        ) from None
     except asyncpg.InvalidCatalogNameError:
         raise CommandError(
             f"the database of {where} does not exist; create it (createdb) or fix the URL"
@@ -90,9 +104,36 @@ async def connect(url: str) -> asyncpg.Connection:
         raise CommandError(f"PostgreSQL at {where} refused the connection: {exc}") from None
 
 
-async def apply_migrations(url: str) -> list[str]:
-    """Apply pending migrations on the database at ``url``; returns the names applied."""
-    conn = await connect(url)
+async def connect_waiting(url: str, wait_s: float) -> asyncpg.Connection:
+    """``connect``, retrying for up to ``wait_s`` seconds while PostgreSQL is not there yet.
+
+    Only an absent or starting database is waited for: a wrong password, database or URL will
+    not fix itself and fails at once.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    next_report = loop.time()
+    while True:
+        try:
+            return await connect(url)
+        except DatabaseUnreachableError as exc:
+            now = loop.time()
+            if now >= deadline:
+                if wait_s:
+                    raise DatabaseUnreachableError(f"{exc} (waited {wait_s:g} s)") from None
+                raise
+            if now >= next_report:
+                _say(f"waiting for PostgreSQL at {describe(url)}, {deadline - now:.0f} s left: {exc}")
+                next_report = now + _WAIT_REPORT_S
+            await asyncio.sleep(min(0.5, deadline - now))
+
+
+async def apply_migrations(url: str, wait_s: float = 0) -> list[str]:
+    """Apply pending migrations on the database at ``url``; returns the names applied.
+
+    ``wait_s``: how long to wait for a database that is not there yet (see ``connect_waiting``).
+    """
+    conn = await connect_waiting(url, wait_s)
     try:
         result = await migrate(conn)
         await warn_if_autovacuum_is_off(conn)
@@ -119,11 +160,12 @@ async def check_migrated(url: str) -> None:
 
 
 async def warn_if_autovacuum_is_off(conn: asyncpg.Connection) -> bool:
-    """Say so when nothing reclaims dead rows: every event rewrites its job, run and dataset rows."""
+    """Say so when nothing reclaims dead rows: runs and edges leave old row versions behind."""
     if await conn.fetchval("SELECT current_setting('autovacuum')::boolean"):
         return False
     log.warning(
-        "PostgreSQL's autovacuum is off: the row versions ingest leaves behind are never reclaimed, "
+        "PostgreSQL's autovacuum is off: the row versions ingest leaves behind (runs change "
+        "state, edges are confirmed by each new run) are never reclaimed, "
         "and ingest and lineage queries slow down as they pile up. Turn autovacuum on, or run "
         "VACUUM (ANALYZE) on the database regularly (headwater spark backfill vacuums as it writes)."
     )
@@ -181,7 +223,10 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
 
     policy_or_error(settings.policies_file)
     with database(settings.database_url, settings.data_dir) as url:
-        applied = asyncio.run(apply_migrations(url))
+        # A server configured with a database waits for it (an orchestrator may start both at
+        # once); the embedded one is already running.
+        wait_s = settings.database_wait_s if settings.database_url else 0
+        applied = asyncio.run(apply_migrations(url, wait_s))
         if applied:
             log.info("applied migrations: %s", ", ".join(applied))
         # Worker processes build the app from the environment, so they must see the same database.

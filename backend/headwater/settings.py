@@ -26,6 +26,9 @@ class Settings:
     pool_max_size: int = 10
     statement_timeout_ms: int = 30_000
     pool_acquire_timeout_ms: int = 5_000
+    # How long `serve` waits for an unreachable or starting PostgreSQL before giving up (an
+    # orchestrator often starts both at once); 0 fails at once.
+    database_wait_s: int = 60
     ingest_group_events: int = 500
     # Measured with tests/benchmarks/ingest.py: groups form by themselves while the previous one
     # commits, so waiting for more only delays a lone client (2 ms: 123 -> 86-97 events/s, no gain
@@ -88,6 +91,7 @@ class Settings:
             pool_acquire_timeout_ms=get_int(
                 "HEADWATER_POOL_ACQUIRE_TIMEOUT_MS", defaults.pool_acquire_timeout_ms
             ),
+            database_wait_s=max(0, get_int("HEADWATER_DATABASE_WAIT_S", defaults.database_wait_s)),
             ingest_group_events=get_int("HEADWATER_INGEST_GROUP_EVENTS", defaults.ingest_group_events),
             ingest_group_wait_ms=get_int(
                 "HEADWATER_INGEST_GROUP_WAIT_MS", defaults.ingest_group_wait_ms

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import asyncpg
 import httpx
 import pytest
 
-from tests.cli.running import HEADWATER, embedded_env, serving
+from tests.cli.running import HEADWATER, embedded_env, serving, wait_until_healthy
 from tests.factories import job_run
+from tests.server import free_port
 
 UNREACHABLE = "postgresql://postgres@127.0.0.1:1/headwater"  # port 1: refused at once
 
@@ -56,7 +61,8 @@ def assert_one_line(result: subprocess.CompletedProcess[str], *expected: str) ->
 def test_an_unreachable_database_is_one_line_without_starting_spark(
     tmp_path: Path, command: str
 ) -> None:
-    env = {**os.environ, "HEADWATER_DATABASE_URL": UNREACHABLE}
+    # serve waits for a database that is not there yet, unless told not to
+    env = {**os.environ, "HEADWATER_DATABASE_URL": UNREACHABLE, "HEADWATER_DATABASE_WAIT_S": "0"}
     started = time.monotonic()
     result = run(commands(tmp_path)[command], env, tmp_path)
     line = assert_one_line(result, "127.0.0.1:1/headwater", "HEADWATER_DATABASE_URL")
@@ -177,3 +183,98 @@ def test_sigterm_ends_a_spark_command_and_the_database_it_started(scratch: Path)
     assert "Traceback" not in output
     assert "embedded PostgreSQL stopped" in output
     # the scratch fixture checks that no process of the instance is left
+
+
+def test_serve_gives_up_on_a_database_that_never_comes_and_says_how_long_it_waited(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "HEADWATER_DATABASE_URL": UNREACHABLE, "HEADWATER_DATABASE_WAIT_S": "2"}
+    started = time.monotonic()
+    result = run(commands(tmp_path)["serve"], env, tmp_path)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[0].startswith("headwater: waiting for PostgreSQL at 127.0.0.1:1/headwater"), lines
+    assert lines[-1].startswith("headwater: cannot reach PostgreSQL"), lines
+    assert lines[-1].endswith("(waited 2 s)"), lines
+    assert 2 <= time.monotonic() - started < 20
+
+
+class _Forwarder:
+    """A TCP port that forwards to PostgreSQL once opened: a database that comes up late."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.port = free_port()
+        self.target = target
+        self._server: asyncio.Server | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def open(self) -> None:
+        self._server = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._pipe, "127.0.0.1", self.port), self._loop
+        ).result(timeout=10)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+
+        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        try:
+            await asyncio.gather(copy(reader, up_writer), copy(up_reader, writer))
+        finally:
+            writer.close()
+            up_writer.close()
+
+    def close(self) -> None:
+        async def shut() -> None:
+            if self._server is not None:
+                self._server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shut(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+
+@pytest.mark.db
+@pytest.mark.slow
+def test_serve_waits_for_a_database_that_comes_up_later(fresh_database: str) -> None:
+    real = urlsplit(fresh_database)
+    forwarder = _Forwarder((real.hostname or "127.0.0.1", real.port or 5432))
+    late_url = real._replace(netloc=f"{real.username}@127.0.0.1:{forwarder.port}").geturl()
+    port = free_port()
+    server = subprocess.Popen(
+        [HEADWATER, "serve", "--port", str(port)],
+        env={**os.environ, "HEADWATER_DATABASE_URL": late_url, "HEADWATER_DATABASE_WAIT_S": "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        assert first.startswith(f"headwater: waiting for PostgreSQL at 127.0.0.1:{forwarder.port}/"), (
+            first
+        )
+        time.sleep(1)
+        assert server.poll() is None, "serve gave up instead of waiting"
+        forwarder.open()
+        wait_until_healthy(server, port)
+        for event in job_run("load", inputs=["a"], outputs=["b"]):
+            assert httpx.post(f"http://127.0.0.1:{port}/api/v1/lineage", json=event).status_code == 201
+    finally:
+        server.send_signal(signal.SIGINT)
+        output, _ = server.communicate(timeout=30)
+        forwarder.close()
+    assert server.returncode == 0, output
