@@ -101,9 +101,6 @@ async def _run_batches(conn: asyncpg.Connection, name: str, text: str) -> str:
         raise MigrationError(
             f"Migration {name} has a '{_BATCH}' line but no batch statement followed by '{_FINISH}'."
         )
-    log.warning(
-        "migration %s rewrites a large table in batches: on a large database this takes a while", name
-    )
     async with conn.transaction():
         await conn.execute(setup)
     moved = 0
@@ -114,6 +111,8 @@ async def _run_batches(conn: asyncpg.Connection, name: str, text: str) -> str:
         rows = int(status.rsplit(" ", 1)[-1])
         if rows == 0:
             break
+        if not moved:
+            log.warning("migration %s rewrites a large table in batches; this can take a while", name)
         moved += rows
         log.info("migration %s: %d rows moved", name, moved)
     return finish
