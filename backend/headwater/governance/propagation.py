@@ -262,6 +262,7 @@ async def propagate(
     of every field recomputed as they are now."""
     changed: dict[Field, dict[str, Path]] = {}
     final: dict[Field, store.FieldLabels] = {}
+    names: dict[uuid.UUID, str] = {}  # node ids of the datasets and jobs met so far
     recomputed = 0
     wave = dirty
     push = set(declared)
@@ -269,13 +270,21 @@ async def propagate(
         fields = sorted(wave)
         recomputed += len(fields)
         edges = await store.fetch_edges_into(conn, fields)
+        unnamed = {e.input[0] for e in edges} | {f[0] for f in fields}
+        jobs = {e.job_uuid for e in edges if e.job_uuid is not None}
+        if (unnamed | jobs) - names.keys():
+            names.update(
+                await store.fetch_node_ids(
+                    conn, sorted(unnamed - names.keys()), sorted(jobs - names.keys())
+                )
+            )
         labels = await store.fetch_field_labels(conn, list({e.input for e in edges} | wave))
         into: dict[Field, list[store.ColumnEdge]] = defaultdict(list)
         for edge in edges:
             into[edge.output].append(edge)
         now: dict[Field, dict[str, Path]] = {}
         for field in fields:
-            inherited = inherit(policy, field, into.get(field, []), labels)
+            inherited = inherit(policy, field, into.get(field, []), labels, names)
             before = labels.get(field) or store.FieldLabels({}, {})
             final[field] = store.FieldLabels(before.declared, inherited)
             if inherited != before.inherited:
@@ -289,9 +298,14 @@ async def propagate(
 
 
 def inherit(
-    policy: Policy, field: Field, edges: list[store.ColumnEdge], labels: dict[Field, store.FieldLabels]
+    policy: Policy,
+    field: Field,
+    edges: list[store.ColumnEdge],
+    labels: dict[Field, store.FieldLabels],
+    names: dict[uuid.UUID, str],
 ) -> dict[str, Path]:
-    """What ``field`` inherits through ``edges`` from its inputs' ``labels``: label -> path."""
+    """What ``field`` inherits through ``edges`` from its inputs' ``labels``: label -> path
+    (``names``: the node ids of the datasets and jobs involved)."""
     best: dict[str, Path] = {}
     known = policy.labels
     for edge in edges:
@@ -300,15 +314,15 @@ def inherit(
             edge.transformation_type, edge.transformation_subtype, edge.description, edge.masking
         ):
             continue
-        hop = {"dataset": edge.output_node, "field": field[1], "job": edge.job_node}
-        origin = [{"dataset": edge.input_node, "field": edge.input[1], "job": None}]
+        node = names[field[0]]
+        job = None if edge.job_uuid is None else names[edge.job_uuid]
+        hop = {"dataset": node, "field": field[1], "job": job}
+        origin = [{"dataset": names[edge.input[0]], "field": edge.input[1], "job": None}]
         offered = {label: origin for label in source.declared}
         for label, path in source.inherited.items():
             offered.setdefault(label, path)
         for label, path in offered.items():
-            if label not in known or any(
-                h["dataset"] == edge.output_node and h["field"] == field[1] for h in path
-            ):
+            if label not in known or any(h["dataset"] == node and h["field"] == field[1] for h in path):
                 continue  # a label the policy no longer has, or a path round a cycle
             candidate = [*path, hop]
             current = best.get(label)

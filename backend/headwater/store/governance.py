@@ -145,9 +145,7 @@ class ColumnEdge:
 
     output: Field
     input: Field
-    input_node: str
-    output_node: str
-    job_node: str | None
+    job_uuid: uuid.UUID | None
     transformation_type: str | None
     transformation_subtype: str | None
     description: str | None
@@ -160,9 +158,7 @@ async def fetch_edges_into(conn: asyncpg.Connection, fields: list[Field]) -> lis
         ColumnEdge(
             (r["out_ds"], r["out_field"]),
             (r["in_ds"], r["in_field"]),
-            r["in_node"],
-            r["out_node"],
-            r["job_node"],
+            r["job_uuid"],
             r["transformation_type"],
             r["transformation_subtype"],
             r["description"],
@@ -170,6 +166,14 @@ async def fetch_edges_into(conn: asyncpg.Connection, fields: list[Field]) -> lis
         )
         for r in rows
     ]
+
+
+async def fetch_node_ids(
+    conn: asyncpg.Connection, datasets: list[uuid.UUID], jobs: list[uuid.UUID]
+) -> dict[uuid.UUID, str]:
+    """The node id (``dataset:NS:NAME``, ``job:NS:NAME``) of each dataset and job, by uuid."""
+    rows = await conn.fetch(QUERIES["fetch_governance_node_ids"], datasets, jobs)
+    return {r["node_uuid"]: r["node_id"] for r in rows}
 
 
 @dataclass

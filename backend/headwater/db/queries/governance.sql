@@ -79,20 +79,21 @@ UNION
 SELECT dataset_uuid, field_name FROM governance_inherited WHERE dataset_uuid = ANY ($1::uuid[]);
 
 -- name: fetch_governance_edges
--- The lineage into each field ($1, $2): open, preferred column edges, with the input's and the
--- output's node ids and the job's, and what the policy needs to tell whether the edge masks.
+-- The lineage into each field ($1, $2): open, preferred column edges, with their job and what the
+-- policy needs to tell whether the edge masks.
 SELECT t.dataset_uuid AS out_ds, t.field_name AS out_field,
-       c.input_dataset_uuid AS in_ds, c.input_field AS in_field,
-       'dataset:' || di.namespace || ':' || di.name AS in_node,
-       'dataset:' || do_.namespace || ':' || do_.name AS out_node,
-       'job:' || j.namespace || ':' || j.name AS job_node,
+       c.input_dataset_uuid AS in_ds, c.input_field AS in_field, c.job_uuid,
        c.transformation_type, c.transformation_subtype, c.description, c.masking
 FROM unnest($1::uuid[], $2::text[]) AS t(dataset_uuid, field_name)
      JOIN column_lineage c ON c.output_dataset_uuid = t.dataset_uuid AND c.output_field = t.field_name
-                          AND c.valid_to IS NULL AND NOT c.superseded
-     JOIN datasets di ON di.dataset_uuid = c.input_dataset_uuid
-     JOIN datasets do_ ON do_.dataset_uuid = t.dataset_uuid
-     LEFT JOIN jobs j ON j.job_uuid = c.job_uuid;
+                          AND c.valid_to IS NULL AND NOT c.superseded;
+
+-- name: fetch_governance_node_ids
+-- The node ids of datasets ($1) and jobs ($2), by uuid.
+SELECT dataset_uuid AS node_uuid, 'dataset:' || namespace || ':' || name AS node_id
+FROM datasets WHERE dataset_uuid = ANY ($1::uuid[])
+UNION ALL
+SELECT job_uuid, 'job:' || namespace || ':' || name FROM jobs WHERE job_uuid = ANY ($2::uuid[]);
 
 -- name: fetch_governance_field_labels
 -- The labels of each field ($1, $2): declared on it or on its dataset (path null, with the
