@@ -79,8 +79,15 @@ def run(
     return [event("START", when, {}), event(state, when + dt.timedelta(seconds=40), run_facets)]
 
 
-def table(name: str, *fields: tuple[str, str]) -> dict[str, Any]:
-    return dataset(name, namespace=NAMESPACE, fields=list(fields) or None)
+def table(name: str, *fields: tuple[str, str], owner: str | None = None) -> dict[str, Any]:
+    facets: dict[str, Any] = {}
+    if owner:
+        facets["ownership"] = {
+            "_producer": PRODUCER,
+            "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/OwnershipDatasetFacet.json",
+            "owners": [{"name": owner, "type": "MAINTAINER"}],
+        }
+    return dataset(name, namespace=NAMESPACE, fields=list(fields) or None, **facets)
 
 
 def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
@@ -94,10 +101,16 @@ def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
     )
     customers = table("shop.customers", ("customer_id", "bigint"), ("email", "varchar"))
     revenue = table(
-        "mart.revenue", ("customer_id", "bigint"), ("email", "varchar"), ("revenue", "decimal")
+        "mart.revenue",
+        ("customer_id", "bigint"),
+        ("email", "varchar"),
+        ("revenue", "decimal"),
+        owner="team:finance",
     )
-    revenue_v2 = table("mart.revenue", ("customer_id", "bigint"), ("revenue", "decimal"))
-    report = table("bi.revenue_report", ("revenue", "decimal"))
+    revenue_v2 = table(
+        "mart.revenue", ("customer_id", "bigint"), ("revenue", "decimal"), owner="team:finance"
+    )
+    report = table("bi.revenue_report", ("revenue", "decimal"), owner="team:bi")
     events = [
         *run(
             "build_revenue",

@@ -281,6 +281,12 @@ async def test_impact_of_a_change_grouped_explained_and_exported(console: Consol
     )
     await page.get_by_label("Group by").select_option("namespace")
     await expect(page.get_by_role("heading", name=f"{NAMESPACE} (", level=2)).to_be_visible()
+    # By owner, from the ownership facets: the report's team, the revenue table's team, the rest.
+    await page.get_by_label("Group by").select_option("owner")
+    await expect(page.get_by_role("heading", name="team:bi (1)", level=2)).to_be_visible()
+    await expect(page.get_by_role("heading", name="team:finance (1)", level=2)).to_be_visible()
+    await expect(page.get_by_role("heading", name="no owner named (", level=2)).to_be_visible()
+    assert "by=owner" in page.url
     await console.screenshot("impact", shots)
 
     async with page.expect_download() as download_info:
@@ -288,8 +294,10 @@ async def test_impact_of_a_change_grouped_explained_and_exported(console: Consol
     download = await download_info.value
     assert download.suggested_filename == "impact.csv"
     lines = Path(await download.path()).read_text().splitlines()
-    assert lines[0] == "distance,type,namespace,name,field,id,path"
-    report = next(line for line in lines if line.startswith(f"4,DATASET,{NAMESPACE},bi.revenue_report,"))
+    assert lines[0] == "distance,type,namespace,name,field,owners,id,path"
+    report = next(
+        line for line in lines if line.startswith(f"4,DATASET,{NAMESPACE},bi.revenue_report,,team:bi,")
+    )
     assert report.endswith(
         f"{ORDERS} > job:{NAMESPACE}:build_revenue > {REVENUE} > job:{NAMESPACE}:build_report > {REPORT}"
     )

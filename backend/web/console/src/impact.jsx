@@ -39,10 +39,11 @@ function csvCell(value) {
 }
 
 export function impactCsv(rows) {
-  const header = ["distance", "type", "namespace", "name", "field", "id", "path"];
+  const header = ["distance", "type", "namespace", "name", "field", "owners", "id", "path"];
   const lines = [header.join(",")];
   for (const r of rows) {
-    lines.push([r.hops, r.type, r.namespace, r.name, r.field || "", r.id, r.path.join(" > ")].map(csvCell).join(","));
+    const owners = (r.owners || []).join("; ");
+    lines.push([r.hops, r.type, r.namespace, r.name, r.field || "", owners, r.id, r.path.join(" > ")].map(csvCell).join(","));
   }
   return lines.join("\r\n") + "\r\n";
 }
@@ -62,7 +63,7 @@ function label(node) {
   return node ? (node.field ? `${node.name}.${node.field}` : node.name) : "?";
 }
 
-function useGraph(node, direction, depth) {
+function useGraph(node, direction, depth, owners = false) {
   const version = useAuthVersion();
   const [state, setState] = useState({ graph: null, error: null });
   useEffect(() => {
@@ -70,7 +71,7 @@ function useGraph(node, direction, depth) {
     let current = true;
     setState({ graph: null, error: null });
     const level = node.startsWith("datasetField:") ? "column" : "table";
-    fetchGraph({ node, level, depth, direction, asOf: null })
+    fetchGraph({ node, level, depth, direction, asOf: null, owners })
       .then((graph) => current && setState({ graph, error: null }))
       .catch((error) => current && setState({ graph: null, error }));
     return () => {
@@ -84,8 +85,8 @@ export function ImpactPage() {
   const { params } = useRoute();
   const node = params.get("node") || "";
   const depth = Number(params.get("depth") || 10);
-  const by = params.get("by") === "namespace" ? "namespace" : "distance";
-  const { graph, error } = useGraph(node, "DOWNSTREAM", depth);
+  const by = ["namespace", "owner"].includes(params.get("by")) ? params.get("by") : "distance";
+  const { graph, error } = useGraph(node, "DOWNSTREAM", depth, true);
   const [open, setOpen] = useState(new Set());
 
   const rows = useMemo(() => {
@@ -110,12 +111,17 @@ export function ImpactPage() {
       </section>
     );
   }
+  // By owner, a node with several owners is listed under each of them.
   const groups = new Map();
   for (const r of rows) {
-    const key = by === "distance" ? `${r.hops} hop(s) away` : r.namespace;
-    if (!groups.has(key)) groups.set(key, []);
-    groups.get(key).push(r);
+    const keys =
+      by === "distance" ? [`${r.hops} hop(s) away`] : by === "namespace" ? [r.namespace] : r.owners.length ? r.owners : ["no owner named"];
+    for (const key of keys) {
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(r);
+    }
   }
+  const ordered = by === "owner" ? [...groups.entries()].sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0])) : [...groups.entries()];
   const counts = rows.reduce((c, r) => ({ ...c, [r.type]: (c[r.type] || 0) + 1 }), {});
   return (
     <section class="page impact-page">
@@ -132,7 +138,8 @@ export function ImpactPage() {
             Group by{" "}
             <select value={by} onChange={(e) => set({ by: e.currentTarget.value })}>
               <option value="distance">distance</option>
-              <option value="namespace">namespace (owner)</option>
+              <option value="namespace">namespace</option>
+              <option value="owner">owner</option>
             </select>
           </label>
           <button type="button" disabled={!rows.length} onClick={() => download("impact.csv", impactCsv(rows))}>
@@ -153,14 +160,14 @@ export function ImpactPage() {
                 .join(", ")}
               {graph.truncated ? " (cut at the node cap: lower the depth)" : ""}
             </p>
-            {[...groups.entries()].map(([group, members]) => (
+            {ordered.map(([group, members]) => (
               <section key={group} class="group">
                 <h2>
                   {group} <span class="muted">({members.length})</span>
                 </h2>
                 <table class="grid">
                   <thead>
-                    <tr><th>type</th><th>name</th><th>namespace</th><th>distance</th><th>why is this here</th></tr>
+                    <tr><th>type</th><th>name</th><th>namespace</th><th>owners</th><th>distance</th><th>why is this here</th></tr>
                   </thead>
                   <tbody>
                     {members.map((r) => (
@@ -168,6 +175,7 @@ export function ImpactPage() {
                         <td>{r.type === "FIELD" ? "column" : r.type.toLowerCase()}</td>
                         <td><Link href={pageOf(r)}>{label(r)}</Link></td>
                         <td class="muted">{r.namespace}</td>
+                        <td>{r.owners.join(", ")}</td>
                         <td>{r.hops}</td>
                         <td>
                           <button

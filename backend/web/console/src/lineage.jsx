@@ -8,10 +8,14 @@ import { ErrorBox, Link, Loading, navigate, useAuthVersion, useRoute } from "./u
 const MAX_NODES = 2000;
 const LIVE_HIGHLIGHT_MS = 15000;
 
-const TABLE_QUERY = `query($node: ID!, $depth: Int!, $direction: LineageDirection!, $asOf: DateTime, $max: Int) {
+const TABLE_QUERY = `query($node: ID!, $depth: Int!, $direction: LineageDirection!, $asOf: DateTime, $max: Int, $owners: Boolean!) {
   lineage(nodeId: $node, depth: $depth, direction: $direction, asOf: $asOf, maxNodes: $max) {
     __typename
-    ... on LineageGraph { truncated nodes { id type namespace name hops } edges { origin destination manual } }
+    ... on LineageGraph {
+      truncated
+      nodes { id type namespace name hops dataset @include(if: $owners) { owners } job @include(if: $owners) { owners } }
+      edges { origin destination manual }
+    }
     ... on Problem { code message }
   }
 }`;
@@ -24,15 +28,40 @@ const COLUMN_QUERY = `query($node: ID!, $depth: Int!, $direction: LineageDirecti
   }
 }`;
 
-/** The graph of one walk, in the shape the canvas draws. */
-export async function fetchGraph({ node, level, depth, direction, asOf }) {
-  const variables = { node, depth, direction, asOf: asOf || null, max: MAX_NODES };
+/** The owners of datasets, by "namespace\u0000name", asked 25 at a time (the alias limit is 30). */
+async function datasetOwners(datasets) {
+  const owners = new Map();
+  for (let i = 0; i < datasets.length; i += 25) {
+    const chunk = datasets.slice(i, i + 25);
+    const params = chunk.map((_, k) => `$n${k}: String!, $m${k}: String!`).join(", ");
+    const fields = chunk.map((_, k) => `d${k}: dataset(namespace: $n${k}, name: $m${k}) { owners }`).join(" ");
+    const variables = {};
+    chunk.forEach(([ns, name], k) => {
+      variables[`n${k}`] = ns;
+      variables[`m${k}`] = name;
+    });
+    const data = await gql(`query(${params}) { ${fields} }`, variables);
+    chunk.forEach(([ns, name], k) => owners.set(`${ns}\u0000${name}`, data[`d${k}`] ? data[`d${k}`].owners : []));
+  }
+  return owners;
+}
+
+/**
+ * The graph of one walk, in the shape the canvas draws; with ``owners``, each node also has the
+ * owners of its dataset or job (a column: of its dataset).
+ */
+export async function fetchGraph({ node, level, depth, direction, asOf, owners = false }) {
+  const variables = { node, depth, direction, asOf: asOf || null, max: MAX_NODES, owners };
   if (level === "column") {
     const { columnLineage: r } = await gql(COLUMN_QUERY, variables);
     if (r.__typename !== "ColumnLineageGraph") throw new Error(r.message);
+    const byDataset = owners
+      ? await datasetOwners([...new Map(r.nodes.map((n) => [`${n.namespace}\u0000${n.dataset}`, [n.namespace, n.dataset]])).values()])
+      : null;
     return {
       truncated: r.truncated,
       nodes: r.nodes.map((n) => ({
+        owners: byDataset ? byDataset.get(`${n.namespace}\u0000${n.dataset}`) || [] : undefined,
         id: n.id,
         type: "FIELD",
         namespace: n.namespace,
@@ -50,6 +79,7 @@ export async function fetchGraph({ node, level, depth, direction, asOf }) {
   return {
     truncated: r.truncated,
     nodes: r.nodes.map((n) => ({
+      owners: owners ? (n.dataset || n.job || { owners: [] }).owners : undefined,
       id: n.id,
       type: n.type,
       namespace: n.namespace,
