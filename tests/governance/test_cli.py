@@ -8,9 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.governance import pipeline as p
 from tests.governance.conftest import Governed
+
 from tests.server import REPO
+
+pytestmark = pytest.mark.db
 
 
 def headwater(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

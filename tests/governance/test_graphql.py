@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from headwater.access.keys import new_key
 from headwater.store.api_keys import insert_api_key
 from tests.governance import pipeline as p
 from tests.governance.conftest import Governed
+
+pytestmark = pytest.mark.db
 
 CLASSIFICATION = """query($namespace: String!, $name: String!) {
   datasetClassification(namespace: $namespace, name: $name) {

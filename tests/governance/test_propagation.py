@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import asyncpg
+import pytest
 from litestar.testing import AsyncTestClient
 
 from headwater.app import create_app
@@ -18,7 +19,10 @@ from headwater.settings import Settings
 from tests.corpus import corpus_file
 from tests.governance import pipeline as p
 from tests.governance.conftest import Governed
+
 from tests.pg import migrated_database
+
+pytestmark = pytest.mark.db
 
 
 def hops(path: list[dict]) -> list[str]:
