@@ -12,7 +12,6 @@ import pytest
 
 from tests.governance import pipeline as p
 from tests.governance.conftest import Governed
-
 from tests.server import REPO
 
 pytestmark = pytest.mark.db

@@ -19,7 +19,6 @@ from headwater.settings import Settings
 from tests.corpus import corpus_file
 from tests.governance import pipeline as p
 from tests.governance.conftest import Governed
-
 from tests.pg import migrated_database
 
 pytestmark = pytest.mark.db
