@@ -37,67 +37,70 @@ def _bindir() -> Path | None:
     return Path(pg_ctl).parent if pg_ctl else None
 
 
-@contextlib.contextmanager
-def temporary_cluster() -> Iterator[str]:
-    """initdb + pg_ctl start a cluster in a temp dir; yields its server URL; removes it afterwards."""
-    bindir = _bindir()
-    if bindir is None:
-        raise RuntimeError("No PostgreSQL server: set HEADWATER_TEST_DATABASE_URL or install PostgreSQL")
-    tmp = Path(tempfile.mkdtemp(prefix="headwater-pg-"))
-    tmp.chmod(0o755)
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(tmp, "postgres", "postgres")
-        as_user = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-    data = tmp / "data"
-    subprocess.run(
-        [
-            *as_user,
-            str(bindir / "initdb"),
-            "-D",
-            str(data),
-            "-U",
-            "postgres",
-            "-A",
-            "trust",
-            "-E",
-            "UTF8",
-            "--no-locale",
-            "-N",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    options = (
-        f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-        "-c full_page_writes=off -c max_connections=200"
-    )
-    subprocess.run(
-        [
-            *as_user,
-            str(bindir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-l",
-            str(tmp / "log"),
-            "-w",
-            "-o",
-            options,
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
+class Cluster:
+    """A throwaway cluster made by initdb, run by pg_ctl; ``durable`` keeps every commit across a
+    crash (fsync and synchronous commit on), else it trades that for speed."""
+
+    def __init__(self, durable: bool = False) -> None:
+        bindir = _bindir()
+        if bindir is None:
+            raise RuntimeError(
+                "No PostgreSQL server: set HEADWATER_TEST_DATABASE_URL or install PostgreSQL"
+            )
+        self.bindir = bindir
+        self.tmp = Path(tempfile.mkdtemp(prefix="headwater-pg-"))
+        self.tmp.chmod(0o755)
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(self.tmp, "postgres", "postgres")
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self.port = free_port()
+        self.data = self.tmp / "data"
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        fast = "" if durable else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+        self.options = (
+            f"-p {self.port} -k {self.tmp} -c listen_addresses=127.0.0.1 {fast}-c max_connections=200"
+        )
         subprocess.run(
-            [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-            check=False,
+            [
+                *self.as_user,
+                str(bindir / "initdb"),
+                *("-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8"),
+                "--no-locale",
+                "-N",
+            ],
+            check=True,
             capture_output=True,
         )
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    def _pg_ctl(self, *args: str, check: bool = True) -> None:
+        subprocess.run(
+            [*self.as_user, str(self.bindir / "pg_ctl"), "-D", str(self.data), *args],
+            check=check,
+            capture_output=True,
+        )
+
+    def start(self) -> None:
+        self._pg_ctl("-l", str(self.tmp / "log"), "-w", "-o", self.options, "start")
+
+    def crash(self) -> None:
+        """Stop at once, as a crash does: no checkpoint, recovery from the WAL at the next start."""
+        self._pg_ctl("-m", "immediate", "stop", check=False)
+
+    def remove(self) -> None:
+        self.crash()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def temporary_cluster(durable: bool = False) -> Iterator[Cluster]:
+    """A started Cluster, removed afterwards."""
+    cluster = Cluster(durable)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()
 
 
 @contextlib.contextmanager
@@ -109,8 +112,8 @@ def test_server() -> Iterator[str]:
     elif _reachable("127.0.0.1", 5432):
         yield "postgresql://postgres@127.0.0.1:5432/postgres"
     else:
-        with temporary_cluster() as url:
-            yield url
+        with temporary_cluster() as cluster:
+            yield cluster.url
 
 
 def with_database(server_url: str, database: str) -> str:

@@ -24,6 +24,7 @@ class HeadwaterServer:
     url: str
     api_key: str
     log: Path
+    pid: int
 
 
 def free_port() -> int:
@@ -91,6 +92,6 @@ def running_headwater(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"headwater serve not ready after 60 s:\n{log.read_text()[-4000:]}")
             time.sleep(0.2)
-        yield HeadwaterServer(url=url, api_key=api_key, log=log)
+        yield HeadwaterServer(url=url, api_key=api_key, log=log, pid=proc.pid)
     finally:
         stop_process_group(proc)
