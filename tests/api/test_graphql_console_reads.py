@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from tests.client import execute, gql, post_all
-from tests.factories import at, dataset, job_run, run_event
+from tests.factories import at, dataset, job_run, run_event, sql_facet
 
 pytestmark = pytest.mark.db
 
@@ -150,3 +150,36 @@ async def test_owners_come_from_the_ownership_facets_and_fit_a_large_impact_quer
         "job:pipelines:load_sales": ["team:etl"],
         "dataset:warehouse:sales": ["team:finance", "alice"],
     }
+
+
+VERSIONS = """{ job(namespace: "pipelines", name: "daily") {
+  versions { codeHash code { text language } createdByRun { id } } } }"""
+
+
+async def test_each_job_version_has_the_code_its_first_run_reported(client):
+    first = "INSERT INTO totals SELECT sum(amount) FROM orders"
+    second = "INSERT INTO totals SELECT sum(amount) FROM orders WHERE NOT test"
+    sql = {"sql": {**sql_facet(first)["sql"], "dialect": "postgres"}}
+    await post_all(
+        client,
+        [
+            *job_run("daily", inputs=["orders"], outputs=["totals"], job_facets=sql),
+            *job_run(
+                "daily",
+                inputs=["orders"],
+                outputs=["totals"],
+                start=10,
+                end=11,
+                job_facets=sql_facet(second),
+            ),
+            # A third version, from a run that reported no code.
+            *job_run("daily", inputs=["orders", "refunds"], outputs=["totals"], start=20, end=21),
+        ],
+    )
+    versions = (await gql(client, VERSIONS))["job"]["versions"]
+    assert [v["code"] for v in versions] == [
+        None,
+        {"text": second, "language": "SQL"},
+        {"text": first, "language": "postgres"},
+    ]
+    assert versions[1]["codeHash"] != versions[2]["codeHash"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from headwater.store import catalog, manual_lineage, tags
+from headwater.store import catalog, job_code, manual_lineage, tags
 
 if TYPE_CHECKING:
     import asyncpg
@@ -86,6 +86,7 @@ class Loaders:
         self.job_versions = _loader_with_arg(pool, catalog.fetch_job_versions)
         self.job_version = _loader(pool, catalog.fetch_job_versions_by_uuids)
         self.job_runs = _loader_with_arg(pool, catalog.fetch_runs_by_jobs)
+        self.run_code = _loader(pool, job_code.fetch_code_of_runs)
         self.job_tags = _loader(pool, tags.fetch_job_tags, list)
         self.run = _loader(pool, catalog.fetch_runs_by_uuids)
         self.run_states = _loader(pool, catalog.fetch_run_states, list)

@@ -32,6 +32,14 @@ RunType = Annotated["Run", strawberry.lazy("headwater.api.graphql.types.run")]
 MAX_LIST = 100
 
 
+@strawberry.type(description="A job's SQL or source code.")
+class JobCode:
+    text: str
+    language: str = strawberry.field(
+        description="The SQL dialect when reported (else SQL), or the source's language."
+    )
+
+
 @strawberry.type(description="A distinct (inputs, outputs, code) of a job.")
 class JobVersion:
     id: strawberry.ID
@@ -55,6 +63,16 @@ class JobVersion:
             Dataset.from_record(d)
             for d in await info.context.loaders.datasets_by_uuids(self.record.output_uuids)
         ]
+
+    @strawberry.field(
+        description="The SQL or source code of this version, as the run that first produced it "
+        "reported it; null when it reported none, or when its events are past the retention horizon."
+    )
+    async def code(self, info: Info) -> JobCode | None:
+        if self.record.created_by_run_uuid is None:
+            return None
+        found = await info.context.loaders.run_code.load(self.record.created_by_run_uuid)
+        return JobCode(text=found.text, language=found.language) if found else None
 
     @strawberry.field(description="The run that first produced this version.")
     async def created_by_run(self, info: Info) -> RunType | None:
