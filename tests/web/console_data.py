@@ -117,8 +117,8 @@ def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
             first,
             [orders, customers],
             [revenue],
-            sql="INSERT INTO mart.revenue SELECT o.customer_id, c.email, sum(o.total) AS revenue "
-            "FROM shop.orders o JOIN shop.customers c USING (customer_id) GROUP BY 1, 2",
+            sql="INSERT INTO mart.revenue\nSELECT o.customer_id, c.email, sum(o.total) AS revenue\n"
+            "FROM shop.orders o\nJOIN shop.customers c USING (customer_id)\nGROUP BY 1, 2",
         ),
         *run("build_report", first + dt.timedelta(minutes=5), [revenue], [report], sql=REPORT_SQL),
         *run(
@@ -135,8 +135,8 @@ def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
             second,
             [orders],
             [revenue_v2],
-            sql="INSERT INTO mart.revenue SELECT customer_id, sum(total) AS revenue "
-            "FROM shop.orders GROUP BY 1",
+            sql="INSERT INTO mart.revenue\nSELECT customer_id, sum(total) AS revenue\n"
+            "FROM shop.orders\nGROUP BY 1",
         ),
         *run("build_report", second + dt.timedelta(minutes=5), [revenue], [report], sql=REPORT_SQL),
     ]

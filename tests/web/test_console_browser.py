@@ -169,10 +169,18 @@ async def test_dataset_and_job_pages_tell_what_changed_between_versions(
 
     await versions.get_by_role("link", name="build_revenue").first.click()
     await expect(page.get_by_role("heading", name="build_revenue")).to_be_visible(timeout=TIMEOUT)
-    await expect(page.locator("pre.code")).to_contain_text("FROM shop.orders GROUP BY 1")
+    await expect(page.locator("figure pre.code")).to_contain_text("sum(total) AS revenue")
     job_versions = page.get_by_role("table", name="Versions")
     await expect(job_versions).to_contain_text("no longer reads shop.customers")
     await expect(job_versions).to_contain_text("code changed")
+    # Each version's own SQL, and the lines the second one changed.
+    await job_versions.get_by_text("SQL, what changed").click()
+    changes = page.get_by_label("Code changes")
+    await expect(changes.locator(".line-remove")).to_contain_text(
+        ["JOIN shop.customers c USING (customer_id)"]
+    )
+    await expect(changes.locator(".line-add").first).to_contain_text("SELECT customer_id, sum(total)")
+    await changes.scroll_into_view_if_needed()
     await console.screenshot("job", shots)
 
     await console.open(f"/jobs?ns={NAMESPACE}&name=build_report")

@@ -1,4 +1,4 @@
-// A job: its versions with what changed (inputs, outputs, code), its current SQL or source code,
+// A job: its versions with their code and what changed (inputs, outputs, code lines), its current code,
 // its runs with state, duration and errors, and its parent and children.
 import { RunState, RunsTable } from "./dataset.jsx";
 import { Empty, ErrorBox, Json, Link, Loading, Tags, useQuery, useRoute, when } from "./ui.jsx";
@@ -11,6 +11,7 @@ const JOB = `query($ns: String!, $name: String!) {
     children { namespace name latestRun { state } }
     versions(limit: 20) {
       id version codeHash createdAt
+      code { text language }
       inputs { namespace name }
       outputs { namespace name }
       createdByRun { id state }
@@ -40,6 +41,60 @@ export function versionDiff(older, newer) {
   }
   if (older.codeHash !== newer.codeHash) changes.push({ sign: "~", text: "code changed" });
   return changes;
+}
+
+const MAX_DIFF_LINES = 400;
+
+/** The lines removed (−) and added (+) from ``before`` to ``after``, by longest common subsequence. */
+export function lineDiff(before, after) {
+  const a = before.split("\n");
+  const b = after.split("\n");
+  if (a.length > MAX_DIFF_LINES || b.length > MAX_DIFF_LINES) return null;
+  const common = Array.from({ length: a.length + 1 }, () => new Int32Array(b.length + 1));
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      common[i][j] = a[i] === b[j] ? common[i + 1][j + 1] + 1 : Math.max(common[i + 1][j], common[i][j + 1]);
+    }
+  }
+  const lines = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      lines.push({ sign: " ", text: a[i] });
+      i++;
+      j++;
+    } else if (i < a.length && (j === b.length || common[i + 1][j] >= common[i][j + 1])) {
+      lines.push({ sign: "\u2212", text: a[i++] });
+    } else {
+      lines.push({ sign: "+", text: b[j++] });
+    }
+  }
+  return lines;
+}
+
+function CodeOfVersion({ version, older }) {
+  if (!version.code) return <span class="muted">{version.codeHash ? "not kept" : "none reported"}</span>;
+  const diff = older && older.code && older.code.text !== version.code.text ? lineDiff(older.code.text, version.code.text) : null;
+  return (
+    <details>
+      <summary>
+        {version.code.language}
+        {diff ? ", what changed" : ""}
+      </summary>
+      {diff ? (
+        <pre class="code diff-code" aria-label="Code changes">
+          {diff.map((l, k) => (
+            <div key={k} class={l.sign === "+" ? "line-add" : l.sign === " " ? "" : "line-remove"}>
+              {l.sign} {l.text}
+            </div>
+          ))}
+        </pre>
+      ) : (
+        <pre class="code">{version.code.text}</pre>
+      )}
+    </details>
+  );
 }
 
 /** The job's code as its facets carry it: SQL, or source code with its language. */
@@ -120,7 +175,7 @@ export function JobPage() {
       {job.versions.length ? (
         <table class="grid" aria-label="Versions">
           <thead>
-            <tr><th>created</th><th>version</th><th>reads</th><th>writes</th><th>what changed</th></tr>
+            <tr><th>created</th><th>version</th><th>reads</th><th>writes</th><th>code</th><th>what changed</th></tr>
           </thead>
           <tbody>
             {job.versions.map((v, i) => {
@@ -132,6 +187,7 @@ export function JobPage() {
                   <td class="mono" title={`version ${v.version}${v.codeHash ? `, code ${v.codeHash}` : ""}`}>{v.version.slice(0, 12)}</td>
                   <td>{v.inputs.map((d) => <div key={d.name}><Link href={datasetLink(d)}>{d.name}</Link></div>)}</td>
                   <td>{v.outputs.map((d) => <div key={d.name}><Link href={datasetLink(d)}>{d.name}</Link></div>)}</td>
+                  <td><CodeOfVersion version={v} older={older} /></td>
                   <td>
                     {changes === null ? (
                       <span class="muted">first version</span>
