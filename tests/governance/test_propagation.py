@@ -257,7 +257,12 @@ async def test_a_new_policy_recomputes_every_field_and_retires_the_rules_it_drop
                 "SELECT path FROM governance_inherited i JOIN datasets d USING (dataset_uuid)"
                 " WHERE d.name = 'hive.marts.country_counts' AND i.field_name = 'emails' AND i.label = 'pii'"
             )
-            assert [h["field"] for h in emails] == ["email", "email_norm", "contact_email", "emails"]
+            assert [h["field"] for h in json.loads(emails)] == [
+                "email",
+                "email_norm",
+                "contact_email",
+                "emails",
+            ]
             assert (await apply_pending(conn, second)).changes_read == 0  # applied: nothing left
             kinds = await conn.fetch(
                 "SELECT kind FROM change_log WHERE kind LIKE 'POLICY%' ORDER BY change_id"

@@ -289,7 +289,7 @@ async def propagate(
             final[field] = store.FieldLabels(before.declared, inherited)
             if inherited != before.inherited:
                 now[field] = inherited
-        await store.replace_inherited(conn, now)
+        await store.replace_inherited(conn, now, {f for f in now if f in labels and labels[f].inherited})
         changed.update(now)
         passing = sorted(now.keys() | (push & wave))
         push -= wave

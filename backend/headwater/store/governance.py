@@ -196,20 +196,22 @@ async def fetch_field_labels(conn: asyncpg.Connection, fields: list[Field]) -> d
     return out
 
 
-async def replace_inherited(conn: asyncpg.Connection, inherited: dict[Field, dict[str, Path]]) -> None:
-    """What each field inherits now (label -> path), replacing what it inherited."""
-    if not inherited:
-        return
-    fields = list(inherited)
-    await conn.execute(QUERIES["delete_governance_inherited"], *_columns(fields))
-    rows = [(f, label, path) for f in fields for label, path in sorted(inherited[f].items())]
+async def replace_inherited(
+    conn: asyncpg.Connection, inherited: dict[Field, dict[str, Path]], had: set[Field]
+) -> None:
+    """What each field inherits now (label -> path), replacing what the fields in ``had`` inherited
+    (the others had nothing to replace)."""
+    stale = [f for f in inherited if f in had]
+    if stale:
+        await conn.execute(QUERIES["delete_governance_inherited"], *_columns(stale))
+    rows = [
+        (f[0], f[1], label, json_text(path))
+        for f, labels in inherited.items()
+        for label, path in labels.items()
+    ]
     if rows:
-        await conn.execute(
-            QUERIES["insert_governance_inherited"],
-            [r[0][0] for r in rows],
-            [r[0][1] for r in rows],
-            [r[1] for r in rows],
-            [json_text(r[2]) for r in rows],
+        await conn.copy_records_to_table(
+            "governance_inherited", records=rows, columns=["dataset_uuid", "field_name", "label", "path"]
         )
 
 
@@ -351,7 +353,7 @@ async def fetch_dataset_inherited(
 ) -> list[tuple[str, str, Path]]:
     """(field, label, path) of every label the dataset's fields inherit."""
     rows = await conn.fetch(QUERIES["fetch_governance_dataset_inherited"], dataset)
-    return [(r["field_name"], r["label"], r["path"]) for r in rows]
+    return [(r["field_name"], r["label"], _decode_path(r["path"])) for r in rows]
 
 
 @dataclass(frozen=True)

@@ -97,13 +97,12 @@ SELECT job_uuid, 'job:' || namespace || ':' || name FROM jobs WHERE job_uuid = A
 
 -- name: fetch_governance_field_labels
 -- The labels of each field ($1, $2): declared on it or on its dataset (path null, with the
--- source), and inherited (with the path as JSON text, source null: the caller decodes it faster
--- than the connection's json codec).
+-- source), and inherited (with the path, JSON text, source null).
 SELECT t.dataset_uuid, t.field_name, g.label, NULL::text AS path, g.source
 FROM unnest($1::uuid[], $2::text[]) AS t(dataset_uuid, field_name)
      JOIN governance_declarations g ON g.dataset_uuid = t.dataset_uuid AND g.field_name IN (t.field_name, '')
 UNION ALL
-SELECT t.dataset_uuid, t.field_name, i.label, i.path::text, NULL
+SELECT t.dataset_uuid, t.field_name, i.label, i.path, NULL
 FROM unnest($1::uuid[], $2::text[]) AS t(dataset_uuid, field_name)
      JOIN governance_inherited i ON i.dataset_uuid = t.dataset_uuid AND i.field_name = t.field_name;
 
@@ -112,10 +111,6 @@ FROM unnest($1::uuid[], $2::text[]) AS t(dataset_uuid, field_name)
 DELETE FROM governance_inherited g
 USING unnest($1::uuid[], $2::text[]) AS t(dataset_uuid, field_name)
 WHERE g.dataset_uuid = t.dataset_uuid AND g.field_name = t.field_name;
-
--- name: insert_governance_inherited
-INSERT INTO governance_inherited (dataset_uuid, field_name, label, path)
-SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[]);
 
 -- name: fetch_governance_successors
 -- The fields computed from the fields ($1, $2) through open, preferred column edges.
