@@ -244,6 +244,26 @@ async def test_walk_lineage_and_replay_it_before_an_input_was_dropped(
     await expect(page.get_by_test_id("asof-state")).to_have_text("current graph")
 
 
+async def test_expand_a_node_with_the_keyboard(console: Console) -> None:
+    page = console.page
+    await console.open(f"/lineage?node={quote(ORDERS, safe='')}&direction=DOWNSTREAM&depth=1")
+    revenue = page.locator(node(REVENUE))
+    await expect(revenue).to_be_visible(timeout=TIMEOUT)
+    await expect(page.locator(node(REPORT))).to_have_count(0)
+    # Tab reaches the nodes; `e` on one adds its neighbours to the graph, highlighted.
+    await page.get_by_role("slider", name="As of time").focus()
+    for _ in range(30):  # the date field's parts, the graph's buttons and canvas, then the nodes
+        await page.keyboard.press("Tab")
+        if await revenue.evaluate("n => n === document.activeElement"):
+            break
+    else:
+        raise AssertionError("mart.revenue is not reachable with Tab")
+    await page.keyboard.press("e")
+    await expect(page.locator(node(f"job:{NAMESPACE}:build_report"))).to_have_class(
+        "node job fresh", timeout=TIMEOUT
+    )
+
+
 async def test_a_posted_event_changes_the_graph_in_place(
     console: Console, console_server: HeadwaterServer, shots: Path
 ) -> None:

@@ -33,6 +33,11 @@ function clip(text, max) {
  */
 export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, onExpand }) {
   const laid = useMemo(() => layoutGraph(nodes, edges), [nodes, edges]);
+  // Drawn (and so reached with Tab) in reading order: left to right, then top to bottom.
+  const ordered = useMemo(() => {
+    const at = (n) => laid.positions.get(n.id) || { x: 0, y: 0 };
+    return [...nodes].sort((a, b) => at(a).x - at(b).x || at(a).y - at(b).y);
+  }, [laid]);
   const box = useRef(null);
   const [view, setView] = useState({ x: 0, y: 0, k: 1 });
   const drag = useRef(null);
@@ -155,7 +160,7 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
                 />
               );
             })}
-            {nodes.map((n) => {
+            {ordered.map((n) => {
               const p = laid.positions.get(n.id);
               if (!p) return null;
               const classes = ["node", n.type.toLowerCase()];
