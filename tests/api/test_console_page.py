@@ -37,6 +37,9 @@ async def test_every_console_route_answers_the_page(app_client, path):
     assert '<div id="app">' in response.text
     # A new build must reach browsers at once: the page is revalidated, its assets are versioned.
     assert "no-cache" in response.headers["cache-control"]
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy
+    assert "connect-src 'self'" in policy
 
 
 async def test_the_page_loads_its_bundle_from_the_package_versioned_by_content(app_client):

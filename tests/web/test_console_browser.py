@@ -116,6 +116,11 @@ async def browse(url: str) -> AsyncIterator[Console]:
 
             await context.route("**/*", only_the_server)
             page.on("pageerror", lambda error: console.errors.append(str(error)))
+            # The page's Content-Security-Policy must never have to block anything it does.
+            page.on(
+                "console",
+                lambda m: console.errors.append(m.text) if "Content Security Policy" in m.text else None,
+            )
             yield console
         finally:
             await browser.close()

@@ -37,11 +37,20 @@ def console_html() -> str:
     )
 
 
+# The page shows what producers sent (names, facets, SQL): were any of it ever rendered as markup,
+# the browser would still run only this server's scripts and talk only to this server.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
 @get(
     list(PAGES),
     media_type="text/html",
     include_in_schema=False,
     cache_control=CacheControlHeader(no_cache=True),
+    response_headers={"content-security-policy": CONTENT_SECURITY_POLICY},
     sync_to_thread=False,
 )
 def console_page() -> str:
