@@ -262,38 +262,44 @@ async def propagate(
     of every field recomputed as they are now."""
     changed: dict[Field, dict[str, Path]] = {}
     final: dict[Field, store.FieldLabels] = {}
-    names: dict[uuid.UUID, str] = {}  # node ids of the datasets and jobs met so far
+    # What this transaction knows: each field's labels (read once, then as recomputed), and the
+    # node ids of datasets and jobs.
+    known: dict[Field, store.FieldLabels] = {}
+    names: dict[uuid.UUID, str] = {}
     recomputed = 0
     wave = dirty
+    edges = await store.fetch_edges_into(conn, sorted(wave))
     push = set(declared)
     while wave:
         fields = sorted(wave)
         recomputed += len(fields)
-        edges = await store.fetch_edges_into(conn, fields)
-        unnamed = {e.input[0] for e in edges} | {f[0] for f in fields}
-        jobs = {e.job_uuid for e in edges if e.job_uuid is not None}
-        if (unnamed | jobs) - names.keys():
-            names.update(
-                await store.fetch_node_ids(
-                    conn, sorted(unnamed - names.keys()), sorted(jobs - names.keys())
-                )
-            )
-        labels = await store.fetch_field_labels(conn, list({e.input for e in edges} | wave))
+        unnamed = ({e.input[0] for e in edges} | {f[0] for f in fields}) - names.keys()
+        jobs = {e.job_uuid for e in edges if e.job_uuid is not None} - names.keys()
+        if unnamed or jobs:
+            names.update(await store.fetch_node_ids(conn, sorted(unnamed), sorted(jobs)))
+        unknown = ({e.input for e in edges} | wave) - known.keys()
+        if unknown:
+            fetched = await store.fetch_field_labels(conn, sorted(unknown))
+            known.update({f: fetched.get(f) or store.FieldLabels({}, {}) for f in unknown})
         into: dict[Field, list[store.ColumnEdge]] = defaultdict(list)
         for edge in edges:
             into[edge.output].append(edge)
         now: dict[Field, dict[str, Path]] = {}
+        had: set[Field] = set()
         for field in fields:
-            inherited = inherit(policy, field, into.get(field, []), labels, names)
-            before = labels.get(field) or store.FieldLabels({}, {})
-            final[field] = store.FieldLabels(before.declared, inherited)
+            before = known[field]
+            inherited = inherit(policy, field, into.get(field, []), known, names)
+            known[field] = final[field] = store.FieldLabels(before.declared, inherited)
             if inherited != before.inherited:
                 now[field] = inherited
-        await store.replace_inherited(conn, now, {f for f in now if f in labels and labels[f].inherited})
+                if before.inherited:
+                    had.add(field)
+        await store.replace_inherited(conn, now, had)
         changed.update(now)
         passing = sorted(now.keys() | (push & wave))
         push -= wave
-        wave = await store.fetch_successors(conn, passing) if passing else set()
+        edges = await store.fetch_edges_of_successors(conn, passing) if passing else []
+        wave = {e.output for e in edges}
     return changed, recomputed, final
 
 

@@ -152,8 +152,7 @@ class ColumnEdge:
     masking: bool | None
 
 
-async def fetch_edges_into(conn: asyncpg.Connection, fields: list[Field]) -> list[ColumnEdge]:
-    rows = await conn.fetch(QUERIES["fetch_governance_edges"], *_columns(fields))
+def _edges(rows: list[Any]) -> list[ColumnEdge]:
     return [
         ColumnEdge(
             (r["out_ds"], r["out_field"]),
@@ -166,6 +165,15 @@ async def fetch_edges_into(conn: asyncpg.Connection, fields: list[Field]) -> lis
         )
         for r in rows
     ]
+
+
+async def fetch_edges_into(conn: asyncpg.Connection, fields: list[Field]) -> list[ColumnEdge]:
+    return _edges(await conn.fetch(QUERIES["fetch_governance_edges"], *_columns(fields)))
+
+
+async def fetch_edges_of_successors(conn: asyncpg.Connection, fields: list[Field]) -> list[ColumnEdge]:
+    """Every edge into each field computed from ``fields``."""
+    return _edges(await conn.fetch(QUERIES["fetch_governance_edges_of_successors"], *_columns(fields)))
 
 
 async def fetch_node_ids(
@@ -213,11 +221,6 @@ async def replace_inherited(
         await conn.copy_records_to_table(
             "governance_inherited", records=rows, columns=["dataset_uuid", "field_name", "label", "path"]
         )
-
-
-async def fetch_successors(conn: asyncpg.Connection, fields: list[Field]) -> set[Field]:
-    rows = await conn.fetch(QUERIES["fetch_governance_successors"], *_columns(fields))
-    return {(r["dataset_uuid"], r["field_name"]) for r in rows}
 
 
 @dataclass(frozen=True)

@@ -112,11 +112,20 @@ DELETE FROM governance_inherited g
 USING unnest($1::uuid[], $2::text[]) AS t(dataset_uuid, field_name)
 WHERE g.dataset_uuid = t.dataset_uuid AND g.field_name = t.field_name;
 
--- name: fetch_governance_successors
--- The fields computed from the fields ($1, $2) through open, preferred column edges.
-SELECT DISTINCT c.output_dataset_uuid AS dataset_uuid, c.output_field AS field_name
-FROM unnest($1::uuid[], $2::text[]) AS t(dataset_uuid, field_name)
-     JOIN column_lineage c ON c.input_dataset_uuid = t.dataset_uuid AND c.input_field = t.field_name
+-- name: fetch_governance_edges_of_successors
+-- The fields computed from the fields ($1, $2) through open, preferred column edges, each with
+-- every open, preferred edge into it (as fetch_governance_edges): the next wave and its inputs.
+WITH successor AS (
+    SELECT DISTINCT c.output_dataset_uuid AS dataset_uuid, c.output_field AS field_name
+    FROM unnest($1::uuid[], $2::text[]) AS t(dataset_uuid, field_name)
+         JOIN column_lineage c ON c.input_dataset_uuid = t.dataset_uuid AND c.input_field = t.field_name
+                              AND c.valid_to IS NULL AND NOT c.superseded
+)
+SELECT s.dataset_uuid AS out_ds, s.field_name AS out_field,
+       c.input_dataset_uuid AS in_ds, c.input_field AS in_field, c.job_uuid,
+       c.transformation_type, c.transformation_subtype, c.description, c.masking
+FROM successor s
+     JOIN column_lineage c ON c.output_dataset_uuid = s.dataset_uuid AND c.output_field = s.field_name
                           AND c.valid_to IS NULL AND NOT c.superseded;
 
 -- name: fetch_governed_datasets
