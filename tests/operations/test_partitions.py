@@ -207,3 +207,19 @@ async def test_an_interrupted_conversion_resumes_with_the_events_left(
             assert await conn.fetchval("SELECT count(DISTINCT raw_event_id) FROM raw_events") == 12_000
         finally:
             await conn.close()
+
+
+async def test_the_first_and_last_storable_months(ops: asyncpg.Connection) -> None:
+    # asyncpg reads 0001-01-01T00:00Z, the first month's start, as -infinity: it must not be sent so.
+    first = run_event("job", time="0001-01-01T00:00:00.000001Z", outputs=["t"])
+    last = run_event("job", time="9999-12-31T23:59:59.999998Z", outputs=["t"])
+    assert [r.status for r in await ingest(ops, [first, last])] == ["created", "created"]
+    assert await placement(ops) == {"raw_events_0001_01": 1, "raw_events_default": 1}
+    # Upkeep moves a first-month event out of the default partition as any other.
+    await ops.execute("DROP TABLE raw_events_0001_01")
+    await ops.execute(
+        "INSERT INTO raw_events (content_hash, event_kind, event_time, payload)"
+        " VALUES ('\\x01', 'RUN', '0001-01-01T00:00:00.000001Z', '{}')"
+    )
+    assert await prepare_partitions(ops) == [dt.datetime(1, 1, 1, tzinfo=dt.UTC)]
+    assert await placement(ops) == {"raw_events_0001_01": 1, "raw_events_default": 1}

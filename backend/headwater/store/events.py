@@ -55,7 +55,8 @@ async def ensure_partitions(conn: asyncpg.Connection, times: list[dt.datetime]) 
     ready = _months_ready[_database(conn)]
     missing = {month_of(t) for t in times} - ready
     if missing:
-        ready.update(await conn.fetchval(QUERIES["ensure_raw_event_partitions"], sorted(missing)))
+        months = [m.isoformat() for m in sorted(missing)]
+        ready.update(await conn.fetchval(QUERIES["ensure_raw_event_partitions"], months))
 
 
 async def insert_raw_events(conn: asyncpg.Connection, rows: list[RawEventRow]) -> list[int | None]:
@@ -101,7 +102,7 @@ async def fetch_missing_partitions(conn: asyncpg.Connection, ahead: int) -> list
 
 async def create_partition(conn: asyncpg.Connection, month: dt.datetime) -> bool:
     """Create one month's partition; the caller's transaction holds raw_events' lock. True if new."""
-    created = bool(await conn.fetchval(QUERIES["create_raw_event_partition"], month))
+    created = bool(await conn.fetchval(QUERIES["create_raw_event_partition"], month.isoformat()))
     _months_ready[_database(conn)].add(month)
     return created
 

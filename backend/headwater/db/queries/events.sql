@@ -12,9 +12,10 @@ ON CONFLICT (content_hash, event_time) DO NOTHING
 RETURNING content_hash, raw_event_id;
 
 -- name: ensure_raw_event_partitions
--- The starts of the months of event times $1 that have a partition of raw_events, after creating
--- those it can without waiting (views/raw_event_partitions.sql).
-SELECT raw_events_ensure_partitions($1::timestamptz[]);
+-- The starts of the months of event times $1 (as text: asyncpg would send 0001-01-01T00:00Z, the
+-- first month's start, as -infinity) that have a partition of raw_events, after creating those it
+-- can (views/raw_event_partitions.sql).
+SELECT raw_events_ensure_partitions($1::text[]::timestamptz[]);
 
 -- name: fetch_raw_event_partitions
 -- The month partitions of raw_events, oldest first: name, first instant and end (exclusive).
@@ -41,6 +42,6 @@ WHERE to_regclass(quote_ident(raw_events_partition_name(m))) IS NULL
 ORDER BY m;
 
 -- name: create_raw_event_partition
--- Creates the partition of the month starting at $1 (the caller holds the table's lock); true
--- when it was created here, false when it existed.
-SELECT raw_events_create_partition($1::timestamptz);
+-- Creates the partition of the month starting at $1 (as text, as above; the caller holds the
+-- table's lock); true when it was created here, false when it existed.
+SELECT raw_events_create_partition($1::text::timestamptz);
