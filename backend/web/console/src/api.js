@@ -129,7 +129,7 @@ export function subscribeToChanges(filter, onChange, onStatus) {
   };
 }
 
-// -- node ids and links ---------------------------------------------------------------------------
+// -- links ---------------------------------------------------------------------------------------
 
 /** The console's URL of a dataset, job or column (a column opens its column lineage). */
 export function pageOf(node) {
@@ -140,12 +140,4 @@ export function pageOf(node) {
   const type = (node.type || "").toUpperCase();
   if (type === "JOB") return "/jobs" + q({ ns: node.namespace, name: node.name });
   return "/datasets" + q({ ns: node.namespace, name: node.name });
-}
-
-export function datasetId(namespace, name) {
-  return `dataset:${namespace}:${name}`;
-}
-
-export function jobId(namespace, name) {
-  return `job:${namespace}:${name}`;
 }

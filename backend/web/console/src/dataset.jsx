@@ -17,7 +17,7 @@ const DATASET = `query($ns: String!, $name: String!) {
 }`;
 
 /** Columns added, removed and retyped from ``older`` to ``newer`` (each a list of fields or null). */
-export function schemaDiff(older, newer) {
+function schemaDiff(older, newer) {
   if (!older || !newer) return [];
   const before = new Map(older.map((f) => [f.name, f.type]));
   const after = new Map(newer.map((f) => [f.name, f.type]));

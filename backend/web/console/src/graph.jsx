@@ -3,15 +3,15 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { layeredLayout } from "./layout.js";
 
-export const NODE_W = 220;
-export const NODE_H = 36;
+const NODE_W = 220;
+const NODE_H = 36;
 
 export function edgeKey(e) {
   return `${e.origin}\u2192${e.destination}`;
 }
 
 /** Positions of nodes and edge routes; nodes and edges as the API gives them. */
-export function layoutGraph(nodes, edges) {
+function layoutGraph(nodes, edges) {
   return layeredLayout(nodes, edges, { nodeW: NODE_W, nodeH: NODE_H });
 }
 

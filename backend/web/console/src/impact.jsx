@@ -7,7 +7,7 @@ import { fetchGraph } from "./lineage.jsx";
 import { Empty, ErrorBox, Json, Link, Loading, navigate, useAuthVersion, useQuery, useRoute, when } from "./ui.jsx";
 
 /** One shortest path from the root to each node, following edges forward (breadth first). */
-export function pathsFrom(root, edges) {
+function pathsFrom(root, edges) {
   const out = new Map();
   for (const e of edges) {
     if (!out.has(e.origin)) out.set(e.origin, []);
@@ -38,7 +38,7 @@ function csvCell(value) {
   return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-export function impactCsv(rows) {
+function impactCsv(rows) {
   const header = ["distance", "type", "namespace", "name", "field", "owners", "id", "path"];
   const lines = [header.join(",")];
   for (const r of rows) {

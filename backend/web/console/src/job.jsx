@@ -29,7 +29,7 @@ function jobLink(j) {
 }
 
 /** Datasets that ``newer`` reads or writes and ``older`` did not, and the reverse. */
-export function versionDiff(older, newer) {
+function versionDiff(older, newer) {
   const names = (list) => new Set(list.map((d) => `${d.namespace}\u0000${d.name}`));
   const changes = [];
   for (const side of ["inputs", "outputs"]) {
@@ -46,7 +46,7 @@ export function versionDiff(older, newer) {
 const MAX_DIFF_LINES = 400;
 
 /** The lines removed (−) and added (+) from ``before`` to ``after``, by longest common subsequence. */
-export function lineDiff(before, after) {
+function lineDiff(before, after) {
   const a = before.split("\n");
   const b = after.split("\n");
   if (a.length > MAX_DIFF_LINES || b.length > MAX_DIFF_LINES) return null;

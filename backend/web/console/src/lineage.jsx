@@ -102,7 +102,7 @@ function merge(graph, extra) {
 }
 
 /** What is shown: every node reached from the root without going past a collapsed node. */
-export function visiblePart(graph, root, collapsed) {
+function visiblePart(graph, root, collapsed) {
   const around = new Map();
   for (const e of graph.edges) {
     if (!around.has(e.origin)) around.set(e.origin, []);
