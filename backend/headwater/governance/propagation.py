@@ -13,7 +13,8 @@ Each page of the change log (after the last change applied) is turned into:
 
 What a field inherits: every label of each input, declared or inherited, through each column
 edge that does not mask (see ``Policy.masks``), with the path it came by. The shortest path wins
-(then the first in JSON order, so the answer never depends on the order rows come in). A path
+(then the first by its hops' datasets, fields and jobs, so the answer never depends on the order
+rows come in). A path
 never passes the field itself, so a cycle in the lineage cannot keep alive a label whose source
 is gone: this is path-vector routing, and it settles on paths that exist.
 
@@ -24,7 +25,6 @@ announcing it and the progress commit together, and one server at a time applies
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 
     from headwater.feed.log import ChangeRecord
     from headwater.governance.policy import Policy
-
-logger = logging.getLogger("headwater.governance")
 
 CLASSIFICATION_DECLARED = "CLASSIFICATION_DECLARED"
 CLASSIFICATION_CHANGED = "CLASSIFICATION_CHANGED"
@@ -83,6 +81,8 @@ async def settled_change_id(conn: asyncpg.Connection, after: int) -> int:
 
     The latest id is read first: an id below it that is not committed belongs to a transaction
     still running when the running ones are listed next, so the log is applied up to that gap.
+    (An id rolled back is such a gap too while other transactions write; `serve` follows the
+    change feed instead, which tells the two apart.)
     """
     latest = await change_log.fetch_latest_change_id(conn)
     if latest <= after or await change_log.fetch_oldest_running_xid(conn) is None:
@@ -233,24 +233,22 @@ async def _refresh_producer_declarations(
     """Store what producers and the tag API declare on the datasets now; returns the fields (or
     datasets, field '') whose declarations changed."""
     ordered = sorted(datasets)
-    stored = await store.fetch_declarations(conn, ordered, ["facet", "tag"])
-    changed: set[Field] = set()
+    stored: dict[tuple[uuid.UUID, str], dict[Field, set[str]]] = defaultdict(dict)
+    for (d, f, source), labels in (
+        await store.fetch_declarations(conn, ordered, ["facet", "tag"])
+    ).items():
+        stored[(d, source)][(d, f)] = labels
+    replace: dict[str, dict[Field, set[str]]] = {"facet": {}, "tag": {}}
     for source_tags in await store.fetch_producer_tags(conn, ordered):
         facet, tagged = producer_labels(policy, source_tags)
         for source, now in (("facet", facet), ("tag", tagged)):
-            before = {
-                (d, f): labels
-                for (d, f, s), labels in stored.items()
-                if s == source and d == source_tags.dataset_uuid
-            }
-            replace = {
-                field: now.get(field, set())
-                for field in before.keys() | now.keys()
-                if now.get(field, set()) != before.get(field, set())
-            }
-            await store.replace_declarations(conn, source, replace)
-            changed |= replace.keys()
-    return changed
+            before = stored.get((source_tags.dataset_uuid, source), {})
+            for field in before.keys() | now.keys():
+                if now.get(field, set()) != before.get(field, set()):
+                    replace[source][field] = now.get(field, set())
+    for source, fields in replace.items():
+        await store.replace_declarations(conn, source, fields)
+    return set(replace["facet"]) | set(replace["tag"])
 
 
 async def propagate(
