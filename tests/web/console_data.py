@@ -91,8 +91,9 @@ def table(name: str, *fields: tuple[str, str], owner: str | None = None) -> dict
 
 
 def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
-    """orders + customers -> build_revenue -> revenue -> build_report -> report, then (an hour
-    later) build_revenue's second version stops reading customers. Returns the events and a moment
+    """orders + customers -> build_revenue -> revenue -> build_report -> report ->
+    refresh_dashboard (failing), then (an hour later) build_revenue's second version stops reading
+    customers. Returns the events and a moment
     between the two versions."""
     first = now - dt.timedelta(hours=3)
     second = now - dt.timedelta(hours=1)
@@ -139,5 +140,14 @@ def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
             "FROM shop.orders\nGROUP BY 1",
         ),
         *run("build_report", second + dt.timedelta(minutes=5), [revenue], [report], sql=REPORT_SQL),
+        # A reader of the report whose latest run failed.
+        *run(
+            "refresh_dashboard",
+            second + dt.timedelta(minutes=10),
+            [report],
+            [],
+            state="FAIL",
+            error="dashboard service unreachable",
+        ),
     ]
     return events, first + dt.timedelta(hours=1)

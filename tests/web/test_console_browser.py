@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import re
 import secrets
 import time
 import uuid
@@ -203,6 +204,13 @@ async def test_walk_lineage_and_replay_it_before_an_input_was_dropped(
     await page.get_by_role("link", name="Lineage", exact=True).click()
     await expect(page.locator(node(ORDERS))).to_be_visible(timeout=TIMEOUT)
     await expect(page.locator(node(REPORT))).to_be_visible()
+    # A job whose latest run failed stands out, and says so when selected.
+    dashboard = page.locator(node(f"job:{NAMESPACE}:refresh_dashboard"))
+    await expect(dashboard).to_have_class(re.compile(r"\bstate-fail\b"))
+    await dashboard.click()
+    await expect(page.get_by_role("complementary", name="Selected node")).to_contain_text(
+        "Latest run: FAIL"
+    )
     # build_revenue's second version no longer reads customers: not in the current graph.
     await expect(page.locator(node(CUSTOMERS))).to_have_count(0)
 
@@ -265,7 +273,7 @@ async def test_expand_a_node_with_the_keyboard(console: Console) -> None:
         raise AssertionError("mart.revenue is not reachable with Tab")
     await page.keyboard.press("e")
     await expect(page.locator(node(f"job:{NAMESPACE}:build_report"))).to_have_class(
-        "node job fresh", timeout=TIMEOUT
+        re.compile(r"\bfresh\b"), timeout=TIMEOUT
     )
 
 

@@ -2,6 +2,7 @@
 // that replays the graph at a past moment, expand and collapse, and live changes in place.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { gql, pageOf, subscribeToChanges } from "./api.js";
+import { RunState } from "./dataset.jsx";
 import { edgeKey, LineageCanvas } from "./graph.jsx";
 import { ErrorBox, Link, Loading, navigate, useAuthVersion, useRoute } from "./ui.jsx";
 
@@ -13,7 +14,11 @@ const TABLE_QUERY = `query($node: ID!, $depth: Int!, $direction: LineageDirectio
     __typename
     ... on LineageGraph {
       truncated
-      nodes { id type namespace name hops dataset @include(if: $owners) { owners } job @include(if: $owners) { owners } }
+      nodes {
+        id type namespace name hops
+        dataset @include(if: $owners) { owners }
+        job { latestRun { state } owners @include(if: $owners) }
+      }
       edges { origin destination manual }
     }
     ... on Problem { code message }
@@ -80,6 +85,8 @@ export async function fetchGraph({ node, level, depth, direction, asOf, owners =
     truncated: r.truncated,
     nodes: r.nodes.map((n) => ({
       owners: owners ? (n.dataset || n.job || { owners: [] }).owners : undefined,
+      // A job's latest run state colours it: a failed one stands out in the graph.
+      state: n.job && n.job.latestRun ? n.job.latestRun.state : null,
       id: n.id,
       type: n.type,
       namespace: n.namespace,
@@ -244,6 +251,11 @@ function SidePanel({ node, graph, collapsed, onExpand, onToggle, params }) {
       <p>
         {node.type.toLowerCase()}, {node.hops} hop(s) from the root; {ins} in, {outs} out
       </p>
+      {node.state ? (
+        <p>
+          Latest run: <RunState state={node.state} />
+        </p>
+      ) : null}
       <ul class="actions">
         {node.type !== "FIELD" || node.name ? (
           <li>
