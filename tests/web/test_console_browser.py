@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import httpx
 import pytest
 
 from tests.corpus import EVENTS
@@ -88,6 +89,11 @@ def console_server(
         post_events(server.url, reference_events())
         events, _ = demo_pipeline(dt.datetime.now(dt.UTC))
         post_events(server.url, events)
+        tag = (
+            f'mutation {{ tagDataset(namespace: "{NAMESPACE}", name: "shop.customers", tag: "pii", '
+            'field: "email") { __typename } }'
+        )
+        assert httpx.post(f"{server.url}/graphql", json={"query": tag}, timeout=10).status_code == 200
         yield server
 
 
@@ -152,6 +158,18 @@ async def test_search_then_open_a_dataset_of_the_reference_events(console: Conso
     await expect(hits.first).to_contain_text("default.cll_source1", timeout=TIMEOUT)
     await console.screenshot("search", shots)
 
+    # The tag filter: only what is tagged so (a column: its field or its dataset).
+    await box.fill("email")
+    await expect(hits.filter(has_text="shop.customers.email")).to_have_count(1, timeout=TIMEOUT)
+    await page.get_by_label("Tag").select_option("pii")
+    await expect(hits).to_have_count(1, timeout=TIMEOUT)
+    await expect(hits.first).to_contain_text("shop.customers.email")
+    await expect(hits.first.locator(".tag")).to_have_text("pii")
+    await expect(page).to_have_url(re.compile(r"[?&]tag=pii"))
+    await page.get_by_label("Tag").select_option("")
+    await box.fill("cll_source1")
+    await expect(hits.first).to_contain_text("default.cll_source1", timeout=TIMEOUT)
+
     await box.press("Enter")  # the first hit is active: the dataset
     await expect(page.get_by_role("heading", name="default.cll_source1")).to_be_visible(timeout=TIMEOUT)
     schema = page.get_by_role("table", name="Schema")
@@ -188,6 +206,13 @@ async def test_dataset_and_job_pages_tell_what_changed_between_versions(
     await expect(changes.locator(".line-add").first).to_contain_text("SELECT customer_id, sum(total)")
     await changes.scroll_into_view_if_needed()
     await console.screenshot("job", shots)
+
+    # Parent and children, from the reference Airflow DAG.
+    await console.open("/jobs?ns=airflow&name=BQ")
+    children = page.locator("ul.children")
+    await expect(children).to_contain_text("BQ.copy", timeout=TIMEOUT)
+    await children.get_by_role("link", name="BQ.copy").click()
+    await expect(page.get_by_text("Runs inside BQ")).to_be_visible(timeout=TIMEOUT)
 
     await console.open(f"/jobs?ns={NAMESPACE}&name=build_report")
     runs = page.get_by_role("table", name="Runs")
