@@ -3,6 +3,7 @@ OpenLineage reference events, applied synchronously (``apply_pending``) for exac
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -300,3 +301,20 @@ async def test_schema_field_tags_and_the_tag_api_declare_too(governed: Governed)
     assert "errors" not in response.json(), response.json()
     await governed.settle()
     assert "id" not in await governed.labels(p.STAGING)
+
+
+async def test_appliers_take_turns_and_announce_each_violation_once(governed: Governed):
+    """The server's worker and two more appliers at once: the progress row's lock serializes them."""
+    await governed.post(p.upstream() + p.export_newsletter(1))
+    conns = [await asyncpg.connect(governed.url) for _ in range(2)]
+    try:
+        for conn in conns:
+            await register_codecs(conn)
+        await asyncio.gather(*(apply_pending(conn, governed.policy) for conn in conns))
+    finally:
+        for conn in conns:
+            await conn.close()
+    await governed.settle()
+    logged = await governed.pool.fetch("SELECT kind FROM change_log WHERE kind LIKE 'POLICY%'")
+    assert [r["kind"] for r in logged] == ["POLICY_VIOLATION"]
+    assert await governed.pool.fetchval("SELECT count(*) FROM governance_violations") == 1
