@@ -9,7 +9,8 @@ page; the times are from the page's navigation start (performance.now()):
 
 - ``data``: the lineage answer over GraphQL has arrived (Resource Timing of the POST /graphql);
 - ``drawn``: all 501 nodes are in the page, laid out (dagre) and painted (next animation frame);
-- ``interactive``: a click on a node has been answered (the side panel shows it).
+- ``interactive``: a click on a node has been answered (the side panel shows it);
+- ``pan``: then, dragging the canvas, the mean time of a frame (30 moves, one a frame).
 
 Run: ``python tests/benchmarks/console_graph.py [--runs 7] [--screenshot PNG]`` (the graph as the
 last run left it). Needs PostgreSQL at
@@ -58,9 +59,21 @@ MEASURE = """async (expected) => {
   while (!label() || label().textContent !== 'l9_12') await frame();
   await frame();
   const interactive = performance.now();
+  // Pan: 30 drags of the canvas, one per frame; the mean time a frame took.
+  const canvas = document.querySelector('.canvas');
+  const box = canvas.getBoundingClientRect();
+  const at = (k) => ({ bubbles: true, pointerId: 1, button: 0, clientX: box.left + 5 + k * 4, clientY: box.top + 5 });
+  canvas.dispatchEvent(new PointerEvent('pointerdown', at(0)));
+  const panStart = performance.now();
+  for (let k = 1; k <= 30; k++) {
+    canvas.dispatchEvent(new PointerEvent('pointermove', at(k)));
+    await frame();
+  }
+  const pan = (performance.now() - panStart) / 30;
+  canvas.dispatchEvent(new PointerEvent('pointerup', at(30)));
   const answers = performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/graphql'));
   const data = Math.max(...answers.map((e) => e.responseEnd));
-  return { data, drawn, interactive, nodes: document.querySelectorAll('[data-node]').length };
+  return { data, drawn, interactive, pan, nodes: document.querySelectorAll('[data-node]').length };
 }"""
 
 
@@ -132,7 +145,7 @@ async def main() -> int:
             results = await measure(server.url, root, nodes, args.runs, args.screenshot)
     assert all(r["nodes"] == nodes for r in results), results
     print(f"console lineage graph: {nodes} nodes, {edges} edges, {args.runs} runs in Chromium, 1280x800")
-    for key in ("data", "drawn", "interactive"):
+    for key in ("data", "drawn", "interactive", "pan"):
         values = [r[key] for r in results]
         print(f"  {key:<12} median {statistics.median(values):7.0f} ms   max {max(values):7.0f} ms")
     worst = max(r["interactive"] for r in results)

@@ -42,6 +42,65 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
   const [view, setView] = useState({ x: 0, y: 0, k: 1 });
   const drag = useRef(null);
 
+  // The drawing depends on the graph and the selection only: panning and zooming change one
+  // transform, and Preact skips the unchanged drawing (the same element), so a 500-node graph moves
+  // without redrawing.
+  const handlers = useRef(null);
+  handlers.current = { onSelect, onExpand };
+  const drawing = useMemo(
+    () => (
+      <>
+        {edges.map((e) => {
+          const key = edgeKey(e);
+          const points = laid.routes.get(key);
+          if (!points) return null;
+          return (
+            <path
+              key={key}
+              d={routePath(points)}
+              class={`edge${fresh.has(key) ? " fresh" : ""}${e.manual ? " manual" : ""}`}
+              data-edge={key}
+              marker-end="url(#arrow)"
+            />
+          );
+        })}
+        {ordered.map((n) => {
+          const p = laid.positions.get(n.id);
+          if (!p) return null;
+          const classes = ["node", n.type.toLowerCase()];
+          if (n.id === root) classes.push("root");
+          if (n.id === selected) classes.push("selected");
+          if (fresh.has(n.id)) classes.push("fresh");
+          if (n.state) classes.push(`state-${n.state.toLowerCase()}`);
+          return (
+            <g
+              key={n.id}
+              class={classes.join(" ")}
+              transform={`translate(${p.x - NODE_W / 2},${p.y - NODE_H / 2})`}
+              // SVG attributes are case-sensitive: tabIndex would not make it focusable.
+              tabindex="0"
+              role="button"
+              aria-label={`${n.type.toLowerCase()} ${n.label}${n.sublabel ? " in " + n.sublabel : ""}`}
+              data-node={n.id}
+              onClick={() => onSelect(n.id)}
+              onDblClick={() => onExpand && onExpand(n.id)}
+              onKeyDown={(event) => nodeKey(event, n)}
+            >
+              <title>{n.id}</title>
+              <rect width={NODE_W} height={NODE_H} rx={n.type === "JOB" ? 18 : 4} />
+              <text x={10} y={15} class="label">{clip(n.label, 30)}</text>
+              <text x={10} y={29} class="sublabel">{clip(n.sublabel || "", 36)}</text>
+              {n.hidden ? (
+                <text x={NODE_W - 8} y={15} class="badge" text-anchor="end">+{n.hidden}</text>
+              ) : null}
+            </g>
+          );
+        })}
+      </>
+    ),
+    [laid, ordered, edges, root, selected, fresh],
+  );
+
   const fit = () => {
     const el = box.current;
     if (!el) return;
@@ -112,12 +171,13 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
   };
 
   const nodeKey = (event, n) => {
+    const { onSelect: select, onExpand: expand } = handlers.current;
     if (event.key === "Enter" || event.key === " ") {
       event.preventDefault();
-      onSelect(n.id);
-    } else if (event.key === "e" && onExpand) {
+      select(n.id);
+    } else if (event.key === "e" && expand) {
       event.preventDefault();
-      onExpand(n.id);
+      expand(n.id);
     }
   };
 
@@ -146,52 +206,7 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
             </marker>
           </defs>
           <g transform={`translate(${view.x},${view.y}) scale(${view.k})`}>
-            {edges.map((e) => {
-              const key = edgeKey(e);
-              const points = laid.routes.get(key);
-              if (!points) return null;
-              return (
-                <path
-                  key={key}
-                  d={routePath(points)}
-                  class={`edge${fresh.has(key) ? " fresh" : ""}${e.manual ? " manual" : ""}`}
-                  data-edge={key}
-                  marker-end="url(#arrow)"
-                />
-              );
-            })}
-            {ordered.map((n) => {
-              const p = laid.positions.get(n.id);
-              if (!p) return null;
-              const classes = ["node", n.type.toLowerCase()];
-              if (n.id === root) classes.push("root");
-              if (n.id === selected) classes.push("selected");
-              if (fresh.has(n.id)) classes.push("fresh");
-              if (n.state) classes.push(`state-${n.state.toLowerCase()}`);
-              return (
-                <g
-                  key={n.id}
-                  class={classes.join(" ")}
-                  transform={`translate(${p.x - NODE_W / 2},${p.y - NODE_H / 2})`}
-                  // SVG attributes are case-sensitive: tabIndex would not make it focusable.
-                  tabindex="0"
-                  role="button"
-                  aria-label={`${n.type.toLowerCase()} ${n.label}${n.sublabel ? " in " + n.sublabel : ""}`}
-                  data-node={n.id}
-                  onClick={() => onSelect(n.id)}
-                  onDblClick={() => onExpand && onExpand(n.id)}
-                  onKeyDown={(event) => nodeKey(event, n)}
-                >
-                  <title>{n.id}</title>
-                  <rect width={NODE_W} height={NODE_H} rx={n.type === "JOB" ? 18 : 4} />
-                  <text x={10} y={15} class="label">{clip(n.label, 30)}</text>
-                  <text x={10} y={29} class="sublabel">{clip(n.sublabel || "", 36)}</text>
-                  {n.hidden ? (
-                    <text x={NODE_W - 8} y={15} class="badge" text-anchor="end">+{n.hidden}</text>
-                  ) : null}
-                </g>
-              );
-            })}
+            {drawing}
           </g>
         </svg>
       </div>
