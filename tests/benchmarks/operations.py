@@ -101,7 +101,7 @@ async def model(months: int, runs: int) -> None:
             f"model: {len(events):,} events ({runs} runs of {JOBS} jobs over {months} months) ingested"
             f" in {time.perf_counter() - started:.0f} s"
         )
-        keep = int(step.days * runs / 2)
+        keep = int(30.44 * months / 2)
         counts = {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in TABLES}
         started = time.perf_counter()
         removed = await run_retention(conn, keep)
