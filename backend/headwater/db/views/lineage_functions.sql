@@ -86,7 +86,7 @@ BEGIN
                                                       'startedAt', lineage_iso_time(r.started_at),
                                                       'endedAt', lineage_iso_time(r.ended_at))
                              FROM runs r WHERE r.job_uuid = j.job_uuid
-                             ORDER BY coalesce(r.current_state_at, r.created_at) DESC, r.run_uuid LIMIT 1),
+                             ORDER BY r.created_at DESC, r.run_uuid LIMIT 1),
                'facets', j.facets)::text
     FROM jobs j WHERE j.node_id = ANY(node_ids);
 END
