@@ -318,3 +318,33 @@ async def test_appliers_take_turns_and_announce_each_violation_once(governed: Go
     logged = await governed.pool.fetch("SELECT kind FROM change_log WHERE kind LIKE 'POLICY%'")
     assert [r["kind"] for r in logged] == ["POLICY_VIOLATION"]
     assert await governed.pool.fetchval("SELECT count(*) FROM governance_violations") == 1
+
+
+async def test_an_applier_gives_way_to_a_transaction_that_locks_everything(governed: Governed):
+    """A TRUNCATE (as the tests' clean-up does) or a migration locks table after table: the
+    server's worker, holding the progress row, lets go rather than deadlock, and applies after."""
+    await governed.post(p.load_customers())
+    await governed.settle()
+    blocker = await asyncpg.connect(governed.url)
+    try:
+        transaction = blocker.transaction()
+        await transaction.start()
+        # A table the worker reads (producer tags) and a declaration does not.
+        await blocker.execute("LOCK TABLE dataset_field_tags IN ACCESS EXCLUSIVE MODE")
+        declare = {
+            "namespace": p.CRM,
+            "name": "crm.public.customers",
+            "field": "country",
+            "tags": ["pii"],
+        }
+        response = await governed.client.put("/api/v1/governance/classifications", json=declare)
+        assert response.status_code == 200
+        # The worker takes the progress row and waits for the table; past the deadlock detector's
+        # first look (1 s), this would be a deadlock whose victim is the blocker.
+        await asyncio.sleep(1.3)
+        await blocker.execute("LOCK TABLE governance_progress IN ACCESS EXCLUSIVE MODE")
+        await transaction.commit()
+    finally:
+        await blocker.close()
+    await governed.settle()
+    assert (await governed.labels(p.STAGING))["country"] == ["pii"]

@@ -24,11 +24,14 @@ announcing it and the progress commit together, and one server at a time applies
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import asyncpg
 
 from headwater.feed import log as change_log
 from headwater.feed.scopes import edge_endpoints
@@ -37,8 +40,6 @@ from headwater.store import governance as store
 from headwater.store.changes import Change, insert_changes
 
 if TYPE_CHECKING:
-    import asyncpg
-
     from headwater.feed.log import ChangeRecord
     from headwater.governance.policy import Policy
 
@@ -49,6 +50,7 @@ POLICY_VIOLATION_CLEARED = "POLICY_VIOLATION_CLEARED"
 # What this module writes as a consequence: never a cause of more work.
 OWN_KINDS = frozenset({CLASSIFICATION_CHANGED, POLICY_VIOLATION, POLICY_VIOLATION_CLEARED})
 PAGE_SIZE = 500
+MAX_LOCK_RETRIES = 50
 
 Field = store.Field
 Path = store.Path
@@ -104,20 +106,36 @@ async def apply_pending(conn: asyncpg.Connection, policy: Policy, *, upto: int |
     a page per transaction. A policy other than the one last applied recomputes everything first.
     """
     total = Outcome()
+    busy = 0
     while True:
-        async with conn.transaction():
-            progress = await store.lock_progress(conn)
-            after = progress.last_change_id
-            limit = upto if upto is not None else await settled_change_id(conn, after)
-            changes = []
-            if limit > after:
-                changes = await change_log.fetch_changes_between(conn, after, limit, PAGE_SIZE)
-            full = progress.policy != policy.fingerprint
-            if not changes and not full:
-                return total
-            outcome = await apply_changes(conn, policy, changes, full=full)
-            outcome.last_change_id = changes[-1].change_id if changes else after
-            await store.save_progress(conn, outcome.last_change_id, policy.fingerprint)
+        limit = upto
+        if limit is None:  # outside the page's transaction, which would count as a running writer
+            progress = await store.fetch_progress(conn)
+            limit = await settled_change_id(conn, progress.last_change_id if progress else 0)
+        try:
+            async with conn.transaction():
+                progress = await store.lock_progress(conn)
+                # Past the progress row, a lock this transaction waits for long is one that something
+                # holding everything (a TRUNCATE, a migration) wants back: give way and come again
+                # rather than wait for the deadlock detector to pick a victim.
+                await store.give_way_on_locks(conn)
+                after = progress.last_change_id
+                changes = []
+                if limit > after:
+                    changes = await change_log.fetch_changes_between(conn, after, limit, PAGE_SIZE)
+                full = progress.policy != policy.fingerprint
+                if not changes and not full:
+                    return total
+                outcome = await apply_changes(conn, policy, changes, full=full)
+                outcome.last_change_id = changes[-1].change_id if changes else after
+                await store.save_progress(conn, outcome.last_change_id, policy.fingerprint)
+        except asyncpg.exceptions.LockNotAvailableError:
+            busy += 1
+            if busy > MAX_LOCK_RETRIES:
+                raise
+            await asyncio.sleep(0.05 * busy)
+            continue
+        busy = 0
         total.add(outcome)
         if len(changes) < PAGE_SIZE:
             return total

@@ -45,6 +45,12 @@ async def lock_progress(conn: asyncpg.Connection) -> Progress:
     return Progress(row["last_change_id"], row["policy"])
 
 
+async def give_way_on_locks(conn: asyncpg.Connection) -> None:
+    """For the rest of this transaction, a lock not granted within 100 ms is an error
+    (asyncpg.exceptions.LockNotAvailableError) rather than a wait."""
+    await conn.execute(QUERIES["set_governance_lock_timeout"])
+
+
 async def save_progress(conn: asyncpg.Connection, last_change_id: int, policy: str) -> None:
     await conn.execute(QUERIES["save_governance_progress"], last_change_id, policy)
 

@@ -7,6 +7,9 @@ INSERT INTO governance_progress (singleton) VALUES (true) ON CONFLICT DO NOTHING
 -- ends: a second server applying changes waits here, then starts from where the first stopped.
 SELECT last_change_id, policy FROM governance_progress WHERE singleton FOR UPDATE;
 
+-- name: set_governance_lock_timeout
+SET LOCAL lock_timeout = '100ms';
+
 -- name: save_governance_progress
 UPDATE governance_progress SET last_change_id = $1, policy = $2, updated_at = now() WHERE singleton;
 
