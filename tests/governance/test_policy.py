@@ -25,7 +25,8 @@ PATH = [{"dataset": "dataset:ns:t", "field": "f", "job": None}]
         ({"levels": []}, "at least one level"),
         ({"levels": ["a", "a"]}, "distinct"),
         ({"tags": ["public"]}, "distinct"),
-        ({"masking": {"functions": ["COUNT"]}}, "may only set aggregations"),
+        ({"masking": {"functions": ["COUNT"]}}, "may only set aggregations and indirect"),
+        ({"masking": {"indirect": "no"}}, "masking.indirect must be true or false"),
         ({"rules": {"name": "x"}}, "array of tables"),
         ({"rules": [{"name": "bad name!"}]}, "rules[0].name"),
         (
@@ -69,6 +70,7 @@ def test_what_masks():
     assert not policy.masks("DIRECT", "AGGREGATION", "max(email)", None)
     assert not policy.masks("DIRECT", "IDENTITY", None, False)
     assert not policy.masks(None, None, None, None)
+    assert not parse_policy({"masking": {"indirect": False}}).masks("INDIRECT", "JOIN", None, None)
 
 
 def test_rules():

@@ -7,6 +7,7 @@ One TOML file, named by ``HEADWATER_POLICIES``, read when the server starts (see
 
     [masking]
     aggregations = ["COUNT"]   # an AGGREGATION whose description starts with one masks
+    indirect = true            # INDIRECT edges (filters, joins, grouping keys) carry nothing
 
     [[rules]]
     name = "no-confidential-in-public"
@@ -89,6 +90,7 @@ class Policy:
     levels: tuple[str, ...] = DEFAULT_LEVELS
     tags: tuple[str, ...] = DEFAULT_TAGS
     masking_aggregations: tuple[str, ...] = DEFAULT_AGGREGATIONS
+    indirect_masks: bool = True
     rules: tuple[Rule, ...] = field(default_factory=tuple)
 
     @property
@@ -103,6 +105,7 @@ class Policy:
                 "levels": self.levels,
                 "tags": self.tags,
                 "masking": self.masking_aggregations,
+                "indirect": self.indirect_masks,
                 "rules": [[type(r).__name__, asdict(r)] for r in self.rules],
             },
             sort_keys=True,
@@ -148,10 +151,10 @@ class Policy:
         """True when a column edge does not carry its input's classifications.
 
         Masked by the producer (OpenLineage's ``masking: true``), an aggregation the policy says
-        removes identity (COUNT by default), or an INDIRECT edge: a filter, join or grouping key
-        steers which rows come out, it does not copy its value into the output.
+        removes identity (COUNT by default), or an INDIRECT edge unless the policy says otherwise:
+        a filter, join or grouping key steers which rows come out, it does not copy its value.
         """
-        if masking or (transformation_type or "").upper() == "INDIRECT":
+        if masking or (self.indirect_masks and (transformation_type or "").upper() == "INDIRECT"):
             return True
         if (subtype or "").upper() != "AGGREGATION" or not description:
             return False
@@ -197,7 +200,10 @@ class Policy:
         return {
             "levels": list(self.levels),
             "tags": list(self.tags),
-            "masking": {"aggregations": list(self.masking_aggregations)},
+            "masking": {
+                "aggregations": list(self.masking_aggregations),
+                "indirect": self.indirect_masks,
+            },
             "rules": [_describe_rule(r) for r in self.rules],
         }
 
@@ -260,8 +266,11 @@ def parse_policy(document: dict[str, Any]) -> Policy:
     if len(set(levels)) != len(levels) or set(levels) & set(tags) or len(set(tags)) != len(tags):
         raise PolicyError("levels and tags must be distinct names")
     masking = document.get("masking", {})
-    if not isinstance(masking, dict) or set(masking) - {"aggregations"}:
-        raise PolicyError("[masking] may only set aggregations")
+    if not isinstance(masking, dict) or set(masking) - {"aggregations", "indirect"}:
+        raise PolicyError("[masking] may only set aggregations and indirect")
+    indirect = masking.get("indirect", True)
+    if not isinstance(indirect, bool):
+        raise PolicyError("masking.indirect must be true or false")
     aggregations = tuple(
         v.upper()
         for v in _strings(
@@ -275,7 +284,7 @@ def parse_policy(document: dict[str, Any]) -> Policy:
     names = [r.name for r in rules]
     if len(set(names)) != len(names):
         raise PolicyError("rule names must be unique")
-    return Policy(levels, tags, aggregations, rules)
+    return Policy(levels, tags, aggregations, indirect, rules)
 
 
 def load_policy(path: Path | None) -> Policy:

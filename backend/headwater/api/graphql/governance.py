@@ -123,6 +123,9 @@ class GovernancePolicy:
     masking_aggregations: list[str] = strawberry.field(
         description="Aggregations that remove identity: a column computed by one inherits nothing."
     )
+    masking_indirect: bool = strawberry.field(
+        description="Whether INDIRECT edges (filters, joins, grouping keys) carry nothing."
+    )
     rules: JSON
 
 
@@ -179,6 +182,7 @@ class GovernanceQuery:
             levels=described["levels"],
             tags=described["tags"],
             masking_aggregations=described["masking"]["aggregations"],
+            masking_indirect=described["masking"]["indirect"],
             rules=JSON(described["rules"]),
         )
 
