@@ -9,10 +9,13 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from litestar.testing import AsyncTestClient
 
+from headwater.app import create_app
 from headwater.db import migrate as migrate_module
 from headwater.db.migrate import migrate
 from headwater.operations.partitions import prepare_partitions
+from headwater.settings import Settings
 from headwater.store import events as event_store
 from tests.factories import run_event
 from tests.operations.conftest import ingest
@@ -223,3 +226,16 @@ async def test_the_first_and_last_storable_months(ops: asyncpg.Connection) -> No
     )
     assert await prepare_partitions(ops) == [dt.datetime(1, 1, 1, tzinfo=dt.UTC)]
     assert await placement(ops) == {"raw_events_0001_01": 1, "raw_events_default": 1}
+
+
+async def test_serve_makes_the_coming_months_at_start(ops: asyncpg.Connection, ops_url: str) -> None:
+    name = f"raw_events_{this_month(2):%Y_%m}"
+    await ops.execute(f"DROP TABLE {name}")
+    settings = Settings(database_url=ops_url, pool_min_size=1, pool_max_size=2)
+    async with AsyncTestClient(app=create_app(settings)):
+        for _ in range(100):
+            if await ops.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
+                break
+            await asyncio.sleep(0.1)
+    months = [p.starts for p in await event_store.fetch_partitions(ops)]
+    assert months == [this_month(i) for i in range(4)]
