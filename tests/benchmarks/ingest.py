@@ -14,7 +14,8 @@ server preloads it, else transactions and rows written per event from pg_stat_da
 says which). A 503 is retried after its Retry-After, as OpenLineage clients do; retries are counted.
 
 Run: ``python tests/benchmarks/ingest.py [--repeat 2] [--stored N] [--server-src PATH]
-[--scenarios 1,8,32,128,b100,b500]``. ``--server-src`` is another checkout (e.g. a
+[--scenarios 1,8,32,128,b100,b500] [--storage]``. ``--storage`` turns autovacuum off on the tables
+and prints, for the first scenario, the bytes each table grew by per event and its dead rows. ``--server-src`` is another checkout (e.g. a
 ``git worktree`` of an earlier commit): its server is measured too, alternating with this one,
 scenario by scenario. ``--stored N`` first stores N other runs of the same jobs through the batch
 endpoint (not measured). Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
@@ -368,9 +369,48 @@ def _start_server(src: Path | None, url: str) -> tuple[subprocess.Popen[bytes], 
     raise SystemExit("the server did not become ready")
 
 
+# Per table (partitions counted with their parent): bytes, live rows and dead rows.
+STORAGE = """
+SELECT coalesce(parent.relname, c.relname) AS name, sum(pg_total_relation_size(c.oid))::bigint AS bytes,
+       sum(coalesce(s.n_live_tup, 0))::bigint AS live, sum(coalesce(s.n_dead_tup, 0))::bigint AS dead
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
+LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+LEFT JOIN pg_class parent ON parent.oid = i.inhparent
+LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.relkind = 'r'
+GROUP BY 1
+"""
+
+
+async def _storage(url: str) -> dict[str, tuple[int, int, int]]:
+    db = await asyncpg.connect(url)
+    try:
+        return {r["name"]: (r["bytes"], r["live"], r["dead"]) for r in await db.fetch(STORAGE)}
+    finally:
+        await db.close()
+
+
+async def _autovacuum_off(url: str) -> None:
+    """What the store leaves behind, not what VACUUM has reclaimed meanwhile."""
+    db = await asyncpg.connect(url)
+    try:
+        for table in await db.fetch(
+            "SELECT c.oid::regclass::text AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = 'public' AND c.relkind = 'r'"
+        ):
+            await db.execute(f"ALTER TABLE {table['name']} SET (autovacuum_enabled = false)")
+    finally:
+        await db.close()
+
+
 async def measure(
-    scenario: Scenario, src: Path | None, events: list[bytes], stored: list[bytes]
-) -> dict[str, float]:
+    scenario: Scenario,
+    src: Path | None,
+    events: list[bytes],
+    stored: list[bytes],
+    storage: bool = False,
+) -> dict[str, Any]:
     admin = await asyncpg.connect(SERVER_URL)
     try:
         await _fresh_database(admin)
@@ -385,7 +425,10 @@ async def measure(
         try:
             if stored:
                 post(port, "/api/v1/lineage/batch", Scenario("", 2, 500).bodies(stored)[1], 2)
+            if storage:
+                await _autovacuum_off(url)
             await admin.execute("CHECKPOINT")
+            before = await _storage(url) if storage else {}
             path, bodies = scenario.bodies(events)
             probe = Probe(admin, server.pid, statements)
             await probe.start()
@@ -393,6 +436,7 @@ async def measure(
                 post, port, path, bodies, scenario.clients
             )
             figures = await probe.stop()
+            after = await _storage(url) if storage else {}
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -411,7 +455,26 @@ async def measure(
         "written": figures["written"] / n,
         "statements": figures.get("statements", float("nan")) / n,
         "retried": retried,
+        "storage": {
+            table: (b - before.get(table, (0, 0, 0))[0], live, dead)
+            for table, (b, live, dead) in after.items()
+        },
     }
+
+
+def _print_storage(label: str, n: int, storage: dict[str, tuple[int, int, int]]) -> None:
+    """Bytes each table grew by per event, and its dead rows against its live ones."""
+    total = sum(b for b, _, _ in storage.values())
+    print(
+        f"\nStorage, {label}: {total / n / 1024:.2f} KB per event ({total / 2**20:.1f} MB for {n:,} events), autovacuum off"
+    )
+    print("\n| table | bytes/event | live rows | dead rows | dead/live |")
+    print("|---|---:|---:|---:|---:|")
+    for table, (b, live, dead) in sorted(storage.items(), key=lambda kv: -kv[1][0]):
+        if b <= 0 and not live:
+            continue
+        ratio = f"{dead / live:.0%}" if live else "-"
+        print(f"| {table} | {b / n:,.0f} | {live:,} | {dead:,} | {ratio} |")
 
 
 def _encode(events: list[dict[str, Any]]) -> list[bytes]:
@@ -425,6 +488,11 @@ def main() -> int:
     parser.add_argument("--server-src", type=Path, help="another checkout to measure alongside")
     parser.add_argument("--scenarios", default="1,8,32,128,b100,b500")
     parser.add_argument("--batch-clients", type=int, default=4, help="clients posting /batch arrays")
+    parser.add_argument(
+        "--storage",
+        action="store_true",
+        help="with autovacuum off on the tables, print bytes per event and dead rows per table",
+    )
     args = parser.parse_args()
     events = _encode(ingest_events())
     # Other runs of the same jobs, earlier in time, so that the measured events find them stored.
@@ -438,7 +506,7 @@ def main() -> int:
     for scenario in _scenarios(args.scenarios, args.batch_clients):
         for attempt in range(args.repeat):
             for label, src in sources:
-                r = asyncio.run(measure(scenario, src, events, stored))
+                r = asyncio.run(measure(scenario, src, events, stored, args.storage))
                 rows.append((scenario.name, label, attempt + 1, r))
                 print(
                     f"{scenario.name:<28} {label:<16} #{attempt + 1}: {r['rate']:7,.0f} events/s"
@@ -463,6 +531,10 @@ def main() -> int:
             f"| {name} | {label} | {attempt} | {r['rate']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} |"
             f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} |"
         )
+    if args.storage:
+        for label, _ in sources:
+            first = next(r for _, row_label, _, r in rows if row_label == label)
+            _print_storage(f"{label}, {rows[0][0]}", len(events), first["storage"])
     return 0
 
 
