@@ -23,7 +23,7 @@ from headwater.operations.command import report_lines
 from headwater.operations.retention import TABLES, RetentionReport, run_retention
 from headwater.settings import Settings
 from tests.client import execute
-from tests.factories import job_run, mixed_history, rid, sql_facet
+from tests.factories import job_run, mixed_history, parent_facet, rid, run_event, sql_facet
 from tests.operations.conftest import ingest
 from tests.snapshot import model_snapshot
 
@@ -303,3 +303,25 @@ async def test_two_passes_at_once_remove_everything_once(ops: asyncpg.Connection
     for table in TABLES:
         assert first.rows[table] + second.rows[table] == planned.rows[table], table
     assert sorted(first.partitions + second.partitions) == planned.partitions
+
+
+async def test_the_parent_of_a_kept_run_is_kept(ops: asyncpg.Connection) -> None:
+    # The first application run started `export`, whose only run it is; the second did not, and
+    # read and wrote something else (a job version of its own: the first made no current version).
+    first, second = rid("app-first"), rid("app-second")
+    events = [run_event("app", "START", run_id=first, time=0)]
+    events += job_run(
+        "app.export", inputs=["a"], outputs=["b"], start=1, end=2, run_facets=parent_facet(first, "app")
+    )
+    events += [run_event("app", "COMPLETE", run_id=first, time=3)]
+    events += job_run("app", inputs=["x"], outputs=["y"], start=10, end=11, run_id=second)
+    await ingest(ops, events)
+    await run_retention(ops, KEEP_DAYS)
+    runs = {r["run_uuid"] for r in await ops.fetch("SELECT run_uuid FROM runs")}
+    assert first in runs
+    assert second in runs
+    assert set((await dangling(ops)).values()) == {0}
+    assert not await ops.fetchval(
+        "SELECT count(*) FROM runs c WHERE c.parent_run_uuid IS NOT NULL"
+        " AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.run_uuid = c.parent_run_uuid)"
+    )

@@ -6,7 +6,7 @@ A pass with ``keep_days`` removes, before ``now - keep_days``:
   partly before the horizon is kept whole), and the default partition's events before it;
 - runs whose last event is before the horizon, with their state events and dataset links, unless
   something current points to them: the latest run of a job, the last run of an open edge or column
-  edge, the run that made a current job or dataset version;
+  edge, the run that made a current job or dataset version, the parent of a recent or latest run;
 - job and dataset versions made before the horizon that are not current and that no kept run uses;
 - edges and column edges closed before the horizon (valid at no time from the horizon on).
 

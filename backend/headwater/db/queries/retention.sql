@@ -26,12 +26,15 @@ CREATE TEMP TABLE retention_column_edges (n bigint PRIMARY KEY, key bigint NOT N
 
 -- name: collect_retention_runs
 -- Runs whose last event is before $1 and that nothing current points to: not the latest run of its
--- job, not the last run of an open edge or column edge, not the run that made a current version.
+-- job, not the last run of an open edge or column edge, not the run that made a current version,
+-- not the parent of a run kept for being recent or its job's latest.
 INSERT INTO retention_runs (n, key)
 SELECT row_number() OVER (), r.run_uuid
 FROM runs r
 WHERE r.updated_at < $1
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.latest_run_uuid = r.run_uuid)
+  AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.parent_run_uuid = r.run_uuid
+                  AND (c.updated_at >= $1 OR EXISTS (SELECT 1 FROM jobs j WHERE j.latest_run_uuid = c.run_uuid)))
   AND NOT EXISTS (SELECT 1 FROM lineage_edges e WHERE e.valid_to IS NULL AND e.last_run_uuid = r.run_uuid)
   AND NOT EXISTS (SELECT 1 FROM column_lineage c WHERE c.valid_to IS NULL AND c.last_run_uuid = r.run_uuid)
   AND NOT EXISTS (SELECT 1 FROM jobs j JOIN job_versions v ON v.job_version_uuid = j.current_version_uuid
