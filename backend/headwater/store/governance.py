@@ -1,7 +1,7 @@
 """Governance rows: declared and inherited classifications, violations, and the worker's progress.
 
 A field is ``(dataset uuid, field name)``; the field name '' stands for the dataset itself in
-declarations. Every function takes lists and runs one statement, however many fields it covers.
+declarations. Functions take lists: the statements they run do not grow with how many fields.
 """
 
 from __future__ import annotations
