@@ -348,3 +348,24 @@ async def test_an_applier_gives_way_to_a_transaction_that_locks_everything(gover
         await blocker.close()
     await governed.settle()
     assert (await governed.labels(p.STAGING))["country"] == ["pii"]
+
+
+async def test_violations_page_newest_first(governed: Governed):
+    await governed.post(p.upstream() + p.export_newsletter(1))
+    declare = {"namespace": p.CRM, "name": "crm.public.customers", "field": "country", "tags": ["pii"]}
+    assert (
+        await governed.client.put("/api/v1/governance/classifications", json=declare)
+    ).status_code == 200
+    await governed.settle()
+    url = "/api/v1/governance/violations"
+    first = (await governed.client.get(url, params={"limit": 1})).json()
+    second = (await governed.client.get(url, params={"limit": 1, "after": first["next"]})).json()
+    both = first["violations"] + second["violations"]
+    assert sorted(v["field"] for v in both) == ["country", "recipient"]
+    assert int(both[0]["id"]) > int(both[1]["id"])
+    third = (await governed.client.get(url, params={"limit": 1, "after": second["next"]})).json()
+    assert third == {"violations": [], "next": None}
+    other = (await governed.client.get(url, params={"namespace": p.CRM})).json()
+    assert other["violations"] == []
+    for bad in ({"limit": 0}, {"limit": 1001}, {"after": "x"}):
+        assert (await governed.client.get(url, params=bad)).status_code == 400
