@@ -103,7 +103,8 @@ async def settled_change_id(conn: asyncpg.Connection, after: int) -> int:
 
 async def apply_pending(conn: asyncpg.Connection, policy: Policy, *, upto: int | None = None) -> Outcome:
     """Apply every change after the stored progress, up to ``upto`` (default: what is settled now),
-    a page per transaction. A policy other than the one last applied recomputes everything first.
+    a page per transaction. A policy other than the one last applied (or none: a new database)
+    recomputes everything instead, in one transaction.
     """
     total = Outcome()
     busy = 0
@@ -121,13 +122,17 @@ async def apply_pending(conn: asyncpg.Connection, policy: Policy, *, upto: int |
                 await store.give_way_on_locks(conn)
                 after = progress.last_change_id
                 changes = []
-                if limit > after:
+                if progress.policy != policy.fingerprint:
+                    # Everything recomputed from the tables as they are, which hold every change
+                    # up to the limit: those need no replay.
+                    outcome = await apply_changes(conn, policy, [], full=True)
+                    outcome.last_change_id = max(after, limit)
+                elif limit > after:
                     changes = await change_log.fetch_changes_between(conn, after, limit, PAGE_SIZE)
-                full = progress.policy != policy.fingerprint
-                if not changes and not full:
+                    outcome = await apply_changes(conn, policy, changes)
+                    outcome.last_change_id = changes[-1].change_id if changes else after
+                else:
                     return total
-                outcome = await apply_changes(conn, policy, changes, full=full)
-                outcome.last_change_id = changes[-1].change_id if changes else after
                 await store.save_progress(conn, outcome.last_change_id, policy.fingerprint)
         except asyncpg.exceptions.LockNotAvailableError:
             busy += 1
@@ -144,7 +149,8 @@ async def apply_pending(conn: asyncpg.Connection, policy: Policy, *, upto: int |
 async def apply_changes(
     conn: asyncpg.Connection, policy: Policy, changes: list[ChangeRecord], *, full: bool = False
 ) -> Outcome:
-    """The governance consequences of ``changes`` (of everything, when ``full``), in this transaction."""
+    """The governance consequences of ``changes``, or with ``full`` of everything as it is now, in
+    this transaction."""
     outcome = Outcome(changes_read=sum(1 for c in changes if c.kind not in OWN_KINDS), full=full)
     if full:
         datasets = set(await store.fetch_all_dataset_uuids(conn))
