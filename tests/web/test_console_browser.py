@@ -329,8 +329,21 @@ async def test_a_posted_event_changes_the_graph_in_place(
     await expect(
         page.locator(f'[data-edge="{REVENUE}\u2192job:{NAMESPACE}:build_{name}"]')
     ).to_have_class("edge fresh")
-    assert await page.evaluate("window.__notReloaded === true")
     await console.screenshot("lineage-live", shots)
+
+    # A run that fails changes a job already on screen: it turns red in place. A node expanded
+    # before the change stays (a live change fetches the walk and the expansions again).
+    await page.locator(node(REPORT)).dblclick()
+    dashboard = page.locator(node(f"job:{NAMESPACE}:refresh_dashboard"))
+    await expect(dashboard).to_be_visible(timeout=TIMEOUT)
+    report = table("bi.revenue_report", ("revenue", "decimal"))
+    failed = run("build_report", dt.datetime.now(dt.UTC), [revenue], [report], state="FAIL")
+    await asyncio.to_thread(post_events, console_server.url, failed)
+    build_report = page.locator(node(f"job:{NAMESPACE}:build_report"))
+    await expect(build_report).to_have_class(re.compile(r"\bstate-fail\b"), timeout=TIMEOUT)
+    await expect(build_report).to_have_class(re.compile(r"\bfresh\b"))
+    await expect(dashboard).to_be_visible()
+    assert await page.evaluate("window.__notReloaded === true")
 
 
 async def test_impact_of_a_change_grouped_explained_and_exported(console: Console, shots: Path) -> None:
@@ -399,10 +412,9 @@ async def test_root_cause_lists_upstream_failures_and_changes(console: Console, 
     await expect(table_).to_contain_text("new job version")
     await expect(table_).to_contain_text("schema changed")
     await console.screenshot("root-cause", shots)
-    # Since the last change: nothing, said as such.
-    await console.open(
-        f"/root-cause?node={quote(REPORT, safe='')}&since={quote(dt.datetime.now(dt.UTC).isoformat())}"
-    )
+    # Since after the last change (runs here end up to a minute after now): nothing, said as such.
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
+    await console.open(f"/root-cause?node={quote(REPORT, safe='')}&since={quote(later)}")
     await expect(page.get_by_text("No failed run, new job version or schema change")).to_be_visible(
         timeout=TIMEOUT
     )

@@ -99,13 +99,28 @@ export async function fetchGraph({ node, level, depth, direction, asOf, owners =
   };
 }
 
-/** Merge a walk around ``around`` into ``graph`` (expanding a node). */
+/** Merge another walk's nodes and edges into ``graph``. */
 function merge(graph, extra) {
   const nodes = new Map(graph.nodes.map((n) => [n.id, n]));
   for (const n of extra.nodes) if (!nodes.has(n.id)) nodes.set(n.id, n);
   const edges = new Map(graph.edges.map((e) => [edgeKey(e), e]));
   for (const e of extra.edges) edges.set(edgeKey(e), e);
   return { ...graph, nodes: [...nodes.values()], edges: [...edges.values()] };
+}
+
+/**
+ * The walk from the page's root, with the neighbours of each node expanded since (a node found
+ * there counts its hops from the root through the expanded node).
+ */
+async function walkWithExpansions({ node, level, depth, direction, asOf }, expansions) {
+  let graph = await fetchGraph({ node, level, depth, direction, asOf });
+  for (const id of expansions) {
+    const around = graph.nodes.find((n) => n.id === id);
+    if (!around) continue; // no longer reached (replaying a moment before it existed)
+    const extra = await fetchGraph({ node: id, level, depth: 1, direction: "BOTH", asOf });
+    graph = merge(graph, { ...extra, nodes: extra.nodes.map((n) => ({ ...n, hops: n.hops + around.hops })) });
+  }
+  return graph;
 }
 
 /** What is shown: every node reached from the root without going past a collapsed node. */
@@ -150,6 +165,17 @@ function added(before, after) {
   for (const n of after.nodes) if (!had.has(n.id)) fresh.add(n.id);
   for (const e of after.edges) if (!had.has(edgeKey(e))) fresh.add(edgeKey(e));
   return fresh;
+}
+
+/** What a live change did: nodes and edges added or whose job's run state changed (to highlight),
+ * and whether anything was removed (a job version dropping an input). */
+function liveDiff(before, after) {
+  const fresh = added(before, after);
+  const state = new Map(before.nodes.map((n) => [n.id, n.state]));
+  for (const n of after.nodes) if (state.has(n.id) && state.get(n.id) !== n.state) fresh.add(n.id);
+  const now = new Set([...after.nodes.map((n) => n.id), ...after.edges.map(edgeKey)]);
+  const removed = before.nodes.some((n) => !now.has(n.id)) || before.edges.some((e) => !now.has(edgeKey(e)));
+  return { fresh, changed: fresh.size > 0 || removed };
 }
 
 function toLocalInput(date) {
@@ -306,6 +332,13 @@ export function LineagePage() {
   const [status, setStatus] = useState("off");
   const graphRef = useRef(null);
   graphRef.current = graph;
+  const freshTimer = useRef(null);
+  useEffect(() => () => clearTimeout(freshTimer.current), []);
+  // Nodes expanded on this walk, expanded again when the graph is fetched anew (as of another
+  // moment, or after a live change).
+  const expansions = useRef({ key: null, ids: [] });
+  const walkKey = `${node}|${level}|${depth}|${direction}`;
+  if (expansions.current.key !== walkKey) expansions.current = { key: walkKey, ids: [] };
 
   const state = { node, level, direction, depth: String(depth), ...(asOf ? { asOf } : {}) };
   const go = (change) => {
@@ -319,7 +352,7 @@ export function LineagePage() {
     if (!node) return;
     let current = true;
     setError(null);
-    fetchGraph({ node, level, depth, direction, asOf })
+    walkWithExpansions({ node, level, depth, direction, asOf }, expansions.current.ids)
       .then((g) => {
         if (!current) return;
         const before = graphRef.current;
@@ -346,14 +379,15 @@ export function LineagePage() {
     const refresh = () => {
       clearTimeout(timer);
       timer = setTimeout(() => {
-        fetchGraph({ node, level, depth, direction, asOf: null })
+        walkWithExpansions({ node, level, depth, direction, asOf: null }, expansions.current.ids)
           .then((g) => {
-            const before = graphRef.current;
-            const news = added(before, g);
-            if (!news.size) return;
+            const { fresh: news, changed } = liveDiff(graphRef.current, g);
+            if (!changed) return;
             setFresh(news);
             setGraph({ ...g, node });
-            setTimeout(() => setFresh(new Set()), LIVE_HIGHLIGHT_MS);
+            // The highlight of each change lasts its full time, whatever came before it.
+            clearTimeout(freshTimer.current);
+            freshTimer.current = setTimeout(() => setFresh(new Set()), LIVE_HIGHLIGHT_MS);
           })
           .catch((e) => setError(e));
       }, 200);
@@ -378,6 +412,7 @@ export function LineagePage() {
         const merged = { ...merge(before, extra), node };
         setFresh(added(before, merged));
         setGraph(merged);
+        if (!expansions.current.ids.includes(id)) expansions.current.ids.push(id);
         setCollapsed((c) => {
           const next = new Set(c);
           next.delete(id);
