@@ -158,6 +158,13 @@ async def test_search_then_open_a_dataset_of_the_reference_events(console: Conso
     await expect(hits.first).to_contain_text("default.cll_source1", timeout=TIMEOUT)
     await console.screenshot("search", shots)
 
+    # The namespace filter.
+    await box.fill("revenue")
+    await page.get_by_label("Namespace").select_option(NAMESPACE)
+    await expect(hits.first).to_contain_text("revenue", timeout=TIMEOUT)
+    await expect(hits.locator(".ns")).to_have_text([NAMESPACE] * await hits.count())
+    await page.get_by_label("Namespace").select_option("")
+
     # The tag filter: only what is tagged so (a column: its field or its dataset).
     await box.fill("email")
     await expect(hits.filter(has_text="shop.customers.email")).to_have_count(1, timeout=TIMEOUT)
@@ -236,6 +243,12 @@ async def test_walk_lineage_and_replay_it_before_an_input_was_dropped(
     await expect(page.get_by_role("complementary", name="Selected node")).to_contain_text(
         "Latest run: FAIL"
     )
+    # Upstream only: what reads the revenue table goes.
+    await page.get_by_label("Direction").select_option("UPSTREAM")
+    await expect(page.locator(node(REPORT))).to_have_count(0, timeout=TIMEOUT)
+    await expect(page.locator(node(ORDERS))).to_be_visible()
+    await page.go_back()
+    await expect(page.locator(node(REPORT))).to_be_visible(timeout=TIMEOUT)
     # build_revenue's second version no longer reads customers: not in the current graph.
     await expect(page.locator(node(CUSTOMERS))).to_have_count(0)
 
