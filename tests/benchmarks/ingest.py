@@ -14,7 +14,7 @@ server preloads it, else transactions and rows written per event from pg_stat_da
 says which). A 503 is retried after its Retry-After, as OpenLineage clients do; retries are counted.
 
 Run: ``python tests/benchmarks/ingest.py [--repeat 2] [--stored N] [--server-src PATH]
-[--scenarios 1,8,32,128,b100,b500] [--storage]``. ``--storage`` turns autovacuum off on the tables
+[--scenarios 1,8,32,128,b100,b500] [--storage] [--workers 1,2]``. ``--storage`` turns autovacuum off on the tables
 and prints, for the first scenario, the bytes each table grew by per event and its dead rows. ``--server-src`` is another checkout (e.g. a
 ``git worktree`` of an earlier commit): its server is measured too, alternating with this one,
 scenario by scenario. ``--stored N`` first stores N other runs of the same jobs through the batch
@@ -345,13 +345,13 @@ async def _fresh_database(admin: asyncpg.Connection) -> None:
     await admin.execute(f'CREATE DATABASE "{DATABASE}"')
 
 
-def _start_server(src: Path | None, url: str) -> tuple[subprocess.Popen[bytes], int]:
+def _start_server(src: Path | None, url: str, workers: int = 1) -> tuple[subprocess.Popen[bytes], int]:
     port = _free_port()
     env = {**os.environ, "HEADWATER_DATABASE_URL": url}
     if src is not None:
         env["PYTHONPATH"] = str(src / "backend")
     server = subprocess.Popen(
-        [sys.executable, "-m", "headwater.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "headwater.cli", "serve", "--port", str(port), "--workers", str(workers)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -410,6 +410,7 @@ async def measure(
     events: list[bytes],
     stored: list[bytes],
     storage: bool = False,
+    workers: int = 1,
 ) -> dict[str, Any]:
     admin = await asyncpg.connect(SERVER_URL)
     try:
@@ -421,7 +422,7 @@ async def measure(
             db = await asyncpg.connect(url)
             await db.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             await db.close()
-        server, port = _start_server(src, url)
+        server, port = _start_server(src, url, workers)
         try:
             if stored:
                 post(port, "/api/v1/lineage/batch", Scenario("", 2, 500).bodies(stored)[1], 2)
@@ -493,20 +494,24 @@ def main() -> int:
         action="store_true",
         help="with autovacuum off on the tables, print bytes per event and dead rows per table",
     )
+    parser.add_argument("--workers", default="1", help="server processes, e.g. 1,2 to compare")
     args = parser.parse_args()
     events = _encode(ingest_events())
     # Other runs of the same jobs, earlier in time, so that the measured events find them stored.
     runs = -(-args.stored // (4 * JOBS))
     stored = _encode(ingest_events(first_run=-runs, runs=runs))[: args.stored]
-    sources: list[tuple[str, Path | None]] = [("this", None)]
+    worker_counts = [int(w) for w in args.workers.split(",")]
+    sources: list[tuple[str, Path | None, int]] = [
+        ("this" if len(worker_counts) == 1 else f"this, {w} workers", None, w) for w in worker_counts
+    ]
     if args.server_src:
-        sources.insert(0, (f"{args.server_src}", args.server_src.resolve()))
+        sources.insert(0, (f"{args.server_src}", args.server_src.resolve(), 1))
     print(f"{len(events):,} events, {args.stored:,} stored first; {os.cpu_count()} cores", flush=True)
     rows = []
     for scenario in _scenarios(args.scenarios, args.batch_clients):
         for attempt in range(args.repeat):
-            for label, src in sources:
-                r = asyncio.run(measure(scenario, src, events, stored, args.storage))
+            for label, src, workers in sources:
+                r = asyncio.run(measure(scenario, src, events, stored, args.storage, workers))
                 rows.append((scenario.name, label, attempt + 1, r))
                 print(
                     f"{scenario.name:<28} {label:<16} #{attempt + 1}: {r['rate']:7,.0f} events/s"
@@ -532,7 +537,7 @@ def main() -> int:
             f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} |"
         )
     if args.storage:
-        for label, _ in sources:
+        for label, _, _ in sources:
             first = next(r for _, row_label, _, r in rows if row_label == label)
             _print_storage(f"{label}, {rows[0][0]}", len(events), first["storage"])
     return 0

@@ -102,6 +102,7 @@ async def ingest_prepared(
     and the change log lists the changes of each event in the order given.
     """
     async with conn.transaction():
+        await event_store.lock_ingest_writes(conn)
         raw_ids = await event_store.insert_raw_events(conn, [raw_event_row(p) for p in events])
         results: list[IngestResult] = []
         fresh: list[NormalizedEvent] = []

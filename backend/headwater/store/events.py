@@ -123,3 +123,8 @@ async def drop_partition(conn: asyncpg.Connection, partition: Partition) -> None
     """Drop a month partition with its events: instant, but it needs raw_events' lock for a moment."""
     await conn.execute(f"DROP TABLE {_partition_table(partition.name)}")
     _months_ready[_database(conn)].discard(partition.starts)
+
+
+async def lock_ingest_writes(conn: asyncpg.Connection) -> None:
+    """Wait for this transaction's turn among every process's ingest writes (see the query)."""
+    await conn.execute(QUERIES["lock_ingest_writes"])

@@ -45,3 +45,10 @@ ORDER BY m;
 -- Creates the partition of the month starting at $1 (as text, as above; the caller holds the
 -- table's lock); true when it was created here, false when it existed.
 SELECT raw_events_create_partition($1::text::timestamptz);
+
+-- name: lock_ingest_writes
+-- Ingest transactions of every process (server workers, consumers, imports) take turns: groups
+-- that share rows (a parent job, a popular dataset) would otherwise lock them in different orders
+-- and deadlock; what runs outside the database (HTTP, validation, SQL parsing) still runs in
+-- parallel. Held until the transaction ends.
+SELECT pg_advisory_xact_lock(hashtext('headwater.ingest'));
