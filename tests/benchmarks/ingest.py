@@ -404,11 +404,28 @@ async def _autovacuum_off(url: str) -> None:
         await db.close()
 
 
+def _store_first(port: int, count: int) -> None:
+    """Other runs of the same jobs, earlier in time, so that the measured events find them stored:
+    generated and posted as /batch arrays of 500 a few runs at a time (a million events would not
+    fit in memory at once), with progress."""
+    runs = -(-count // (4 * JOBS))
+    started, done = time.monotonic(), 0
+    for first in range(-runs, 0, 10):
+        chunk = _encode(ingest_events(first_run=first, runs=min(10, -first)))[: count - done]
+        post(port, "/api/v1/lineage/batch", Scenario("", 2, 500).bodies(chunk)[1], 2)
+        done += len(chunk)
+        if done % 100_000 < len(chunk) or done == count:
+            print(
+                f"  stored {done:,} of {count:,} ({done / (time.monotonic() - started):,.0f}/s)",
+                flush=True,
+            )
+
+
 async def measure(
     scenario: Scenario,
     src: Path | None,
     events: list[bytes],
-    stored: list[bytes],
+    stored: int,
     storage: bool = False,
     workers: int = 1,
 ) -> dict[str, Any]:
@@ -425,7 +442,7 @@ async def measure(
         server, port = _start_server(src, url, workers)
         try:
             if stored:
-                post(port, "/api/v1/lineage/batch", Scenario("", 2, 500).bodies(stored)[1], 2)
+                _store_first(port, stored)
             if storage:
                 await _autovacuum_off(url)
             await admin.execute("CHECKPOINT")
@@ -497,9 +514,7 @@ def main() -> int:
     parser.add_argument("--workers", default="1", help="server processes, e.g. 1,2 to compare")
     args = parser.parse_args()
     events = _encode(ingest_events())
-    # Other runs of the same jobs, earlier in time, so that the measured events find them stored.
-    runs = -(-args.stored // (4 * JOBS))
-    stored = _encode(ingest_events(first_run=-runs, runs=runs))[: args.stored]
+    stored = args.stored
     worker_counts = [int(w) for w in args.workers.split(",")]
     sources: list[tuple[str, Path | None, int]] = [
         ("this" if len(worker_counts) == 1 else f"this, {w} workers", None, w) for w in worker_counts
