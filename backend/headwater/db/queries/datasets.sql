@@ -43,28 +43,26 @@ written AS (
            facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
     FROM input
     ON CONFLICT (namespace, name) DO UPDATE SET
-        source_name = CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.source_name, d.source_name)
-                           ELSE coalesce(d.source_name, excluded.source_name) END,
-        description = CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.description, d.description)
-                           ELSE coalesce(d.description, excluded.description) END,
-        facets = CASE WHEN d.facets_at <= excluded.facets_at THEN d.facets || excluded.facets
-                      ELSE excluded.facets || d.facets END
-                 - CASE WHEN NOT $2::boolean OR d.facets_at > excluded.facets_at THEN ARRAY[]::text[]
-                        ELSE ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                   FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name) END,
+        source_name = merge_reported(d.source_name, d.facets_at, excluded.source_name, excluded.facets_at),
+        description = merge_reported(d.description, d.facets_at, excluded.description, excluded.facets_at),
+        facets = merge_facets(d.facets, d.facets_at, excluded.facets, excluded.facets_at,
+                              CASE WHEN $2::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                                              FROM input i
+                                                              WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
+                              END),
         facets_at = greatest(d.facets_at, excluded.facets_at),
         updated_at = greatest(d.updated_at, excluded.updated_at),
         created_at = least(d.created_at, excluded.created_at)
     WHERE excluded.created_at < d.created_at
-       OR (CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.source_name, d.source_name)
-                ELSE coalesce(d.source_name, excluded.source_name) END) IS DISTINCT FROM d.source_name
-       OR (CASE WHEN d.facets_at <= excluded.facets_at THEN coalesce(excluded.description, d.description)
-                ELSE coalesce(d.description, excluded.description) END) IS DISTINCT FROM d.description
-       OR (CASE WHEN d.facets_at <= excluded.facets_at THEN d.facets || excluded.facets
-                ELSE excluded.facets || d.facets END) IS DISTINCT FROM d.facets
-       OR ($2::boolean AND d.facets_at <= excluded.facets_at
-           AND d.facets ?| ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                 FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name))
+       OR merge_reported(d.source_name, d.facets_at, excluded.source_name, excluded.facets_at)
+          IS DISTINCT FROM d.source_name
+       OR merge_reported(d.description, d.facets_at, excluded.description, excluded.facets_at)
+          IS DISTINCT FROM d.description
+       OR merge_facets(d.facets, d.facets_at, excluded.facets, excluded.facets_at,
+                       CASE WHEN $2::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                                       FROM input i
+                                                       WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
+                       END) IS DISTINCT FROM d.facets
     RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created
 )
 SELECT * FROM written

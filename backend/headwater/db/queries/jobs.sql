@@ -16,29 +16,26 @@ written AS (
     FROM input
     ON CONFLICT (namespace, name) DO UPDATE SET
         parent_job_uuid = coalesce(excluded.parent_job_uuid, j.parent_job_uuid),
-        job_type = CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.job_type, j.job_type)
-                        ELSE coalesce(j.job_type, excluded.job_type) END,
-        description = CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.description, j.description)
-                           ELSE coalesce(j.description, excluded.description) END,
-        facets = CASE WHEN j.facets_at <= excluded.facets_at THEN j.facets || excluded.facets
-                      ELSE excluded.facets || j.facets END
-                 - CASE WHEN NOT $9::boolean OR j.facets_at > excluded.facets_at THEN ARRAY[]::text[]
-                        ELSE ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                   FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name) END,
+        job_type = merge_reported(j.job_type, j.facets_at, excluded.job_type, excluded.facets_at),
+        description = merge_reported(j.description, j.facets_at, excluded.description, excluded.facets_at),
+        facets = merge_facets(j.facets, j.facets_at, excluded.facets, excluded.facets_at,
+                              CASE WHEN $9::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                                              FROM input i
+                                                              WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
+                              END),
         facets_at = greatest(j.facets_at, excluded.facets_at),
         updated_at = greatest(j.updated_at, excluded.updated_at),
         created_at = least(j.created_at, excluded.created_at)
     WHERE excluded.created_at < j.created_at
        OR coalesce(excluded.parent_job_uuid, j.parent_job_uuid) IS DISTINCT FROM j.parent_job_uuid
-       OR (CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.job_type, j.job_type)
-                ELSE coalesce(j.job_type, excluded.job_type) END) IS DISTINCT FROM j.job_type
-       OR (CASE WHEN j.facets_at <= excluded.facets_at THEN coalesce(excluded.description, j.description)
-                ELSE coalesce(j.description, excluded.description) END) IS DISTINCT FROM j.description
-       OR (CASE WHEN j.facets_at <= excluded.facets_at THEN j.facets || excluded.facets
-                ELSE excluded.facets || j.facets END) IS DISTINCT FROM j.facets
-       OR ($9::boolean AND j.facets_at <= excluded.facets_at
-           AND j.facets ?| ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                 FROM input i WHERE i.namespace = excluded.namespace AND i.name = excluded.name))
+       OR merge_reported(j.job_type, j.facets_at, excluded.job_type, excluded.facets_at) IS DISTINCT FROM j.job_type
+       OR merge_reported(j.description, j.facets_at, excluded.description, excluded.facets_at)
+          IS DISTINCT FROM j.description
+       OR merge_facets(j.facets, j.facets_at, excluded.facets, excluded.facets_at,
+                       CASE WHEN $9::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                                       FROM input i
+                                                       WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
+                       END) IS DISTINCT FROM j.facets
     RETURNING j.namespace, j.name, j.job_uuid, j.node_id, (xmax = 0) AS created
 )
 SELECT * FROM written
