@@ -284,3 +284,48 @@ async def test_column_node_cap_keeps_the_nearest_fields(client, conn):
         [f("stg", "amount"), f("mart", "total")],
         True,
     )
+
+
+async def test_column_edges_a_job_gains_are_one_change_and_confirming_them_is_none(client, conn):
+    def run(start, columns):
+        return job_run(
+            "enrich",
+            inputs=[dataset("orders", fields=["id", "amount"])],
+            outputs=[
+                dataset(
+                    "orders_enriched",
+                    fields=list(columns),
+                    column_lineage={c: [src("orders", c)] for c in columns},
+                )
+            ],
+            start=start,
+            end=start + 1,
+        )
+
+    async def column_changes():
+        rows = await conn.fetch(
+            "SELECT node_id, details FROM change_log WHERE kind = 'COLUMN_EDGES_ADDED' ORDER BY change_id"
+        )
+        return [(r["node_id"], r["details"]["columnEdges"]) for r in rows]
+
+    await post_all(client, run(0, ["id"]))
+    assert await column_changes() == [
+        (
+            "job:pipelines:enrich",
+            [
+                {
+                    "origin": "dataset:warehouse:orders",
+                    "originField": "id",
+                    "destination": "dataset:warehouse:orders_enriched",
+                    "destinationField": "id",
+                    "derived": False,
+                }
+            ],
+        )
+    ]
+    await post_all(client, run(10, ["id"]))  # the next run confirms what is known: no change
+    assert len(await column_changes()) == 1
+    await post_all(client, run(20, ["id", "amount"]))  # one more column edge: one more change
+    changes = await column_changes()
+    assert len(changes) == 2
+    assert [e["destinationField"] for e in changes[1][1]] == ["amount"]

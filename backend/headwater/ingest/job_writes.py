@@ -19,6 +19,7 @@ from headwater.store.changes import Change
 if TYPE_CHECKING:
     from headwater.ingest.dataset_writes import DatasetWriter
     from headwater.ingest.rounds import Rounds
+    from headwater.store.datasets import DatasetRow
 
 
 def dataset_node_id(namespace: str, name: str) -> str:
@@ -135,12 +136,16 @@ class JobWriter:
                     {"edges": await self._describe_edges(added, node)},
                 )
             )
-        await self._write_column_lineage(job.job_uuid)
+        await self._write_column_lineage(job.job_uuid, node)
         if run_state in TERMINAL_STATES:
             await self._write_job_version(job.job_uuid, node, run_state, state_at)
 
-    async def _write_column_lineage(self, job_uuid: uuid.UUID) -> None:
-        """Store reported and SQL-derived column edges; per output, mark the less trusted superseded."""
+    async def _write_column_lineage(self, job_uuid: uuid.UUID, node: str) -> None:
+        """Store reported and SQL-derived column edges; per output, mark the less trusted superseded.
+
+        Column edges the job did not have before are a change of their own (COLUMN_EDGES_ADDED): a
+        column's lineage may grow in the middle of a run, before any job version changes.
+        """
         n = self.n
         schemas = await self._output_schemas()
         rows: list[tuple[edge_store.ColumnEdgeRow, bool, bool]] = []
@@ -150,10 +155,27 @@ class JobWriter:
             prefer_derived = bool(derived) and _names_unknown_fields(d.column_edges, schema)
             rows += [(row, False, prefer_derived) for row in reported]
             rows += [(row, True, bool(reported) and not prefer_derived) for row in derived]
-        if rows:
-            await self.db(
-                edge_store.upsert_column_lineage,
-                edge_store.EventEdges(job_uuid, n.event_time, n.run_id, column_edges=rows),
+        if not rows:
+            return
+        opened = await self.db(
+            edge_store.upsert_column_lineage,
+            edge_store.EventEdges(job_uuid, n.event_time, n.run_id, column_edges=rows),
+        )
+        if opened:
+            by_uuid = {r.dataset_uuid: r for r in self.datasets.datasets.values()}
+            edges = [
+                {
+                    "origin": _node(by_uuid[e.input_dataset_uuid]),
+                    "originField": e.input_field,
+                    "destination": _node(by_uuid[e.output_dataset_uuid]),
+                    "destinationField": e.output_field,
+                    "derived": e.derived,
+                }
+                for e in opened
+            ]
+            assert n.job_namespace is not None
+            self.changes.append(
+                Change("COLUMN_EDGES_ADDED", node, n.job_namespace, n.event_time, {"columnEdges": edges})
             )
 
     async def _output_schemas(self) -> list[set[str] | None]:
@@ -319,6 +341,10 @@ def _names_unknown_fields(column_edges: list[ColumnEdgeDef], schema: set[str] | 
     if schema is None:
         return False
     return any(e.output_field not in schema for e in column_edges)
+
+
+def _node(row: DatasetRow) -> str:
+    return dataset_node_id(row.namespace, row.name)
 
 
 def _unique(items: list[Any]) -> list[Any]:

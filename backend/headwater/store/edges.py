@@ -101,8 +101,20 @@ async def close_stale_job_edges(
     return [closed.get(r[0], []) for r in requests]
 
 
-async def upsert_column_lineage(conn: asyncpg.Connection, requests: list[EventEdges]) -> list[None]:
-    """Open or refresh the column edges (output field <- input field) of each event's job."""
+@dataclass(frozen=True)
+class ColumnEdgeOpened:
+    output_dataset_uuid: uuid.UUID
+    output_field: str
+    input_dataset_uuid: uuid.UUID
+    input_field: str
+    derived: bool
+
+
+async def upsert_column_lineage(
+    conn: asyncpg.Connection, requests: list[EventEdges]
+) -> list[list[ColumnEdgeOpened]]:
+    """Open or refresh the column edges (output field <- input field) of each event's job; returns
+    the edges each request opened (events of one round are of different jobs)."""
     # Thousands of edges a round: one JSON document encodes far faster than thirteen arrays.
     rows = [
         {
@@ -123,9 +135,19 @@ async def upsert_column_lineage(conn: asyncpg.Connection, requests: list[EventEd
         for r in requests
         for c, derived, superseded in r.column_edges
     ]
+    opened: dict[uuid.UUID, list[ColumnEdgeOpened]] = {}
     if rows:
-        await conn.execute(QUERIES["upsert_column_lineage"], json_text(rows))
-    return [None] * len(requests)
+        for r in await conn.fetch(QUERIES["upsert_column_lineage"], json_text(rows)):
+            opened.setdefault(r["job_uuid"], []).append(
+                ColumnEdgeOpened(
+                    r["output_dataset_uuid"],
+                    r["output_field"],
+                    r["input_dataset_uuid"],
+                    r["input_field"],
+                    r["derived"],
+                )
+            )
+    return [opened.get(r.job_uuid, []) for r in requests]
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 -- Opens or refreshes column edges ($1: a JSON array of edges, output field <- input field through a
 -- job), producer-reported or derived, marking them superseded when the other source is preferred;
 -- each edge comes with the eventTime and run of its event. An open edge is found by its key in
--- column_lineage_open_key, one index probe per edge however large the table.
+-- column_lineage_open_key, one index probe per edge however large the table. Returns the edges opened
+-- (not those refreshed).
+WITH written AS (
 INSERT INTO column_lineage AS c (output_dataset_uuid, output_field, input_dataset_uuid, input_field, job_uuid,
                                  transformation_type, transformation_subtype, description, masking, derived,
                                  first_seen_at, last_seen_at, valid_from, last_run_uuid, superseded)
@@ -29,7 +31,13 @@ WHERE excluded.first_seen_at < c.first_seen_at
    OR coalesce(excluded.description, c.description) IS DISTINCT FROM c.description
    OR coalesce(excluded.masking, c.masking) IS DISTINCT FROM c.masking
    OR excluded.superseded IS DISTINCT FROM c.superseded
-   OR (excluded.last_seen_at > c.last_seen_at AND excluded.last_run_uuid IS DISTINCT FROM c.last_run_uuid);
+   OR (excluded.last_seen_at > c.last_seen_at AND excluded.last_run_uuid IS DISTINCT FROM c.last_run_uuid)
+RETURNING c.job_uuid, c.output_dataset_uuid, c.output_field, c.input_dataset_uuid, c.input_field, c.derived,
+          (xmax = 0) AS opened
+)
+SELECT job_uuid, output_dataset_uuid, output_field, input_dataset_uuid, input_field, derived
+FROM written WHERE opened
+ORDER BY output_dataset_uuid, output_field, input_dataset_uuid, input_field;
 
 -- name: close_stale_column_lineage
 -- A completed run that reported column lineage for an output replaces its job's ($1) earlier column

@@ -16,7 +16,8 @@ class LineageChange:
         description="Pass as `after` to resume right after this change, on any server of the cluster."
     )
     kind: str = strawberry.field(
-        description="DATASET_CREATED, JOB_CREATED, SCHEMA_CHANGED, EDGES_ADDED, JOB_VERSION_CHANGED, "
+        description="DATASET_CREATED, JOB_CREATED, SCHEMA_CHANGED, EDGES_ADDED, COLUMN_EDGES_ADDED, "
+        "JOB_VERSION_CHANGED, "
         "RUN_STATE_CHANGED, TAG_CHANGED, MANUAL_EDGE_ADDED, MANUAL_EDGE_REMOVED, DATASET_DELETED, "
         "DATASET_RESTORED, JOB_DELETED, JOB_RESTORED, CLASSIFICATION_DECLARED, CLASSIFICATION_CHANGED, "
         "POLICY_VIOLATION, POLICY_VIOLATION_CLEARED ..."
