@@ -16,7 +16,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from headwater.sql_lineage.blocks import split_statements
 from headwater.sql_lineage.dialects import get_dialect
 from headwater.sql_lineage.model import SqlError
-from headwater.sql_lineage.rewrites import rewrite_statement
+from headwater.sql_lineage.rewrites import moves_data, rewrite_statement
 
 if TYPE_CHECKING:
     from sqlglot.dialects.dialect import Dialect
@@ -123,7 +123,8 @@ def _parse_chunk(
     if failure is not None:
         result.errors.append(failure)
     elif isinstance(statement, exp.Command):
-        if str(statement.this).upper() in _WRITING_COMMANDS:
+        command = str(statement.this).upper()
+        if command in _WRITING_COMMANDS or (command == "ALTER" and moves_data(chunk)):
             message = f"unsupported form of {first.text.upper()} statement"
             result.errors.append(_at(first, sql, message))
     elif statement is not None:

@@ -39,6 +39,8 @@ def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
             return _insert_directory(chunk, sql, dialect)
         if keyword == "UPDATE":
             return _update_from_first(chunk, sql)
+        if keyword == "ALTER":
+            return _alter_moves(chunk)
     except Exception:
         return None
     return None
@@ -137,6 +139,73 @@ def _update_from_first(chunk: list[Token], sql: str) -> list[exp.Expr] | None:
     # go to the generic parser.
     statement = get_dialect(None).parser(error_level=ErrorLevel.IMMEDIATE).parse(reordered, sql)[0]
     return [statement] if statement is not None else None
+
+
+def moves_data(chunk: list[Token]) -> bool:
+    """Whether an ALTER statement moves rows between tables (EXCHANGE PARTITION, SWITCH, SWAP)."""
+    return any(t.text.upper() in _MOVES for t in chunk if t.token_type not in _QUOTED)
+
+
+_MOVES = {"EXCHANGE", "SWITCH", "SWAP"}
+_QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
+_NAME_PARTS = {TokenType.VAR, TokenType.IDENTIFIER}
+
+
+def _alter_moves(chunk: list[Token]) -> list[exp.Expr] | None:
+    """ALTER TABLE statements that replace a table's rows, or a partition's, by another table's.
+
+    `ALTER TABLE t EXCHANGE PARTITION … WITH TABLE s` (Oracle, MySQL, Hive) and T-SQL's
+    `ALTER TABLE s SWITCH [PARTITION n] TO t` become sqlglot's ReplacePartition of t from s;
+    `ALTER TABLE t SWAP WITH s` where sqlglot does not read it (Snowflake's it does) a SwapTable.
+    Both tables swap contents in some of these, but the one named as the source is the one that
+    was loaded to be moved in: the lineage goes from it to the other.
+    """
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    start = 2
+    if words[1:2] != ["TABLE"]:
+        return None
+    if words[start : start + 2] == ["IF", "EXISTS"]:
+        start += 2
+    altered, after = _table_at(chunk, start)
+    if altered is None or after + 1 >= len(chunk):
+        return None
+    action = words[after]
+    # The word before the other table's name: WITH TABLE s, TO t, SWAP WITH s.
+    before = {"EXCHANGE": "TABLE", "SWITCH": "TO", "SWAP": "WITH"}.get(action)
+    if before is None or before not in words[after + 1 :]:
+        return None
+    other, _ = _table_at(chunk, words.index(before, after + 1) + 1)
+    if other is None or (action == "SWAP" and words[after + 1] != "WITH"):
+        return None
+    if action == "EXCHANGE":
+        return [_alter(altered, exp.ReplacePartition(source=other))]
+    if action == "SWITCH":
+        return [_alter(other, exp.ReplacePartition(source=altered))]
+    return [_alter(altered, exp.SwapTable(this=other))]
+
+
+def _alter(table: exp.Table, action: exp.Expr) -> exp.Alter:
+    return exp.Alter(this=table, kind="TABLE", actions=[action])
+
+
+def _table_at(tokens: list[Token], start: int) -> tuple[exp.Table | None, int]:
+    """The dotted table name starting at `start`, and the index of the token after it."""
+    parts: list[exp.Identifier] = []
+    i = start
+    while i < len(tokens) and tokens[i].token_type in _NAME_PARTS:
+        quoted = tokens[i].token_type == TokenType.IDENTIFIER
+        parts.append(exp.Identifier(this=tokens[i].text, quoted=quoted))
+        i += 1
+        if i + 1 < len(tokens) and tokens[i].token_type == TokenType.DOT:
+            i += 1
+        else:
+            break
+    if not parts:
+        return None, start
+    if len(parts) > 3:
+        parts = [exp.Identifier(this=".".join(p.name for p in parts[:-2])), *parts[-2:]]
+    names = dict(zip(("this", "db", "catalog"), reversed(parts), strict=False))
+    return exp.Table(**names), i
 
 
 def _insert_directory(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:

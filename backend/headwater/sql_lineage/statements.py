@@ -41,8 +41,20 @@ def statement_lineage(statement: exp.Expr, catalog: Catalog) -> StatementLineage
     return StatementLineage(reads=evaluator.reads, writes=writes)
 
 
+# Vertica moves partitions with functions called in a SELECT: (source, min key, max key, target).
+_PARTITION_FUNCTIONS = {
+    "SWAP_PARTITIONS_BETWEEN_TABLES",
+    "MOVE_PARTITIONS_TO_TABLE",
+    "COPY_PARTITIONS_TO_TABLE",
+}
+
+
 def _select(node: exp.Expr, ev: QueryEvaluator) -> list[Write]:
     fields = ev.query(node, {})
+    if isinstance(node, exp.Select):
+        moves = [w for e in node.expressions for w in _partition_function(e.unalias(), ev)]
+        if moves:
+            return moves
     first = node
     while isinstance(first, exp.SetOperation):
         # SELECT … INTO t FROM a UNION SELECT … FROM b: the INTO sits in the first SELECT.
@@ -56,6 +68,18 @@ def _select(node: exp.Expr, ev: QueryEvaluator) -> list[Write]:
     mapped = map_columns(fields, None)
     ev.catalog.define(name, known_names(mapped))
     return [Write(name, mapped, creates=True)]
+
+
+def _partition_function(node: exp.Expr, ev: QueryEvaluator) -> list[Write]:
+    """SWAP_PARTITIONS_BETWEEN_TABLES('stage', '2024', '2024', 'sales') and its kin."""
+    if not isinstance(node, exp.Anonymous) or node.name.upper() not in _PARTITION_FUNCTIONS:
+        return []
+    args = node.expressions
+    if len(args) < 4 or not all(isinstance(a, exp.Literal) and a.is_string for a in (args[0], args[3])):
+        return []
+    source, target = exp.to_table(args[0].name), exp.to_table(args[3].name)
+    name = table_name(target)
+    return [Write(name, map_columns(_copy_of(source, ev), None))] if name else []
 
 
 def _target(node: exp.Expr) -> tuple[exp.Expr, list[str] | None]:
@@ -168,6 +192,13 @@ def _cache(node: exp.Cache, ev: QueryEvaluator) -> list[Write]:
 def _alter(node: exp.Alter, ev: QueryEvaluator) -> list[Write]:
     old = node.this
     for action in node.args.get("actions") or []:
+        if isinstance(action, exp.SwapTable) and isinstance(action.this, exp.Table):
+            return _swap(old, action.this, ev)
+        source = action.args.get("source") if isinstance(action, exp.ReplacePartition) else None
+        if isinstance(source, exp.Table) and isinstance(old, exp.Table):
+            # A partition of the table gets the source's rows: its other rows stay.
+            name = table_name(old)
+            return [Write(name, map_columns(_copy_of(source, ev), None))] if name else []
         if (
             isinstance(action, exp.AlterRename)
             and isinstance(old, exp.Table)
@@ -182,6 +213,19 @@ def _alter(node: exp.Alter, ev: QueryEvaluator) -> list[Write]:
             ev.catalog.define(old_name, None)
             return [Write(new, mapped, creates=True)]
     return []
+
+
+def _swap(table: exp.Expr, other: exp.Table, ev: QueryEvaluator) -> list[Write]:
+    """ALTER TABLE t SWAP WITH s: t now holds what s held (and s what t held, which is no lineage)."""
+    name = table_name(table) if isinstance(table, exp.Table) else None
+    other_name = table_name(other)
+    if name is None or other_name is None:
+        return []
+    mapped = map_columns(_copy_of(other, ev), None)
+    columns, other_columns = ev.catalog.columns(name), ev.catalog.columns(other_name)
+    ev.catalog.define(name, other_columns)
+    ev.catalog.define(other_name, columns)
+    return [Write(name, mapped, creates=True)]
 
 
 def _multitable(node: exp.MultitableInserts, ev: QueryEvaluator) -> list[Write]:
