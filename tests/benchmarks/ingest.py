@@ -14,12 +14,14 @@ server preloads it, else transactions and rows written per event from pg_stat_da
 says which). A 503 is retried after its Retry-After, as OpenLineage clients do; retries are counted.
 
 Run: ``python tests/benchmarks/ingest.py [--repeat 2] [--stored N] [--server-src PATH]
-[--scenarios 1,8,32,128,b100,b500] [--storage] [--workers 1,2]``. ``--storage`` turns autovacuum off on the tables
+[--scenarios 1,8,32,128,b100,b500,r200,r1000] [--storage] [--workers 1,2]``. ``rN`` offers N events/s
+one per POST from independent producers (an open loop) and measures latency from when each was due. ``--storage`` turns autovacuum off on the tables
 and prints, for the first scenario, the bytes each table grew by per event and its dead rows. ``--server-src`` is another checkout (e.g. a
 ``git worktree`` of an earlier commit): its server is measured too, alternating with this one,
 scenario by scenario. ``--stored N`` first stores N other runs of the same jobs through the batch
 endpoint (not measured). Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
-postgresql://postgres@127.0.0.1:5432/postgres); creates and drops headwater_bench_ingest.
+postgresql://postgres@127.0.0.1:5432/postgres); creates and drops headwater_bench_ingest (or
+$HEADWATER_BENCH_DATABASE).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ import httpx
 import psutil
 from backfill import PRODUCER, RUN_EVENT, SERVER_URL, T0, _facet, _free_port, _table
 
-DATABASE = "headwater_bench_ingest"
+# Its own name, so that two runs side by side (HEADWATER_BENCH_DATABASE) do not drop each other's.
+DATABASE = os.environ.get("HEADWATER_BENCH_DATABASE", "headwater_bench_ingest")
 JOBS = 250
 RUNS = 5
 TABLES = 400
@@ -164,24 +167,33 @@ def ingest_events(first_run: int = 0, runs: int = RUNS, jobs: int = JOBS) -> lis
 
 
 async def _post_all(
-    port: int, path: str, bodies: list[bytes], concurrency: int
+    port: int, path: str, bodies: list[bytes], concurrency: int, rate: float = 0
 ) -> tuple[float, float, list[float], int]:
-    """Post ``bodies`` over ``concurrency`` keep-alive connections; (start, end, latencies, 503s)."""
-    queue = list(reversed(bodies))
+    """Post ``bodies`` over ``concurrency`` keep-alive connections; (start, end, latencies, 503s).
+
+    With ``rate`` (bodies/s), the i-th body is due at start + i/rate whatever the answers (an open
+    loop, as independent producers send) and its latency runs from when it was due, so time spent
+    waiting for a free connection counts; without, each connection sends as soon as it is answered.
+    """
+    queue = list(reversed(list(enumerate(bodies))))
     latencies: list[float] = []
     retried = 0
+    start = time.monotonic()
 
     async def connection() -> None:
         nonlocal retried
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
             while queue:
-                body = queue.pop()
+                index, body = queue.pop()
+                due = start + index / rate if rate else 0.0
+                if due > time.monotonic():
+                    await asyncio.sleep(due - time.monotonic())
                 head = (
                     f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
                     f"Content-Length: {len(body)}\r\n\r\n"
                 ).encode()
-                sent = time.monotonic()
+                sent = due or time.monotonic()
                 while True:
                     writer.write(head + body)
                     header = await reader.readuntil(b"\r\n\r\n")
@@ -199,18 +211,22 @@ async def _post_all(
         finally:
             writer.close()
 
-    start = time.monotonic()
     await asyncio.gather(*(connection() for _ in range(concurrency)))
     return start, time.monotonic(), latencies, retried
 
 
-def _client(port: int, path: str, bodies: list[bytes], concurrency: int, go: Any, out: Any) -> None:
+def _client(
+    port: int, path: str, bodies: list[bytes], concurrency: int, rate: float, go: Any, out: Any
+) -> None:
     go.wait()
-    out.put(asyncio.run(_post_all(port, path, bodies, concurrency)))
+    out.put(asyncio.run(_post_all(port, path, bodies, concurrency, rate)))
 
 
-def post(port: int, path: str, bodies: list[bytes], clients: int) -> tuple[float, list[float], int]:
-    """Post from up to 4 processes, ``clients`` connections in all; (seconds, latencies, 503s)."""
+def post(
+    port: int, path: str, bodies: list[bytes], clients: int, rate: float = 0
+) -> tuple[float, list[float], int]:
+    """Post from up to 4 processes, ``clients`` connections in all, at ``rate`` bodies/s in all if
+    given; (seconds, latencies, 503s)."""
     processes = min(clients, 4)
     ctx = multiprocessing.get_context("spawn")
     go, out = ctx.Event(), ctx.Queue()
@@ -222,6 +238,7 @@ def post(port: int, path: str, bodies: list[bytes], clients: int) -> tuple[float
                 path,
                 bodies[p::processes],
                 clients // processes + (p < clients % processes),
+                rate / processes,
                 go,
                 out,
             ),
@@ -320,6 +337,7 @@ class Scenario:
     name: str
     clients: int
     batch: int  # 0: one event per request to /api/v1/lineage
+    rate: float = 0  # events/s offered (an open loop); 0: as fast as answers come
 
     def bodies(self, events: list[bytes]) -> tuple[str, list[bytes]]:
         if not self.batch:
@@ -331,7 +349,10 @@ class Scenario:
 def _scenarios(names: str, batch_clients: int) -> list[Scenario]:
     found = []
     for name in names.split(","):
-        if name.startswith("b"):
+        if name.startswith("r"):
+            # Offered load: independent producers, one event per POST, over up to 64 connections.
+            found.append(Scenario(f"1 per POST, {name[1:]}/s offered", 64, 0, float(name[1:])))
+        elif name.startswith("b"):
             found.append(
                 Scenario(f"/batch of {name[1:]}, {batch_clients} clients", batch_clients, int(name[1:]))
             )
@@ -451,7 +472,7 @@ async def measure(
             probe = Probe(admin, server.pid, statements)
             await probe.start()
             seconds, latencies, retried = await asyncio.to_thread(
-                post, port, path, bodies, scenario.clients
+                post, port, path, bodies, scenario.clients, scenario.rate
             )
             figures = await probe.stop()
             after = await _storage(url) if storage else {}
