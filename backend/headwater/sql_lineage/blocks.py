@@ -173,13 +173,24 @@ def _word(token: Token) -> str:
     )
 
 
-def split_statements(
-    tokens: list[Token], sql: str, dialect: Dialect
-) -> tuple[list[list[Token]], list[SqlError]]:
+@dataclass(slots=True)
+class Flattened:
+    """The statements of a script to parse, in order, with the control flow of blocks dropped.
+
+    `records` maps a statement (its index in `statements`) that is the query of a loop to the
+    names of the loop's record variables: `r.id` in the loop's body is column `id` of that query.
+    """
+
+    statements: list[list[Token]]
+    warnings: list[SqlError]
+    records: dict[int, set[str]]
+
+
+def split_statements(tokens: list[Token], sql: str, dialect: Dialect) -> Flattened:
     """The statements to parse, in order, with the control flow of blocks dropped, and warnings."""
     flattener = _Flattener(sql, dialect)
     flattener.script(tokens)
-    return flattener.out, flattener.warnings
+    return Flattened(flattener.out, flattener.warnings, flattener.records)
 
 
 def _split(tokens: list[Token]) -> list[list[Token]]:
@@ -233,6 +244,10 @@ class _Flattener:
     procedural: bool = False
     # In a declaration section (after DECLARE or a routine's AS/IS, before BEGIN).
     declaring: bool = False
+    # The statement (index in `out`) of each loop's query: the names of its record variables.
+    records: dict[int, set[str]] = field(default_factory=dict)
+    # The statement of each declared cursor's query, by the cursor's lower-cased name.
+    cursors: dict[str, int] = field(default_factory=dict)
 
     @property
     def _tsql(self) -> bool:
@@ -374,7 +389,7 @@ class _Flattener:
             # T-SQL and BigQuery declare one statement at a time.
             self.procedural = True
             self.declaring = not self._tsql and not isinstance(self.dialect, BigQuery)
-        self._reads(tokens[1:])
+        self._declaration(tokens, 1)
         return []
 
     def _set(self, tokens: list[Token]) -> list[Token] | None:
@@ -390,7 +405,14 @@ class _Flattener:
         return []
 
     def _for(self, tokens: list[Token]) -> list[Token] | None:
-        return self._loop(tokens) if self.procedural else None
+        # Outside a block, FOR x IN … DO is BigQuery scripting; FOR alone may be T-SQL's FOR XML.
+        loop = (
+            len(tokens) > 3 and _word(tokens[2]) == "IN" and _find(tokens, {"LOOP", "DO"}, 3) is not None
+        )
+        if not (self.procedural or loop):
+            return None
+        self.procedural = True
+        return self._loop(tokens)
 
     def _procedural(self, word: str, tokens: list[Token]) -> list[Token] | None:
         """Labels, assignments, declarations and bare calls, which only blocks have."""
@@ -408,7 +430,7 @@ class _Flattener:
             self._reads(tokens[1:])
             return []
         if self.declaring and word not in _STATEMENT_WORDS:
-            self._reads(tokens[1:])
+            self._declaration(tokens, 1)
             return []
         if kind == TokenType.VAR and (
             second is None or second.token_type in {TokenType.DOT, TokenType.L_PAREN}
@@ -461,8 +483,29 @@ class _Flattener:
             body = _find(tokens, {"INSERT", "UPDATE", "DELETE", "MERGE", "EXECUTE"}, in_ + 1)
             return [] if body is None else tokens[body:]
         branch = _find(tokens, {"LOOP", "DO"}, in_ + 1)
-        self._reads(tokens[in_ + 1 : branch])
+        source = tokens[in_ + 1 : branch]
+        query = len(self.out)
+        self._reads(source)
+        if in_ == 2 and tokens[1].token_type in _NAMES:
+            # FOR r IN (SELECT …) binds r to the query's rows, FOR r IN c to cursor c's.
+            if len(self.out) == query + 1:
+                self.records.setdefault(query, set()).add(tokens[1].text)
+            elif source and source[0].token_type in _NAMES:
+                cursor = self.cursors.get(source[0].text.lower())
+                if cursor is not None:
+                    self.records.setdefault(cursor, set()).add(tokens[1].text)
         return [] if branch is None else tokens[branch + 1 :]
+
+    def _declaration(self, tokens: list[Token], start: int) -> None:
+        """A declaration's queries; a cursor's query is remembered for the loops over it."""
+        query = len(self.out)
+        self._reads(tokens[start:])
+        cursor = _find(tokens, {"CURSOR"})
+        if cursor is None or len(self.out) != query + 1:
+            return
+        name = _cursor_name(tokens, cursor)
+        if name is not None:
+            self.cursors[name.lower()] = query
 
     def _reads(self, tokens: list[Token], *, query: bool = False) -> None:
         """Keep the queries in an expression: `(SELECT …)` groups, or `SELECT …` to the end."""
@@ -601,6 +644,22 @@ class _Flattener:
         if word == "SET":
             return (head == "UPDATE" and not seen_set) or head in {"ALTER", "MERGE"}
         return word == "IF" and head in {"DROP", "CREATE", "ALTER"}
+
+
+_NAMES = {TokenType.VAR, TokenType.IDENTIFIER}
+# Words between a cursor's name and CURSOR: PostgreSQL's `c NO SCROLL CURSOR FOR …`.
+_CURSOR_OPTIONS = {"NO", "SCROLL", "INSENSITIVE", "BINARY"}
+
+
+def _cursor_name(tokens: list[Token], cursor: int) -> str | None:
+    """The name a cursor declaration gives: `CURSOR c IS …` (PL/SQL), `c CURSOR FOR …` (others)."""
+    after = tokens[cursor + 1 : cursor + 3]
+    if len(after) == 2 and after[0].token_type in _NAMES and _word(after[1]) in {"IS", "("}:
+        return after[0].text
+    i = cursor - 1
+    while i >= 0 and _word(tokens[i]) in _CURSOR_OPTIONS:
+        i -= 1
+    return tokens[i].text if i >= 0 and tokens[i].token_type in _NAMES else None
 
 
 def _without_into_variables(tokens: list[Token]) -> list[Token]:

@@ -53,6 +53,8 @@ class ParsedScript:
     warnings: list[SqlError] = field(default_factory=list)
     # The first token of the SQL each statement was parsed from, to locate it later.
     firsts: list[Token] = field(default_factory=list)
+    # Loop queries (by statement index) and the record variables their rows are read through.
+    records: dict[int, set[str]] = field(default_factory=dict)
 
     def add(self, statements: list[exp.Expr], first: Token) -> None:
         self.statements.extend(statements)
@@ -70,9 +72,13 @@ def parse_script(sql: str, dialect: str | None) -> ParsedScript:
     target = get_dialect(dialect)
     tokens = _tokenize(sql, target, result.errors)
     parser = target.parser(error_level=ErrorLevel.IMMEDIATE)
-    chunks, result.warnings = split_statements(tokens, sql, target)
-    for chunk in chunks:
+    flattened = split_statements(tokens, sql, target)
+    result.warnings = flattened.warnings
+    for index, chunk in enumerate(flattened.statements):
+        before = len(result.statements)
         _parse_chunk(chunk, sql, target, parser, result)
+        if index in flattened.records and len(result.statements) == before + 1:
+            result.records[before] = flattened.records[index]
     return result
 
 

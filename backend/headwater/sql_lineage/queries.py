@@ -47,9 +47,12 @@ _NO_LINEAGE_CLAUSES = ("expressions", "from_", "joins", "laterals", "with_", "in
 class QueryEvaluator:
     """Evaluates queries to fields, and records every base table they read."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, records: frozenset[str] = frozenset()) -> None:
         self.catalog = catalog
         self.reads: dict[str, str] = {}
+        # Loop record variables of the script (lower-cased): `r.id` names a column of a loop's
+        # query, which the script resolves, not a struct field or a table.
+        self.records = records
 
     def read(self, name: str) -> None:
         """Record that the statement reads table `name`."""
@@ -282,6 +285,8 @@ class QueryEvaluator:
         source = scope.lookup(qualifier)
         if source is not None:
             return source.resolve(name)
+        if len(parts) == 1 and key(qualifier) in self.records:
+            return frozenset({(qualifier, name)}), IDENTITY
         if len(parts) >= 2:
             # o.address.city: field `city` of struct column `address` of source `o`.
             owner = scope.lookup(parts[-2])

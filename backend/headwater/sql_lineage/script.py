@@ -42,9 +42,11 @@ def extract_lineage(
     catalog = Catalog(schema)
     chain = _Chain()
     errors = list(parsed.errors)
+    records = frozenset(key(name) for names in parsed.records.values() for name in names)
     for index, statement in enumerate(parsed.statements):
         try:
-            lineage = statement_lineage(statement, catalog)
+            binds = parsed.records.get(index, ())
+            lineage = statement_lineage(statement, catalog, records, binds)
         except Exception:
             errors.append(parsed.lineage_failure(index))
             continue
@@ -61,6 +63,8 @@ class _Chain:
     last_write: dict[str, int] = field(default_factory=dict)
     lineage: dict[str, dict[str, Field]] = field(default_factory=dict)
     created: set[str] = field(default_factory=set)
+    # Loop record variables: the columns of the query each one reads rows through.
+    records: dict[str, dict[str, Field]] = field(default_factory=dict)
 
     def add(self, index: int, statement: StatementLineage) -> None:
         for k, name in statement.reads.items():
@@ -70,10 +74,13 @@ class _Chain:
                 self.last_read[k] = index
         # Resolve every write against the tables earlier statements wrote, before this
         # statement's own writes change them.
+        reads = statement.reads
         resolved = [
-            (write, {ck: self._through_earlier(f) for ck, f in write.columns.items()})
+            (write, {ck: self._through_earlier(f, reads) for ck, f in write.columns.items()})
             for write in statement.writes
         ]
+        for name, columns in statement.records.items():
+            self.records[key(name)] = {ck: self._through_earlier(f, reads) for ck, f in columns.items()}
         for write, columns in resolved:
             k = key(write.table)
             self.names.setdefault(k, write.table)
@@ -89,12 +96,14 @@ class _Chain:
                 previous = known.get(ck)
                 known[ck] = f if previous is None else _union(previous, f)
 
-    def _through_earlier(self, f: Field) -> Field:
+    def _through_earlier(self, f: Field, reads: dict[str, str]) -> Field:
         refs: set[Ref] = set()
         kind = f.kind
         for table, column in f.refs:
             k = key(table)
-            written = self.lineage.get(k) if table else None
+            # `r.id` is a loop record's column unless the statement reads a table called r.
+            record = self.records.get(k) if k not in reads else None
+            written = record if record is not None else self.lineage.get(k) if table else None
             if written is None:
                 refs.add((table, column))
                 continue

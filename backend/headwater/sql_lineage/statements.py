@@ -8,7 +8,7 @@ catalog the columns of the table they make, for the statements after them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -23,22 +23,35 @@ from headwater.sql_lineage.writes import Write, known_names, map_columns
 
 @dataclass(slots=True)
 class StatementLineage:
-    """The tables one statement reads (by key) and the writes it makes."""
+    """The tables one statement reads (by key), the writes it makes, the records it binds."""
 
     reads: dict[str, str] = field(default_factory=dict)
     writes: list[Write] = field(default_factory=list)
+    # A loop's query: the columns of each record variable the loop reads its rows through.
+    records: dict[str, dict[str, Field]] = field(default_factory=dict)
 
 
-def statement_lineage(statement: exp.Expr, catalog: Catalog) -> StatementLineage:
-    """Lineage of one parsed statement; `catalog` learns the columns of tables it creates."""
-    evaluator = QueryEvaluator(catalog)
+def statement_lineage(
+    statement: exp.Expr,
+    catalog: Catalog,
+    records: frozenset[str] = frozenset(),
+    binds: Collection[str] = (),
+) -> StatementLineage:
+    """Lineage of one parsed statement; `catalog` learns the columns of tables it creates.
+
+    `records` are the script's loop record variables (lower-cased), `binds` those whose rows
+    this statement's query gives.
+    """
+    evaluator = QueryEvaluator(catalog, records)
     handler = _HANDLERS.get(type(statement))
-    writes: list[Write] = []
+    lineage = StatementLineage(reads=evaluator.reads)
     if handler is not None:
-        writes = handler(statement, evaluator)
+        lineage.writes = handler(statement, evaluator)
     elif isinstance(statement, (exp.Query, exp.Values)):
-        writes = _select(statement, evaluator)
-    return StatementLineage(reads=evaluator.reads, writes=writes)
+        fields = evaluator.query(statement, {})
+        lineage.writes = _select(statement, fields, evaluator)
+        lineage.records = {name: map_columns(fields, None) for name in binds}
+    return lineage
 
 
 # Vertica moves partitions with functions called in a SELECT: (source, min key, max key, target).
@@ -49,8 +62,7 @@ _PARTITION_FUNCTIONS = {
 }
 
 
-def _select(node: exp.Expr, ev: QueryEvaluator) -> list[Write]:
-    fields = ev.query(node, {})
+def _select(node: exp.Expr, fields: list[Field], ev: QueryEvaluator) -> list[Write]:
     if isinstance(node, exp.Select):
         moves = [w for e in node.expressions for w in _partition_function(e.unalias(), ev)]
         if moves:
