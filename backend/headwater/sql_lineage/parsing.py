@@ -16,7 +16,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from headwater.sql_lineage.blocks import split_statements
 from headwater.sql_lineage.dialects import get_dialect
 from headwater.sql_lineage.model import SqlError
-from headwater.sql_lineage.rewrites import moves_data, rewrite_statement
+from headwater.sql_lineage.rewrites import moves_data, normalize, rewrite_statement
 
 if TYPE_CHECKING:
     from sqlglot.dialects.dialect import Dialect
@@ -119,6 +119,7 @@ def _located(message: str, sql: str, offset: int, text: str) -> SqlError:
 def _parse_chunk(
     chunk: list[Token], sql: str, dialect: Dialect, parser: Parser, result: ParsedScript
 ) -> None:
+    chunk = normalize(chunk, dialect)
     first = chunk[0]
     statement, failure = _parse(chunk, sql, dialect, parser)
     if failure is not None or isinstance(statement, exp.Command):

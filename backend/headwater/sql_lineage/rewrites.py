@@ -11,6 +11,8 @@ import re
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
+from sqlglot.dialects.teradata import Teradata
+from sqlglot.dialects.tsql import TSQL
 from sqlglot.errors import ErrorLevel
 from sqlglot.tokenizer_core import Token, TokenType
 
@@ -22,6 +24,183 @@ if TYPE_CHECKING:
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.VALUES}
 _RENAME = re.compile(r"^RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
 _RENAME_PAIR = re.compile(r"^(.+?)\s+TO\s+(.+)$", re.IGNORECASE | re.DOTALL)
+
+
+def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
+    """A statement's tokens with what sqlglot rejects or misreads rewritten to what it reads.
+
+    Each form here carries no lineage of its own, or the same as its plain equivalent: T-SQL's
+    `UPDATE TOP (n)` (which sqlglot would read as a table called TOP in a DELETE) and compound
+    assignments `SET a += x`, and Teradata's column attributes `col (TITLE 'Name')`.
+    """
+    if chunk[0].text.upper() in _DML_WORDS:
+        chunk = _without_top(chunk)
+        if isinstance(dialect, TSQL):
+            chunk = _compound_assignments(chunk)
+    if isinstance(dialect, Teradata):
+        chunk = _without_column_attributes(chunk)
+    return chunk
+
+
+_DML_WORDS = {"UPDATE", "DELETE", "INSERT", "MERGE"}
+
+
+def _without_top(chunk: list[Token]) -> list[Token]:
+    """UPDATE/DELETE/INSERT TOP (n) [PERCENT] …: how many rows changes no lineage."""
+    if len(chunk) < 3 or chunk[1].text.upper() != "TOP" or chunk[2].token_type != TokenType.L_PAREN:
+        return chunk
+    close = matching_paren(chunk, 2)
+    if close is None:
+        return chunk
+    end = close + 1
+    if end < len(chunk) and chunk[end].text.upper() == "PERCENT":
+        end += 1
+    return chunk[:1] + chunk[end:]
+
+
+_COMPOUND = {
+    TokenType.PLUS,
+    TokenType.DASH,
+    TokenType.STAR,
+    TokenType.SLASH,
+    TokenType.MOD,
+    TokenType.AMP,
+    TokenType.PIPE,
+    TokenType.CARET,
+}
+# Words that end a SET clause's last assignment.
+_SET_ENDS = {"FROM", "WHERE", "OUTPUT", "OPTION", "WHEN"}
+
+
+def _compound_assignments(chunk: list[Token]) -> list[Token]:
+    """T-SQL's `SET a += x` is `SET a = a + (x)`: a is read as well as written."""
+    out: list[Token] = []
+    i = 0
+    while i < len(chunk):
+        token = chunk[i]
+        following = chunk[i + 1] if i + 1 < len(chunk) else None
+        if (
+            token.token_type in _COMPOUND
+            and following is not None
+            and following.token_type == TokenType.EQ
+            and following.start == token.end + 1
+        ):
+            target = _assigned(out)
+            if target:
+                end = _assignment_end(chunk, i + 2)
+                value = chunk[i + 2 : end]
+                out.append(following)
+                out.extend(target)
+                out.append(token)
+                out.append(_synthetic(TokenType.L_PAREN, "(", value[0] if value else following))
+                out.extend(value)
+                out.append(_synthetic(TokenType.R_PAREN, ")", chunk[end - 1]))
+                i = end
+                continue
+        out.append(token)
+        i += 1
+    return out
+
+
+def _assigned(before: list[Token]) -> list[Token]:
+    """The column at the end of `before` if an assignment starts there (after SET or a comma)."""
+    i = len(before) - 1
+    while i >= 1 and before[i - 1].token_type == TokenType.DOT:
+        i -= 2
+    if i < 1 or before[i - 1].text.upper() not in {"SET", ","}:
+        return []
+    return before[i:]
+
+
+def _assignment_end(chunk: list[Token], start: int) -> int:
+    """The index after an assigned value: at the next comma or clause outside parentheses."""
+    depth = 0
+    for i in range(start, len(chunk)):
+        kind = chunk[i].token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+            if depth < 0:
+                return i
+        elif depth == 0 and (kind == TokenType.COMMA or chunk[i].text.upper() in _SET_ENDS):
+            return i
+    return len(chunk)
+
+
+def _synthetic(kind: TokenType, text: str, at: Token) -> Token:
+    return Token(kind, text, at.line, at.col, at.start, at.end)
+
+
+# Teradata's column attributes, in parentheses after an expression: `name (TITLE 'Name')`,
+# `amount (FORMAT 'ZZZ9.99')`, `x (NAMED y)`, `code (NOT CASESPECIFIC)`, and the data type
+# conversion `day_text (DATE, FORMAT 'YYYY-MM-DD')`.
+_ATTRIBUTES = {"TITLE", "FORMAT", "NAMED", "CASESPECIFIC", "NOT", "UPPERCASE", "UC"}
+_TYPES = {
+    "DATE",
+    "TIME",
+    "TIMESTAMP",
+    "INTEGER",
+    "INT",
+    "SMALLINT",
+    "BIGINT",
+    "BYTEINT",
+    "DECIMAL",
+    "NUMERIC",
+    "NUMBER",
+    "FLOAT",
+    "REAL",
+    "CHAR",
+    "CHARACTER",
+    "VARCHAR",
+}
+_EXPRESSION_ENDS = {
+    TokenType.VAR,
+    TokenType.IDENTIFIER,
+    TokenType.R_PAREN,
+    TokenType.STRING,
+    TokenType.NUMBER,
+}
+
+
+def _without_column_attributes(chunk: list[Token]) -> list[Token]:
+    """Teradata's `expr (attributes)` is `expr`, or `expr AS y` for `(NAMED y)`."""
+    out: list[Token] = []
+    i = 0
+    while i < len(chunk):
+        token = chunk[i]
+        close = matching_paren(chunk, i) if token.token_type == TokenType.L_PAREN else None
+        if close is not None and out and out[-1].token_type in _EXPRESSION_ENDS:
+            inner = chunk[i + 1 : close]
+            if _is_attribute_list(inner):
+                named = next((j for j, t in enumerate(inner[:-1]) if t.text.upper() == "NAMED"), None)
+                if named is not None:
+                    out.append(_synthetic(TokenType.ALIAS, "AS", inner[named]))
+                    out.append(inner[named + 1])
+                i = close + 1
+                continue
+        out.append(token)
+        i += 1
+    return out
+
+
+def _is_attribute_list(inner: list[Token]) -> bool:
+    """Whether the tokens inside parentheses are attributes (or a type), not a function's arguments."""
+    if not inner:
+        return False
+    first = inner[0].text.upper() if inner[0].token_type != TokenType.STRING else ""
+    if first in _ATTRIBUTES:
+        return first != "NOT" or (len(inner) > 1 and inner[1].text.upper() == "CASESPECIFIC")
+    if first not in _TYPES:
+        return False
+    # A type, its size in parentheses, then nothing or a comma and attributes.
+    after = 1
+    if len(inner) > 1 and inner[1].token_type == TokenType.L_PAREN:
+        size = matching_paren(inner, 1)
+        if size is None:
+            return False
+        after = size + 1
+    return after == len(inner) or inner[after].token_type == TokenType.COMMA
 
 
 def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
