@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from sqlglot.dialects.athena import Athena, _tokenize_as_hive, _TrinoTokenizer
 from sqlglot.dialects.dialect import Dialect, Dialects
+from sqlglot.dialects.hive import Hive
+from sqlglot.dialects.trino import Trino
+from sqlglot.errors import TokenError
+from sqlglot.tokenizer_core import Token, TokenType
 
 # Spellings seen in producers' job facets and in the wild. Keys are normalized by
 # `_normalize`: lower case without spaces, dashes, underscores or dots.
@@ -73,7 +78,65 @@ def dialect_name(name: str | None) -> str | None:
     return _ALIASES.get(key)
 
 
+class _AthenaDml(_TrinoTokenizer):
+    """Athena's tokenizer for DML, which it runs on Trino, with its Hive DDL's backtick quotes."""
+
+    IDENTIFIERS = [*_TrinoTokenizer.IDENTIFIERS, "`"]
+
+
+class HeadwaterAthena(Athena):
+    """Athena as users write it, statement by statement.
+
+    sqlglot picks Athena's engine (Hive for most DDL, Trino for the rest) once for a whole text
+    and reads backticks only in Hive DDL; users quote with backticks in queries too (`INSERT INTO
+    `db`.`t` SELECT …`), and a script mixes both engines' statements. So a script is tokenized as
+    Trino's SQL with backticks, and each statement Athena would route to Hive is tokenized again
+    as Hive's (`engine_tokens`).
+    """
+
+    class Tokenizer(Athena.Tokenizer):
+        def __init__(self, dialect: Dialect | str | None = None) -> None:
+            super().__init__(dialect=dialect)
+            self._trino_tokenizer = _AthenaDml(Trino())
+
+        def tokenize(self, sql: str) -> list[Token]:
+            try:
+                return self._trino_tokenizer.tokenize(sql)
+            except TokenError:
+                # A literal only Hive reads (a backslash escape): the statement is Hive's.
+                return self._hive_tokenizer.tokenize(sql)
+
+    def engine_tokens(self, chunk: list[Token], sql: str) -> list[Token]:
+        """The tokens of one statement as the engine Athena routes it to reads them."""
+        if not _tokenize_as_hive(chunk):
+            return chunk
+        start = chunk[0].start
+        text = sql[start : chunk[-1].end + 1]
+        try:
+            tokens = Hive().tokenize(text)
+        except TokenError:
+            return chunk
+        line = sql.count("\n", 0, start)
+        col = start - sql.rfind("\n", 0, start) - 1
+        located = [
+            Token(
+                t.token_type,
+                t.text,
+                t.line + line,
+                t.col + col if t.line == 1 else t.col,
+                t.start + start,
+                t.end + start,
+                t.comments,
+            )
+            for t in tokens
+        ]
+        return [Token(TokenType.HIVE_TOKEN_STREAM, "", start=start, end=start), *located]
+
+
 @lru_cache(maxsize=64)
 def get_dialect(name: str | None) -> Dialect:
     """A cached sqlglot Dialect instance for a user-facing name (generic when unknown)."""
-    return Dialect.get_or_raise(dialect_name(name))
+    resolved = dialect_name(name)
+    if resolved == "athena":
+        return HeadwaterAthena()
+    return Dialect.get_or_raise(resolved)

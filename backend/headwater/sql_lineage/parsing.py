@@ -14,7 +14,7 @@ from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from headwater.sql_lineage.blocks import split_statements
-from headwater.sql_lineage.dialects import get_dialect
+from headwater.sql_lineage.dialects import HeadwaterAthena, get_dialect
 from headwater.sql_lineage.model import SqlError
 from headwater.sql_lineage.rewrites import moves_data, normalize, rewrite_statement
 
@@ -120,7 +120,9 @@ def _parse_chunk(
     chunk: list[Token], sql: str, dialect: Dialect, parser: Parser, result: ParsedScript
 ) -> None:
     chunk = normalize(chunk, dialect)
-    first = chunk[0]
+    if isinstance(dialect, HeadwaterAthena):
+        chunk = dialect.engine_tokens(chunk, sql)
+    first = _first(chunk)
     statement, failure = _parse(chunk, sql, dialect, parser)
     if failure is not None or isinstance(statement, exp.Command):
         rewritten = rewrite_statement(chunk, sql, dialect)
@@ -142,7 +144,7 @@ def _parse(
     chunk: list[Token], sql: str, dialect: Dialect, parser: Parser
 ) -> tuple[exp.Expr | None, SqlError | None]:
     """The statement of a chunk, or why it is not one."""
-    first = chunk[0]
+    first = _first(chunk)
     statement: exp.Expr | None = None
     failure: SqlError | None = None
     try:
@@ -163,6 +165,11 @@ def _parse(
     # sqlglot reads any expression as a statement (`selec oops` is the column `selec` aliased
     # `oops`), and its errors would point past the misspelt keyword that causes them.
     return None, _at(first, sql, f"unrecognized statement {_quote(first.text)}")
+
+
+def _first(chunk: list[Token]) -> Token:
+    """The first word of a statement, after the marker that makes Athena parse it as Hive."""
+    return chunk[1] if chunk[0].token_type == TokenType.HIVE_TOKEN_STREAM else chunk[0]
 
 
 def _starts_statement(token: Token, dialect: Dialect, parser: Parser) -> bool:
