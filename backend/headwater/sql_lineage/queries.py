@@ -4,7 +4,8 @@ The AST is walked once, without sqlglot's qualify step or its per-column `lineag
 relation (CTE, derived table, set operation) is evaluated to a list of `Field`s, and a column
 reference is looked up in the scope of the SELECT it belongs to. A column's inputs are all the
 columns in its projection expression, CASE conditions and window keys included, traced through
-CTEs and subqueries; columns used only to filter, join, group or sort are not inputs.
+CTEs and subqueries; columns used only to filter, join, group or sort are not inputs. COUNT(*)
+depends on the rows it counts: `t.*` for a table, the columns of a derived table.
 """
 
 from __future__ import annotations
@@ -261,6 +262,8 @@ class QueryEvaluator:
             if isinstance(current, exp.Column):
                 if not isinstance(current.this, exp.Star):
                     value.add(*self.column(current, scope), indirect=indirect)
+            elif isinstance(current, exp.Star) and isinstance(current.parent, exp.Count):
+                value.add(self._rows(scope), IDENTITY, indirect=indirect)
             elif isinstance(current, (exp.Query, exp.Subquery)):
                 fields = self.query(current, ctes, scope)
                 # x IN (SELECT y …) tests membership: y does not flow into the value.
@@ -271,6 +274,21 @@ class QueryEvaluator:
                 value.aggregate = value.aggregate or isinstance(current, exp.AggFunc)
                 stack.extend(children(current, indirect, scope))
         return value.result()
+
+    @staticmethod
+    def _rows(scope: Scope) -> frozenset[Ref]:
+        """What COUNT(*) depends on: each table it counts the rows of (`t.*`), or the columns of
+        a derived table or function it counts."""
+        refs: set[Ref] = set()
+        for source in scope.star_sources():
+            if source.table is not None:
+                refs.add((source.table, STAR))
+                continue
+            for f in source.fields or []:
+                refs.update(f.refs)
+            if source.open is not None:
+                refs.update(source.open.refs)
+        return frozenset(refs)
 
     def column(self, column: exp.Column, scope: Scope) -> tuple[frozenset[Ref], int]:
         """Resolve one column reference in `scope`."""

@@ -171,7 +171,11 @@ def _create(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
         mapped = map_columns(_copy_of(clone.this, ev), columns)
     else:
         if isinstance(like, exp.LikeProperty) and isinstance(like.this, exp.Table):
+            # CREATE TABLE t LIKE s: t is made from s's definition, without its rows, so s is
+            # an input but no column carries data.
             source = table_name(like.this)
+            if source:
+                ev.read(source)
             columns = columns or (ev.catalog.columns(source) if source else None)
         ev.catalog.define(name, columns)
         return [Write(name, creates=True)]
