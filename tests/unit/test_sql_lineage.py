@@ -126,6 +126,36 @@ def test_unsupported_writing_statement_is_an_error_not_silence() -> None:
 
 
 @pytest.mark.parametrize(
+    ("sql", "dialect"),
+    [
+        ("ALTER TABLE sales EXCHANGE PARTITION p1", "oracle"),
+        ("ALTER TABLE sales EXCHANGE PARTITION p1 WITH TABLE", "mysql"),
+        ("ALTER TABLE dbo.s SWITCH PARTITION 2", "tsql"),
+    ],
+)
+def test_partition_exchange_not_understood_is_an_error_not_silence(sql: str, dialect: str) -> None:
+    result = extract_lineage(f"SELECT 1;\n{sql}", dialect)
+    assert result.errors == [
+        SqlError("unsupported form of ALTER statement", line=2, col=1, highlight="ALTER")
+    ]
+
+
+def test_loop_record_of_another_loop_is_not_a_table() -> None:
+    # Two loops bind the same record name to different queries: each body reads its own loop's.
+    result = extract_lineage(
+        """BEGIN
+          FOR r IN (SELECT id FROM a) LOOP INSERT INTO x (k) VALUES (r.id); END LOOP;
+          FOR r IN (SELECT code AS id FROM b) LOOP INSERT INTO y (k) VALUES (r.id); END LOOP;
+        END;""",
+        "oracle",
+    )
+    assert result.to_dict()["columns"] == [
+        {"output": "x.k", "inputs": ["a.id"]},
+        {"output": "y.k", "inputs": ["b.code"]},
+    ]
+
+
+@pytest.mark.parametrize(
     "sql",
     [
         "",
