@@ -153,12 +153,17 @@ class QueryEvaluator:
         if join.is_semi_or_anti_join:
             scope.hidden.update(added)
         for column in join.args.get("using") or []:
-            # USING (id): an unqualified `id` is the left side's (the right one when outer).
+            # USING (id): an unqualified `id` is the value of both sides (either may be NULL in
+            # an outer join), the first earlier source that may have it and the joined one.
             name = key(column.name)
-            for k, source in scope.sources.items():
-                if k not in added and (source.knows(column.name) or source.is_unknown()):
-                    scope.using.setdefault(name, source)
-                    break
+            sides = scope.using.setdefault(name, [])
+            if not sides:
+                left = next(
+                    (s for k, s in scope.sources.items() if k not in added and _may_have(s, name)),
+                    None,
+                )
+                sides.extend([left] if left is not None else [])
+            sides.extend(scope.sources[k] for k in added if _may_have(scope.sources[k], name))
         on = join.args.get("on")
         if on is not None:
             self.expression(on, scope, ctes)
@@ -331,3 +336,7 @@ class QueryEvaluator:
             refs, kind = self.expression(alias, scope, ctes)
             replaced[key(alias.output_name)] = Field(alias.output_name, refs, kind)
         return [replaced.get(key(f.name), f) for f in fields if key(f.name) not in excluded]
+
+
+def _may_have(source: Source, column: str) -> bool:
+    return source.knows(column) or source.is_unknown()

@@ -1,7 +1,8 @@
 """What a query's FROM clause offers to its column references, and how a reference is resolved.
 
 A column resolves to a set of refs, `(table, column)` pairs, with table "" when no table can be
-told. The rule for unqualified columns, in order: the one source known to have the column
+told. The rule for unqualified columns, in order: a column of a USING join, from every side of
+it; the one source known to have the column
 (from the schema, a CTE or derived table, or an earlier statement); else a projection alias
 defined before it in the same SELECT; else the only source whose columns are unknown (in an
 UPDATE, the target when several are); else an enclosing query's sources (correlated
@@ -117,7 +118,7 @@ class Scope:
     full_names: dict[str, Source] = field(default_factory=dict)
     hidden: set[str] = field(default_factory=set)
     aliases: dict[str, Field] = field(default_factory=dict)
-    using: dict[str, Source] = field(default_factory=dict)
+    using: dict[str, list[Source]] = field(default_factory=dict)
     windows: dict[str, exp.Window] = field(default_factory=dict)
     preferred: Source | None = None
 
@@ -155,8 +156,10 @@ class Scope:
         """Resolve in this scope alone; the flag says several sources may have the column."""
         k = key(name)
         shared = self.using.get(k)
-        if shared is not None:
-            return shared.resolve(name), False
+        if shared:
+            resolved = [source.resolve(name) for source in shared]
+            refs: frozenset[Ref] = frozenset().union(*(r for r, _ in resolved))
+            return (refs, max(kind for _, kind in resolved)), False
         unknown: list[Source] = []
         for source_key, source in self.sources.items():
             if source_key in self.hidden:
