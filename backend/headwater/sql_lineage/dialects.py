@@ -133,6 +133,16 @@ class HeadwaterAthena(Athena):
         return [Token(TokenType.HIVE_TOKEN_STREAM, "", start=start, end=start), *located]
 
 
+# Dialects where a select item may name an earlier item's alias (`SELECT a + 1 AS b, b * 2 AS c`);
+# elsewhere `b` there is a column of the FROM clause.
+_LATERAL_ALIASES = {"snowflake", "databricks", "spark", "redshift", "duckdb", "teradata", "clickhouse"}
+
+
+def has_lateral_aliases(name: str | None) -> bool:
+    """Whether a select item may refer to an earlier item's alias in this dialect."""
+    return dialect_name(name) in _LATERAL_ALIASES
+
+
 @lru_cache(maxsize=64)
 def get_dialect(name: str | None) -> Dialect:
     """A cached sqlglot Dialect instance for a user-facing name (generic when unknown)."""

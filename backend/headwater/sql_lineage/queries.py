@@ -48,8 +48,16 @@ _NO_LINEAGE_CLAUSES = ("expressions", "from_", "joins", "laterals", "with_", "in
 class QueryEvaluator:
     """Evaluates queries to fields, and records every base table they read."""
 
-    def __init__(self, catalog: Catalog, records: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        records: frozenset[str] = frozenset(),
+        *,
+        lateral_aliases: bool = False,
+    ) -> None:
         self.catalog = catalog
+        # Whether a select item may name an earlier item's alias (Snowflake, Databricks …).
+        self.lateral_aliases = lateral_aliases
         self.reads: dict[str, str] = {}
         # Loop record variables of the script (lower-cased): `r.id` names a column of a loop's
         # query, which the script resolves, not a struct field or a table.
@@ -138,7 +146,8 @@ class QueryEvaluator:
             name = projection.output_name or f"_col_{index}"
             field = Field(name, refs, kind)
             fields.append(field)
-            scope.aliases.setdefault(key(name), field)
+            if self.lateral_aliases:
+                scope.aliases.setdefault(key(name), field)
 
         # Filters, grouping and ordering feed no column, but their subqueries read tables.
         for arg, value in select.args.items():

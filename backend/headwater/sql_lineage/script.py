@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from headwater.sql_lineage.dialects import has_lateral_aliases
 from headwater.sql_lineage.model import TRANSFORMATIONS, ColumnLineage, SqlError, SqlLineage
 from headwater.sql_lineage.names import Catalog, key
 from headwater.sql_lineage.parsing import parse_script
@@ -43,10 +44,11 @@ def extract_lineage(
     chain = _Chain()
     errors = list(parsed.errors)
     records = frozenset(key(name) for names in parsed.records.values() for name in names)
+    lateral = has_lateral_aliases(dialect)
     for index, statement in enumerate(parsed.statements):
         try:
             binds = parsed.records.get(index, ())
-            lineage = statement_lineage(statement, catalog, records, binds)
+            lineage = statement_lineage(statement, catalog, records, binds, lateral_aliases=lateral)
         except Exception:
             errors.append(parsed.lineage_failure(index))
             continue

@@ -36,13 +36,16 @@ def statement_lineage(
     catalog: Catalog,
     records: frozenset[str] = frozenset(),
     binds: Collection[str] = (),
+    *,
+    lateral_aliases: bool = False,
 ) -> StatementLineage:
     """Lineage of one parsed statement; `catalog` learns the columns of tables it creates.
 
     `records` are the script's loop record variables (lower-cased), `binds` those whose rows
-    this statement's query gives.
+    this statement's query gives; `lateral_aliases` whether a select item may name an earlier
+    item's alias.
     """
-    evaluator = QueryEvaluator(catalog, records)
+    evaluator = QueryEvaluator(catalog, records, lateral_aliases=lateral_aliases)
     handler = _HANDLERS.get(type(statement))
     lineage = StatementLineage(reads=evaluator.reads)
     if handler is not None:
