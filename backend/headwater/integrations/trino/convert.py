@@ -21,166 +21,35 @@ carries no lineage and is ignored. Timestamps are Jackson's decimal epoch second
 from __future__ import annotations
 
 import datetime as dt
-import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
-
-import msgspec
+from typing import Any
 
 from headwater import __version__
-from headwater.errors import FieldError, InvalidRequestError
-from headwater.ingest.aliases import trino_namespace
-from headwater.ingest.validate import json_type
+from headwater.integrations.trino.events import (
+    IoMetadata,
+    OutputMetadata,
+    QueryCompletedEvent,
+    QueryContext,
+    QueryCreatedEvent,
+    QueryMetadata,
+    TrinoEventKind,
+    decode_event,
+    event_kind,
+    parse_instant,
+)
+from headwater.integrations.trino.naming import (
+    BridgeOptions,
+    dataset_namespace,
+    job_name,
+    run_id_for,
+    table_name,
+)
 
 PRODUCER = f"https://github.com/headwater/headwater/tree/{__version__}/integrations/trino"
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 _RUN_FACET = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunFacet"
 _FACETS = "https://openlineage.io/spec/facets"
-
-# runIds are uuid5(this, "<query id>/<create time in ms>"): stable across retries and re-sends.
-RUN_ID_NAMESPACE = uuid.UUID("6f1d3c2e-8a4b-5c7d-9e0f-1a2b3c4d5e6f")
-
-# The query types Trino's OpenLineage listener reports by default (include-query-types): plain
-# SELECTs, EXPLAIN, DESCRIBE and the like are left out.
-DEFAULT_QUERY_TYPES = frozenset(
-    {"ALTER_TABLE_EXECUTE", "DELETE", "INSERT", "MERGE", "UPDATE", "DATA_DEFINITION"}
-)
-DEFAULT_JOB_NAME_FORMAT = "$QUERY_ID"
-
-TrinoEventKind = Literal["QueryCompletedEvent", "QueryCreatedEvent", "SplitCompletedEvent"]
-NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
-Instant = float | str
-
-
-class InvalidTrinoEventError(InvalidRequestError):
-    """The body is not a Trino event listener event; errors name the JSON paths."""
-
-    code = "invalid_trino_event"
-    title = "Invalid Trino event"
-
-
-# -- Trino's SPI event objects, decoded leniently (unknown fields are ignored) ---------------------
-
-
-class TableColumn(msgspec.Struct, forbid_unknown_fields=False):
-    column: str
-
-
-class TableInfo(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    catalog: NonEmpty
-    schema: NonEmpty
-    table: NonEmpty
-    columns: list[TableColumn] | None = None
-    directly_referenced: bool = True
-
-
-class QueryMetadata(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    query_id: NonEmpty
-    query: str | None = None
-    query_state: str | None = None
-    transaction_id: str | None = None
-    update_type: str | None = None
-    uri: str | None = None
-    plan: str | None = None
-    tables: list[TableInfo] | None = None
-
-
-class QueryContext(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    user: str | None = None
-    original_user: str | None = None
-    principal: str | None = None
-    source: str | None = None
-    client_info: str | None = None
-    remote_client_address: str | None = None
-    user_agent: str | None = None
-    trace_token: str | None = None
-    catalog: str | None = None
-    schema: str | None = None
-    server_address: str | None = None
-    server_version: str | None = None
-    environment: str | None = None
-    query_type: str | None = None
-
-
-class InputMetadata(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    catalog_name: NonEmpty
-    schema: NonEmpty
-    table: NonEmpty
-    # Column names; lenient about objects in case a version sends {"column": ...} or {"name": ...}.
-    columns: list[Any] | None = None
-
-
-class SourceColumn(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    catalog: NonEmpty
-    schema: NonEmpty
-    table: NonEmpty
-    column_name: NonEmpty
-
-
-class OutputColumn(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    column_name: NonEmpty
-    column_type: str | None = None
-    source_columns: list[SourceColumn] | None = None
-
-
-class OutputMetadata(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    catalog_name: NonEmpty
-    schema: NonEmpty
-    table: NonEmpty
-    columns: list[OutputColumn] | None = None
-
-
-class IoMetadata(msgspec.Struct, forbid_unknown_fields=False):
-    inputs: list[InputMetadata] | None = None
-    output: OutputMetadata | None = None
-
-
-class ErrorCode(msgspec.Struct, forbid_unknown_fields=False):
-    code: int | None = None
-    name: str | None = None
-    type: str | None = None
-
-
-class FailureInfo(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    error_code: ErrorCode | None = None
-    failure_type: str | None = None
-    failure_message: str | None = None
-
-
-class QueryCompletedEvent(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    metadata: QueryMetadata
-    create_time: Instant
-    end_time: Instant
-    context: QueryContext | None = None
-    io_metadata: IoMetadata | None = None
-    statistics: dict[str, Any] | None = None
-    failure_info: FailureInfo | None = None
-    execution_start_time: Instant | None = None
-
-
-class QueryCreatedEvent(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    metadata: QueryMetadata
-    create_time: Instant
-    context: QueryContext | None = None
-
-
-# -- options and results ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BridgeOptions:
-    """How to name what Trino reports; the defaults match Trino's OpenLineage listener."""
-
-    # The coordinator, as the OpenLineage listener's trino.uri (http://host:8080 or trino://host:8080).
-    # Unset: taken from the event (the host:port of metadata.uri, else context.serverAddress).
-    trino_uri: str | None = None
-    # The job namespace, as the listener's ``namespace``; unset: the coordinator's namespace.
-    namespace: str | None = None
-    job_name_format: str = DEFAULT_JOB_NAME_FORMAT
-    # Query types (context.queryType) to report; None reports every query, SELECTs included.
-    query_types: frozenset[str] | None = DEFAULT_QUERY_TYPES
 
 
 @dataclass(frozen=True)
@@ -197,37 +66,13 @@ class Conversion:
     skipped: str | None = None
 
 
-# -- entry points ----------------------------------------------------------------------------------
-
-
-def event_kind(raw: Any, prefix: str = "$") -> TrinoEventKind:
-    """Which listener event a JSON object is, by its shape (the listener sends no type field)."""
-    if not isinstance(raw, dict):
-        raise InvalidTrinoEventError(
-            "A Trino event must be a JSON object (a QueryCompletedEvent).",
-            [FieldError(prefix, f"Expected `object`, got `{json_type(raw)}`")],
-        )
-    if "eventType" in raw and "run" in raw and "job" in raw:
-        raise InvalidTrinoEventError(
-            "This is an OpenLineage RunEvent, not a Trino event: post it to /api/v1/lineage.",
-            [FieldError(prefix, "an OpenLineage event; post it to /api/v1/lineage")],
-        )
-    if any(key in raw for key in ("endTime", "ioMetadata", "statistics", "failureInfo")):
-        return "QueryCompletedEvent"
-    if "metadata" not in raw and ("stageId" in raw or "taskId" in raw):
-        return "SplitCompletedEvent"
-    if "metadata" in raw and "createTime" in raw:
-        return "QueryCreatedEvent"
-    return "QueryCompletedEvent"  # decoding it names what is missing
-
-
 def convert(raw: Any, options: BridgeOptions | None = None, prefix: str = "$") -> Conversion:
     """One decoded JSON object from the HTTP event listener as OpenLineage RunEvents (as dicts)."""
     options = options or BridgeOptions()
     kind = event_kind(raw, prefix)
     if kind == "SplitCompletedEvent":
         return Conversion(kind, skipped="a SplitCompletedEvent carries no lineage")
-    event = _decode(
+    event = decode_event(
         raw, QueryCompletedEvent if kind == "QueryCompletedEvent" else QueryCreatedEvent, prefix
     )
     context = event.context or QueryContext()
@@ -244,12 +89,12 @@ def convert(raw: Any, options: BridgeOptions | None = None, prefix: str = "$") -
     namespace = dataset_namespace(event, options, prefix)
     job_namespace = options.namespace or namespace
     name = job_name(options.job_name_format, metadata.query_id, context)
-    created = _instant(event.create_time, f"{prefix}.createTime")
+    created = parse_instant(event.create_time, f"{prefix}.createTime")
     run_id = run_id_for(metadata.query_id, created)
     builder = _Builder(namespace, job_namespace, name, run_id, metadata, context)
     events = [builder.start(created)]
     if isinstance(event, QueryCompletedEvent):
-        ended = _instant(event.end_time, f"{prefix}.endTime")
+        ended = parse_instant(event.end_time, f"{prefix}.endTime")
         events.append(builder.end(event, created, ended))
     return Conversion(
         kind,
@@ -265,57 +110,6 @@ def convert(raw: Any, options: BridgeOptions | None = None, prefix: str = "$") -
 def to_run_events(raw: Any, options: BridgeOptions | None = None) -> list[dict[str, Any]]:
     """The RunEvents of one Trino event (none for an ignored or skipped one)."""
     return convert(raw, options).events
-
-
-# -- naming ----------------------------------------------------------------------------------------
-
-
-def dataset_namespace(
-    event: QueryCompletedEvent | QueryCreatedEvent, options: BridgeOptions, prefix: str = "$"
-) -> str:
-    """The coordinator's namespace: configured, else metadata.uri's host:port, else serverAddress."""
-    if options.trino_uri:
-        return trino_namespace(options.trino_uri)
-    uri = event.metadata.uri
-    if uri and urlsplit(uri).netloc:
-        return trino_namespace(uri)
-    address = (event.context.server_address if event.context else None) or ""
-    if address.strip():
-        return trino_namespace(address)
-    raise InvalidTrinoEventError(
-        "Cannot tell the Trino coordinator: the event has neither metadata.uri nor "
-        "context.serverAddress; set HEADWATER_TRINO_URI or ?trinoUri=.",
-        [FieldError(f"{prefix}.metadata.uri", "missing; needed to name the coordinator")],
-    )
-
-
-_TEMPLATE = re.compile(r"\$(QUERY_ID|USER|SOURCE|CLIENT_IP)")
-
-
-def job_name(template: str, query_id: str, context: QueryContext) -> str:
-    """The job name from a ``job.name-format`` template; the query id when the template gives nothing."""
-    values = {
-        "QUERY_ID": query_id,
-        "USER": context.user or "",
-        "SOURCE": context.source or "",
-        "CLIENT_IP": context.remote_client_address or "",
-    }
-    name = _TEMPLATE.sub(lambda m: values[m.group(1)], template or DEFAULT_JOB_NAME_FORMAT)
-    return name if name.strip() else query_id
-
-
-def run_id_for(query_id: str, created: dt.datetime) -> uuid.UUID:
-    """uuid5 of the query id and its create time (to the millisecond)."""
-    delta = created - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-    millis = delta.days * 86_400_000 + delta.seconds * 1000 + round(delta.microseconds / 1000)
-    return uuid.uuid5(RUN_ID_NAMESPACE, f"{query_id}/{millis}")
-
-
-def table_name(catalog: str, schema: str, table: str) -> str:
-    return f"{catalog}.{schema}.{table}"
-
-
-# -- catalog mapping -------------------------------------------------------------------------------
 
 
 # -- building the RunEvents ------------------------------------------------------------------------
@@ -523,52 +317,6 @@ class _Builder:
                 )
             }
         return result
-
-
-# -- helpers ---------------------------------------------------------------------------------------
-
-_AT_PATH = re.compile(r"^(?P<message>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
-
-
-def _decode(raw: dict[str, Any], model: type[Any], prefix: str) -> Any:
-    try:
-        return msgspec.convert(raw, model)
-    except msgspec.ValidationError as exc:
-        match = _AT_PATH.match(str(exc))
-        assert match is not None  # the pattern matches any string
-        path = prefix + (match.group("path") or "$")[1:]
-        message = match.group("message")
-        raise InvalidTrinoEventError(
-            f"Not a Trino {model.__name__}: {message} at {path}", [FieldError(path, message)]
-        ) from None
-
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
-def _instant(value: Instant, path: str) -> dt.datetime:
-    """Jackson's Instant: decimal epoch seconds (or epoch milliseconds), or an RFC 3339 string."""
-    if isinstance(value, str):
-        text = value
-        try:
-            value = float(text)
-        except ValueError:
-            try:
-                parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-            except ValueError:
-                raise InvalidTrinoEventError(
-                    f"{path} is neither epoch seconds nor an RFC 3339 time: {value!r}",
-                    [FieldError(path, "Expected epoch seconds or an RFC 3339 time")],
-                ) from None
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
-    # Epoch milliseconds (as seconds, 1e11 is past the year 5000).
-    seconds = value / 1000 if abs(value) >= 1e11 else value
-    try:
-        return _EPOCH + dt.timedelta(microseconds=round(seconds * 1_000_000))
-    except OverflowError:
-        raise InvalidTrinoEventError(
-            f"{path} is out of range: {value}", [FieldError(path, "time out of range")]
-        ) from None
 
 
 def _rfc3339(at: dt.datetime) -> str:
