@@ -2,12 +2,12 @@
 
 A column resolves to a set of refs, `(table, column)` pairs, with table "" when no table can be
 told. The rule for unqualified columns, in order: a column of a USING join, from every side of
-it; the one source known to have the column
-(from the schema, a CTE or derived table, or an earlier statement); else a projection alias
-defined before it in the same SELECT; else the only source whose columns are unknown (in an
-UPDATE, the target when several are); else an enclosing query's sources (correlated
-subqueries); else the column is reported bare. A column read through a `*` over several
-tables whose columns are not known may come from any of them, and is reported from each.
+it; the one source known to have the column (from the schema, a CTE or derived table, or an
+earlier statement); else, in dialects with lateral column aliases, a projection alias defined
+before it in the same SELECT; else the only source whose columns are unknown (in an UPDATE, the
+target when several are); else an enclosing query's sources (correlated subqueries); else the
+column is reported bare. A column read through a `*` over several tables whose columns are not
+known may come from any of them, and is reported from each.
 """
 
 from __future__ import annotations
