@@ -33,16 +33,20 @@ def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
     `UPDATE TOP (n)` (which sqlglot would read as a table called TOP in a DELETE) and compound
     assignments `SET a += x`, and Teradata's column attributes `col (TITLE 'Name')`.
     """
-    if chunk[0].text.upper() in _DML_WORDS:
+    first = chunk[0].text.upper()
+    if first in _DML_WORDS:
         chunk = _without_top(chunk)
-        if isinstance(dialect, TSQL):
-            chunk = _compound_assignments(chunk)
+    if isinstance(dialect, TSQL) and first in _ASSIGNING:
+        chunk = _compound_assignments(chunk)
     if isinstance(dialect, Teradata):
         chunk = _without_column_attributes(chunk)
     return chunk
 
 
 _DML_WORDS = {"UPDATE", "DELETE", "INSERT", "MERGE"}
+# Statements that may assign with `+=`: SET in UPDATE and MERGE, and of variables (SET @n += 1,
+# SELECT @n += x FROM …).
+_ASSIGNING = {"UPDATE", "MERGE", "SET", "SELECT"}
 
 
 def _without_top(chunk: list[Token]) -> list[Token]:
@@ -73,7 +77,7 @@ _SET_ENDS = {"FROM", "WHERE", "OUTPUT", "OPTION", "WHEN"}
 
 
 def _compound_assignments(chunk: list[Token]) -> list[Token]:
-    """T-SQL's `SET a += x` is `SET a = a + (x)`: a is read as well as written."""
+    """T-SQL's `SET a += x` is `SET a = a + (x)`: a is read as well as written (`@n` likewise)."""
     out: list[Token] = []
     i = 0
     while i < len(chunk):
@@ -103,11 +107,13 @@ def _compound_assignments(chunk: list[Token]) -> list[Token]:
 
 
 def _assigned(before: list[Token]) -> list[Token]:
-    """The column at the end of `before` if an assignment starts there (after SET or a comma)."""
+    """The column or variable at the end of `before` if an assignment starts there."""
     i = len(before) - 1
     while i >= 1 and before[i - 1].token_type == TokenType.DOT:
         i -= 2
-    if i < 1 or before[i - 1].text.upper() not in {"SET", ","}:
+    if i >= 1 and before[i - 1].token_type == TokenType.PARAMETER:
+        i -= 1  # @n
+    if i < 1 or before[i - 1].text.upper() not in {"SET", "SELECT", ","}:
         return []
     return before[i:]
 
