@@ -2,8 +2,9 @@
 
 INSERT maps the query's columns to the target by position: to the INSERT column list when there
 is one, else to the target's known columns (schema or an earlier CREATE), else by the query's
-own column names (`_col_<i>` for an unnamed expression). CREATE, SELECT INTO and RENAME tell the
-catalog the columns of the table they make, for the statements after them.
+own column names (`_col_<i>` for an unnamed expression). CREATE, SELECT INTO, RENAME and SWAP tell
+the catalog the columns of the table they make, for the statements after them. Statements that move
+a whole table's rows (CLONE, SWAP, a partition exchange) write every column of the table moved in.
 """
 
 from __future__ import annotations
