@@ -339,11 +339,13 @@ _NAME_PARTS = {TokenType.VAR, TokenType.IDENTIFIER}
 def _alter_moves(chunk: list[Token]) -> list[exp.Expr] | None:
     """ALTER TABLE statements that replace a table's rows, or a partition's, by another table's.
 
-    `ALTER TABLE t EXCHANGE PARTITION … WITH TABLE s` (Oracle, MySQL, Hive) and T-SQL's
-    `ALTER TABLE s SWITCH [PARTITION n] TO t` become sqlglot's ReplacePartition of t from s;
-    `ALTER TABLE t SWAP WITH s` where sqlglot does not read it (Snowflake's it does) a SwapTable.
-    Both tables swap contents in some of these, but the one named as the source is the one that
-    was loaded to be moved in: the lineage goes from it to the other.
+    `ALTER TABLE t EXCHANGE PARTITION … WITH TABLE s` (Oracle, MySQL, Hive), T-SQL's
+    `ALTER TABLE s SWITCH [PARTITION n] TO t`, PostgreSQL's `ALTER TABLE t ATTACH PARTITION s …`
+    and ClickHouse's `ALTER TABLE t ATTACH PARTITION p FROM s` and `ALTER TABLE s MOVE PARTITION p
+    TO TABLE t` become sqlglot's ReplacePartition of t from s; `ALTER TABLE t SWAP WITH s` where
+    sqlglot does not read it (Snowflake's it does) a SwapTable. Both tables swap contents in some
+    of these, but the one named as the source is the one that was loaded to be moved in: the
+    lineage goes from it to the other.
     """
     words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
     start = 2
@@ -354,19 +356,40 @@ def _alter_moves(chunk: list[Token]) -> list[exp.Expr] | None:
     altered, after = _table_at(chunk, start)
     if altered is None or after + 1 >= len(chunk):
         return None
-    action = words[after]
-    # The word before the other table's name: WITH TABLE s, TO t, SWAP WITH s.
-    before = {"EXCHANGE": "TABLE", "SWITCH": "TO", "SWAP": "WITH"}.get(action)
-    if before is None or before not in words[after + 1 :]:
+    action = " ".join(words[after : after + 2])
+    if action.startswith(("SWITCH", "SWAP WITH")):
+        action = action.split()[0]
+    other = _other_table(chunk, words, after, action)
+    if other is None:
         return None
-    other, _ = _table_at(chunk, words.index(before, after + 1) + 1)
-    if other is None or (action == "SWAP" and words[after + 1] != "WITH"):
-        return None
-    if action == "EXCHANGE":
-        return [_alter(altered, exp.ReplacePartition(source=other))]
-    if action == "SWITCH":
+    if action == "SWAP":
+        return [_alter(altered, exp.SwapTable(this=other))]
+    if action in _MOVES_OUT:
         return [_alter(other, exp.ReplacePartition(source=altered))]
-    return [_alter(altered, exp.SwapTable(this=other))]
+    return [_alter(altered, exp.ReplacePartition(source=other))]
+
+
+def _other_table(chunk: list[Token], words: list[str], after: int, action: str) -> exp.Table | None:
+    """The table an ALTER's action moves rows from or to, after the first word that may name it."""
+    for word in _OTHER_TABLE_AFTER.get(action, ()):
+        if word in words[after + 1 :]:
+            other, _ = _table_at(chunk, words.index(word, after + 1) + 1)
+            if other is not None:
+                return other
+    return None
+
+
+_OTHER_TABLE_AFTER = {
+    "EXCHANGE PARTITION": ("TABLE",),
+    "EXCHANGE SUBPARTITION": ("TABLE",),
+    "SWITCH": ("TO",),
+    "SWAP": ("WITH",),
+    # ClickHouse's ATTACH PARTITION p FROM s; PostgreSQL's ATTACH PARTITION s FOR VALUES …
+    "ATTACH PARTITION": ("FROM", "PARTITION"),
+    "MOVE PARTITION": ("TABLE",),
+}
+# Actions whose altered table is the source, not the target.
+_MOVES_OUT = {"SWITCH", "MOVE PARTITION"}
 
 
 def _alter(table: exp.Table, action: exp.Expr) -> exp.Alter:
