@@ -173,6 +173,9 @@ def _create(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
         mapped = map_columns(ev.query(query, ev.with_ctes(node, {}, None)), columns)
     elif isinstance(clone, exp.Clone) and isinstance(clone.this, exp.Table):
         mapped = map_columns(_copy_of(clone.this, ev), columns)
+    elif isinstance(query, exp.Table):
+        # Teradata's CREATE TABLE t AS s WITH [NO] DATA copies s.
+        mapped = map_columns(_copy_of(query, ev), columns)
     else:
         if isinstance(like, exp.LikeProperty) and isinstance(like.this, exp.Table):
             # CREATE TABLE t LIKE s: t is made from s's definition, without its rows, so s is
@@ -184,6 +187,10 @@ def _create(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
         ev.catalog.define(name, columns)
         return [Write(name, creates=True)]
     ev.catalog.define(name, known_names(mapped))
+    if any(p.args.get("no") for p in node.find_all(exp.WithDataProperty)):
+        # … WITH NO DATA (PostgreSQL, Teradata): the query gives the columns but no rows, so its
+        # tables are inputs, as for LIKE, and no column carries data.
+        return [Write(name, creates=True)]
     return [Write(name, mapped, creates=True)]
 
 
