@@ -39,7 +39,12 @@ class Settings:
     ingest_queue_events: int = 10_000
     ingest_timeout_ms: int = 10_000
     retry_after_s: int = 1
+    # Seconds a websocket send may wait on a client that reads nothing before it is disconnected.
+    subscriber_stall_s: int = 10
     max_body_bytes: int = 64 * 1024 * 1024
+    # JSON values in one request body, counted before decoding: decoded, each takes 30 to 70 bytes,
+    # so this bounds a request's memory (about 128 MB) whatever the shape of its 64 MB.
+    max_body_values: int = 2_000_000
     max_lineage_depth: int = 100
     max_lineage_nodes: int = 10_000
     alias_rules_file: Path | None = None
@@ -100,7 +105,9 @@ class Settings:
             ingest_queue_events=get_int("HEADWATER_INGEST_QUEUE_EVENTS", defaults.ingest_queue_events),
             ingest_timeout_ms=get_int("HEADWATER_INGEST_TIMEOUT_MS", defaults.ingest_timeout_ms),
             retry_after_s=get_int("HEADWATER_RETRY_AFTER_S", defaults.retry_after_s),
+            subscriber_stall_s=get_int("HEADWATER_SUBSCRIBER_STALL_S", defaults.subscriber_stall_s),
             max_body_bytes=get_int("HEADWATER_MAX_BODY_BYTES", defaults.max_body_bytes),
+            max_body_values=get_int("HEADWATER_MAX_BODY_VALUES", defaults.max_body_values),
             max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),
             max_lineage_nodes=get_int("HEADWATER_MAX_LINEAGE_NODES", defaults.max_lineage_nodes),
             alias_rules_file=Path(rules) if rules else None,

@@ -13,8 +13,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
+from headwater.api.rest.body import count_json_values
 from headwater.ingest.validate import (
     MAX_DEPTH,
     MAX_EVENTS,
@@ -189,6 +191,70 @@ def test_errors_of_a_huge_array_are_bounded(server):
         response = post(server, body, path)
         assert response.status_code in (200, 400)
         assert len(response.content) < 2_000_000, path
+
+
+def test_values_are_counted_outside_strings_only():
+    assert count_json_values(b'{"a": "x,y:[{", "b": [1, 2, {"c": null}]}', 100) == 10
+    # Escaped quotes and backslashes do not end a string; one cut in two by a chunk still counts.
+    assert count_json_values(b'["\\", "\\\",[", 3]', 100) == 4
+    assert count_json_values(b"[" + b'"' + b"," * 3_000_000 + b'", 1]', 100) == 3
+    # Counting stops once past the bound, a chunk after it at most.
+    assert 10 < count_json_values(b"[" + b"0," * 2_000_000 + b"0]", 10) < 1_000_000
+
+
+def test_huge_bodies_of_tiny_values_are_refused_undecoded_in_bounded_memory(server):
+    size = 64 * 1024 * 1024 - 16
+    bodies = {
+        # 22 million empty events: more than MAX_EVENTS, found after MAX_EVENTS.
+        "events": (b"[" + b"{}," * (size // 3))[:-1] + b"]",
+        # One event whose facet holds 11 million empty objects.
+        "values": b'{"run": {"facets": {"x": [' + b"{}," * (size // 3 - 10) + b"{}]}}}",
+        # 13 million short strings, each a value of its own.
+        "strings": b'{"x": [' + b'"ab",' * (size // 5 - 2) + b'"ab"]}',
+    }
+    expected = {
+        "events": f"more than {MAX_EVENTS} events",
+        "values": "HEADWATER_MAX_BODY_VALUES",
+        "strings": "HEADWATER_MAX_BODY_VALUES",
+    }
+    process = psutil.Process(server.pid)
+    before = process.memory_info().rss
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        while not done.is_set():
+            started = time.monotonic()
+            httpx.get(f"{server.url}/healthz", timeout=30).raise_for_status()
+            latencies.append(time.monotonic() - started)
+            time.sleep(0.05)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        for name, body in bodies.items():
+            assert len(body) <= 64 * 1024 * 1024, name
+            started = time.monotonic()
+            response = post(server, body)
+            took = time.monotonic() - started
+            assert response.status_code == 413, (name, response.text[:500])
+            assert expected[name] in response.json()["detail"], (name, response.text)
+            grown = (process.memory_info().rss - before) / 1e6
+            print(f"{name}: 413 in {took:.1f} s, server RSS +{grown:.0f} MB")
+            # Decoded, any of these takes gigabytes; refused, the body and a copy at most.
+            assert grown < 2 * len(body) / 1e6, (name, grown)
+    finally:
+        done.set()
+        prober.join()
+    print(f"/healthz meanwhile: max {max(latencies) * 1000:.0f} ms")
+    assert max(latencies) < 2.0
+    assert post(server, [event()]).status_code == 201
+    graphql = b'{"query": "{ __typename }", "variables": {"x": [' + b"[]," * 200_000 + b"[]]}}"
+    response = post(server, graphql, "/graphql", **{"Content-Type": "application/json"})
+    assert response.status_code == 413, response.text[:500]
+    assert "GraphQL" in response.json()["detail"]
+    response = post(server, {"query": "{ __typename }"}, "/graphql", **{"Content-Type": "application/json"})
+    assert response.json() == {"data": {"__typename": "Query"}}
 
 
 def sql_event(statements: int) -> dict[str, Any]:

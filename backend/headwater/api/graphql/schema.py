@@ -18,7 +18,12 @@ from headwater.api.graphql.limits import limit_extensions
 from headwater.api.graphql.mutations import Mutation
 from headwater.api.graphql.queries import Query
 from headwater.api.graphql.subscriptions import Subscription
+from headwater.api.rest.body import check_json_values
 from headwater.errors import AppError
+
+# JSON values in one GraphQL request or websocket message: an operation and its variables need far
+# fewer (MAX_TOKENS bounds the operation), and decoding is refused past this before it builds them.
+MAX_VALUES = 100_000
 
 schema = HeadwaterSchema(
     query=Query,
@@ -47,6 +52,12 @@ class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
     @property
     def graphql_ide_html(self) -> str:
         return graphiql_html()
+
+    def decode_json(self, data: str | bytes) -> object:
+        # A 64 MB body of `[]` would decode into gigabytes of lists: count before decoding.
+        body = data.encode() if isinstance(data, str) else data
+        check_json_values(body, MAX_VALUES, "that is the most a GraphQL request or message may hold")
+        return super().decode_json(data)
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         websocket = context.websocket

@@ -60,7 +60,7 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
     path; an unavailable database is a 503 (clients retry).
     """
     settings: Settings = state.settings
-    raw = await read_json_body(request, settings.max_body_bytes)
+    raw = await read_json_body(request, settings.max_body_bytes, settings.max_body_values)
     if isinstance(raw, list):
         events: list[ValidEvent] = []
         errors: list[FieldError] = []
@@ -103,7 +103,7 @@ async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> R
     batch; an event's errors past that are counted in its `errorsOmitted`.
     """
     settings: Settings = state.settings
-    raw = await read_json_body(request, settings.max_body_bytes)
+    raw = await read_json_body(request, settings.max_body_bytes, settings.max_body_values)
     if not isinstance(raw, list):
         raise InvalidEventError("A batch must be a JSON array of events.")
     valid: list[tuple[int, ValidEvent]] = []

@@ -108,7 +108,7 @@ async def post_trino_event(request: Request[Any, Any, Any], state: State) -> Res
     is a 400 naming each JSON path, and nothing is stored.
     """
     settings: Settings = state.settings
-    raw = await read_json_body(request, settings.max_body_bytes)
+    raw = await read_json_body(request, settings.max_body_bytes, settings.max_body_values)
     options = bridge_options(request.query_params)
     items, is_array = (raw, True) if isinstance(raw, list) else ([raw], False)
     if not items:
