@@ -38,6 +38,8 @@ def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
         chunk = _without_top(chunk)
     if isinstance(dialect, TSQL) and first in _ASSIGNING:
         chunk = _compound_assignments(chunk)
+    if isinstance(dialect, TSQL) and first == "CREATE":
+        chunk = _without_table_options(chunk)
     if isinstance(dialect, Teradata):
         chunk = _without_column_attributes(chunk)
     return chunk
@@ -60,6 +62,20 @@ def _without_top(chunk: list[Token]) -> list[Token]:
     if end < len(chunk) and chunk[end].text.upper() == "PERCENT":
         end += 1
     return chunk[:1] + chunk[end:]
+
+
+def _without_table_options(chunk: list[Token]) -> list[Token]:
+    """Synapse's and Fabric's `CREATE TABLE t WITH (DISTRIBUTION = …, CLUSTERED COLUMNSTORE INDEX)
+    AS SELECT …`: how the table is stored, in options sqlglot does not all read."""
+    for i, token in enumerate(chunk[:-1]):
+        if token.token_type == TokenType.WITH and chunk[i + 1].token_type == TokenType.L_PAREN:
+            close = matching_paren(chunk, i + 1)
+            if close is not None and close + 1 < len(chunk) and chunk[close + 1].text.upper() == "AS":
+                return chunk[:i] + chunk[close + 1 :]
+            return chunk
+        if token.token_type in {TokenType.ALIAS, TokenType.L_PAREN}:
+            return chunk  # past the table's name: a column list or the query
+    return chunk
 
 
 _COMPOUND = {
