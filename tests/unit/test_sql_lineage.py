@@ -140,6 +140,15 @@ def test_partition_exchange_not_understood_is_an_error_not_silence(sql: str, dia
     ]
 
 
+def test_insert_exec_warns_of_the_procedure_it_runs() -> None:
+    result = extract_lineage("INSERT INTO dbo.t (a)\n  EXEC dbo.load_rows @day = 1", "tsql")
+    assert result.errors == []
+    assert result.to_dict()["outputs"] == ["dbo.t"]
+    assert [str(w) for w in result.warnings] == [
+        "call of dbo.load_rows: the lineage of what it runs is not derived at line 2, column 8"
+    ]
+
+
 def test_loop_record_of_another_loop_is_not_a_table() -> None:
     # Two loops bind the same record name to different queries: each body reads its own loop's.
     result = extract_lineage(
@@ -426,7 +435,7 @@ def test_jsonl_line_without_sql_is_answered_with_an_error() -> None:
         (
             "BEGIN\n  EXECUTE IMMEDIATE v_sql;\nEND;",
             "oracle",
-            "dynamic SQL: the lineage of the SQL it runs is not derived at line 2, column 3",
+            "dynamic SQL: the lineage of the SQL it runs is not derived at line 2, column 8",
         ),
         (
             "CREATE PROCEDURE p() RETURNS STRING LANGUAGE JAVASCRIPT AS $$ return 1; $$",

@@ -572,6 +572,11 @@ class _Flattener:
     def _statement(self, tokens: list[Token]) -> None:
         if self.procedural and not self._tsql:
             tokens = _without_into_variables(tokens)
+        if self._tsql and _word(tokens[0]) == "INSERT":
+            # INSERT INTO t EXEC proc: the rows come from what the procedure runs.
+            call = _find(tokens, {"EXEC", "EXECUTE"})
+            if call is not None:
+                self._call(tokens[call:])
         self.out.append(tokens)
 
     # T-SQL -------------------------------------------------------------------------------

@@ -237,7 +237,7 @@ def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
         if keyword == "RENAME":
             return _rename_table(text, dialect)
         if keyword == "INSERT":
-            return _insert_directory(chunk, sql, dialect)
+            return _insert_directory(chunk, sql, dialect) or _insert_exec(chunk, sql, dialect)
         if keyword == "UPDATE":
             return _update_from_first(chunk, sql)
         if keyword == "ALTER":
@@ -430,6 +430,28 @@ def _table_at(tokens: list[Token], start: int) -> tuple[exp.Table | None, int]:
         parts = [exp.Identifier(this=".".join(p.name for p in parts[:-2])), *parts[-2:]]
     names = dict(zip(("this", "db", "catalog"), reversed(parts), strict=False))
     return exp.Table(**names), i
+
+
+def _insert_exec(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """T-SQL's `INSERT [INTO] t [(columns)] EXEC proc …`: t is written with rows whose lineage is
+    the procedure's (reported as a call that is not followed)."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    call = next((i for i, w in enumerate(words) if w in {"EXEC", "EXECUTE"}), None)
+    start = 2 if words[1:2] == ["INTO"] else 1
+    if call is None or call <= start:
+        return None
+    opening = next((i for i in range(start, call) if words[i] == "("), call)
+    table = exp.to_table(sql[chunk[start].start : chunk[opening - 1].end + 1], dialect=dialect)
+    target: exp.Expr = table
+    if opening < call:
+        names = [t for t in chunk[opening + 1 : call - 1] if t.token_type in _NAME_PARTS]
+        target = exp.Schema(
+            this=table,
+            expressions=[
+                exp.Identifier(this=t.text, quoted=t.token_type == TokenType.IDENTIFIER) for t in names
+            ],
+        )
+    return [exp.Insert(this=target)]
 
 
 def _insert_directory(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
