@@ -435,7 +435,7 @@ def test_jsonl_line_without_sql_is_answered_with_an_error() -> None:
         (
             "BEGIN\n  EXECUTE IMMEDIATE v_sql;\nEND;",
             "oracle",
-            "dynamic SQL: the lineage of the SQL it runs is not derived at line 2, column 8",
+            "dynamic SQL: the lineage of the SQL it runs is not derived at line 2, column 3",
         ),
         (
             "CREATE PROCEDURE p() RETURNS STRING LANGUAGE JAVASCRIPT AS $$ return 1; $$",
