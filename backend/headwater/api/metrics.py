@@ -50,10 +50,15 @@ KAFKA_DEAD_LETTERS = Counter(
 )
 KAFKA_PAUSES = Counter(
     "headwater_kafka_pauses_total",
-    "Times the consumer paused its partitions because the database was unavailable.",
+    "Times the consumer paused its partitions, by reason: the database unavailable, or backpressure "
+    "(more polled bytes waiting for their write than HEADWATER_KAFKA_MAX_IN_FLIGHT_BYTES).",
+    ["reason"],
 )
 KAFKA_PAUSED = Gauge("headwater_kafka_paused", "1 while the consumer's partitions are paused, else 0.")
 KAFKA_ASSIGNED = Gauge("headwater_kafka_assigned_partitions", "Partitions assigned to this consumer.")
+KAFKA_IN_FLIGHT = Gauge(
+    "headwater_kafka_in_flight_bytes", "Bytes of messages polled and not yet written and committed."
+)
 
 # The server's view of the dead-letter table, read when /metrics is scraped.
 DEAD_LETTERS_STORED = Gauge(

@@ -1,19 +1,26 @@
-"""The consume loop: poll, write, commit; pause while the database is away; dead-letter poison.
+"""The consume loop: poll, write, commit; pause on backpressure or while the database is away.
 
-Order of a poll: decode every message (poison ones are marked dead), write the live events in one
-transaction (``writes``), record the dead letters, then commit each partition's offset past its
+Two tasks share the work. The poller decodes each poll's messages (poison ones are marked dead) and
+queues them as a batch; the writer takes the batches in order, writes the live events of each in one
+transaction (``writes``), records its dead letters, then commits each partition's offset past its
 last message. Nothing is committed before its events are in PostgreSQL; a crash in between
 re-delivers, and re-delivered events are duplicates.
+
+The bytes queued and not yet committed are bounded (``max_in_flight_bytes``): past the bound the
+poller pauses every partition and goes on polling (so that the group keeps it as a member) until the
+writer has taken half of them. A slow or frozen database bounds memory, whatever the backlog.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import random
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -25,6 +32,7 @@ from headwater.api.metrics import (
     KAFKA_DEAD_LETTERS,
     KAFKA_EVENTS,
     KAFKA_EVENTS_PER_SECOND,
+    KAFKA_IN_FLIGHT,
     KAFKA_LAG,
     KAFKA_MESSAGES,
     KAFKA_PAUSED,
@@ -54,10 +62,21 @@ BACKOFF_MAX_S = 30.0
 # How often progress (events/s, lag) is logged while messages flow.
 _REPORT_EVERY_S = 30.0
 _RATE_WINDOW_S = 10.0
+# aiokafka's default.
+_FETCH_MAX_BYTES = 50 * 1024 * 1024
 
 
 class _StoppingError(Exception):
     """A stop was asked for while a write was being retried: leave without committing it."""
+
+
+@dataclass
+class _Batch:
+    """One poll's messages, waiting for their write, and the offsets to commit after it."""
+
+    items: list[Item]
+    offsets: dict[TopicPartition, int]
+    size: int
 
 
 class _Rebalance(ConsumerRebalanceListener):
@@ -67,11 +86,7 @@ class _Rebalance(ConsumerRebalanceListener):
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         if revoked:
             log.info("partitions revoked: %s", _names(revoked))
-        for tp in revoked:
-            self.owner.committed.pop(tp, None)
-            if tp in self.owner.lag_shown:
-                self.owner.lag_shown.discard(tp)
-                KAFKA_LAG.remove(tp.topic, str(tp.partition))
+        await self.owner.give_up(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         consumer = self.owner.consumer
@@ -82,7 +97,7 @@ class _Rebalance(ConsumerRebalanceListener):
             _names(consumer.assignment()) or "none",
         )
         if self.owner.paused and assigned:
-            # Partitions handed over while the database is away wait with the others.
+            # Partitions handed over while paused wait with the others.
             consumer.pause(*assigned)
 
 
@@ -122,33 +137,47 @@ class KafkaConsumer:
             heartbeat_interval_ms=options.session_timeout_ms // 3,
             # A topic that does not exist yet (created by its first producer) is picked up within this.
             metadata_max_age_ms=30_000,
+            # The client buffers a fetch answer of up to this many bytes on top of what is in flight
+            # (a broker may fill it from a single partition): bounded by the same setting.
+            fetch_max_bytes=min(_FETCH_MAX_BYTES, options.max_in_flight_bytes),
             **options.client_options(),
         )
         self.committed: dict[TopicPartition, int] = {}
         self.lag_shown: set[TopicPartition] = set()
+        self.queue: deque[_Batch] = deque()
+        self.queued = asyncio.Condition()
+        self.in_flight = 0
+        # The writer is between batches (set) or in the middle of one (clear).
+        self.writer_idle = asyncio.Event()
+        self.writer_idle.set()
+        self.database_down = False
+        self.throttled = False
         self.paused = False
         self._written: deque[tuple[float, int]] = deque()
         self._last_report = time.monotonic()
         self._since_report = 0
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Consume until ``stop`` is set; the batch in hand is written and committed first if it can be."""
+        """Consume until ``stop`` is set; the batch being written is written and committed first if it can be."""
         await self._start(stop)
         if stop.is_set():
             return
+        writer = asyncio.create_task(self._write_loop(stop))
         try:
-            while not stop.is_set():
-                batch = await self.consumer.getmany(timeout_ms=500)
-                if batch:
-                    try:
-                        await self._handle(batch, stop)
-                    except _StoppingError:
-                        break
+            while not stop.is_set() and not writer.done():
+                records = await self.consumer.getmany(timeout_ms=500)
+                if records:
+                    await self._enqueue(records)
                 await self._update_lag()
         finally:
+            async with self.queued:
+                self.queued.notify_all()
+            # The writer's own errors (a defect: not the database's) end the command.
+            await writer
             await self.consumer.stop()
             KAFKA_PAUSED.set(0)
             KAFKA_ASSIGNED.set(0)
+            KAFKA_IN_FLIGHT.set(0)
             log.info("consumer stopped; left group %s", self.options.group)
 
     async def _start(self, stop: asyncio.Event) -> None:
@@ -170,7 +199,8 @@ class KafkaConsumer:
             return
         self.consumer.subscribe(self.options.all_topics, listener=_Rebalance(self))
         log.info(
-            "consuming from %s: topics %s%s, group %s, batches of up to %d messages",
+            "consuming from %s: topics %s%s, group %s, batches of up to %d messages, "
+            "up to %d bytes in flight",
             _servers(self.options),
             ", ".join(self.options.topics) or "none",
             f", Trino topics {', '.join(self.options.trino_topics)}"
@@ -178,15 +208,65 @@ class KafkaConsumer:
             else "",
             self.options.group,
             self.options.batch_size,
+            self.options.max_in_flight_bytes,
         )
 
-    async def _handle(
-        self, batch: dict[TopicPartition, list[ConsumerRecord[Any, Any]]], stop: asyncio.Event
-    ) -> None:
-        items = [self._item(m) for messages in batch.values() for m in messages]
-        await self._write(items, stop)
-        self._count(items)
-        await self._commit({tp: messages[-1].offset + 1 for tp, messages in batch.items()})
+    async def _enqueue(self, records: dict[TopicPartition, list[ConsumerRecord[Any, Any]]]) -> None:
+        items = [self._item(m) for messages in records.values() for m in messages]
+        batch = _Batch(
+            items=items,
+            offsets={tp: messages[-1].offset + 1 for tp, messages in records.items()},
+            size=sum(len(i.value or b"") + len(i.key or b"") for i in items),
+        )
+        async with self.queued:
+            self.queue.append(batch)
+            self.in_flight += batch.size
+            self.queued.notify_all()
+        self._regulate()
+
+    async def _write_loop(self, stop: asyncio.Event) -> None:
+        while True:
+            async with self.queued:
+                await self.queued.wait_for(lambda: bool(self.queue) or stop.is_set())
+                if stop.is_set():
+                    return
+                batch = self.queue.popleft()
+                self.writer_idle.clear()
+            try:
+                await self._write(batch.items, stop)
+                self._count(batch.items)
+                await self._commit(batch.offsets)
+            except _StoppingError:
+                return
+            finally:
+                self.in_flight -= batch.size
+                self.writer_idle.set()
+                self._regulate()
+
+    async def give_up(self, revoked: set[TopicPartition]) -> None:
+        """Before partitions go to another member: drop what is queued of them, commit what is written."""
+        async with self.queued:
+            for batch in self.queue:
+                kept = [i for i in batch.items if TopicPartition(i.topic, i.partition) not in revoked]
+                dropped = sum(len(i.value or b"") + len(i.key or b"") for i in batch.items) - sum(
+                    len(i.value or b"") + len(i.key or b"") for i in kept
+                )
+                batch.items = kept
+                batch.offsets = {tp: o for tp, o in batch.offsets.items() if tp not in revoked}
+                batch.size -= dropped
+                self.in_flight -= dropped
+            while self.queue and not self.queue[0].items and not self.queue[0].offsets:
+                self.queue.popleft()
+        # The batch being written commits its offsets while the partitions are still this member's;
+        # if the database keeps it longer, the next owner reads its messages again (duplicates).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.writer_idle.wait(), self.options.session_timeout_ms / 1000 / 2)
+        for tp in revoked:
+            self.committed.pop(tp, None)
+            if tp in self.lag_shown:
+                self.lag_shown.discard(tp)
+                KAFKA_LAG.remove(tp.topic, str(tp.partition))
+        self._regulate()
 
     def _item(self, message: ConsumerRecord[Any, Any]) -> Item:
         fmt = self.formats.get(message.topic, "openlineage")
@@ -216,7 +296,7 @@ class KafkaConsumer:
         return item
 
     async def _write(self, items: list[Item], stop: asyncio.Event) -> None:
-        """Write until it succeeds: while the database is away, partitions are paused and polled idle."""
+        """Write until it succeeds: while the database is away, partitions stay paused."""
         delay = BACKOFF_FIRST_S
         while True:
             try:
@@ -230,37 +310,51 @@ class KafkaConsumer:
                     raise
                 if stop.is_set():
                     raise _StoppingError from exc
-                self._pause(exc)
-                await self._idle(delay * (0.5 + random.random()), stop)  # noqa: S311 - jitter
+                if self.database_down:
+                    log.warning("database still unavailable: %s", exc)
+                else:
+                    self.database_down = True
+                    KAFKA_PAUSES.labels("database").inc()
+                    log.warning(
+                        "database unavailable (%s): partitions paused, nothing committed past what "
+                        "is written; retrying",
+                        exc,
+                    )
+                    self._regulate()
+                await _wait(stop, delay * (0.5 + random.random()))  # noqa: S311 - jitter
                 delay = min(delay * 2, BACKOFF_MAX_S)
-        if self.paused:
-            self.paused = False
-            KAFKA_PAUSED.set(0)
-            self.consumer.resume(*self.consumer.assignment())
+        if self.database_down:
+            self.database_down = False
             log.info("database available again: partitions resumed")
+            self._regulate()
 
-    def _pause(self, exc: BaseException) -> None:
-        if self.paused:
-            log.warning("database still unavailable: %s", exc)
+    def _regulate(self) -> None:
+        """Pause every partition while the database is away or too much waits for its write."""
+        limit = self.options.max_in_flight_bytes
+        KAFKA_IN_FLIGHT.set(self.in_flight)
+        # Resume at half the bound, not just under it, so that a slow database does not make the
+        # consumer pause and resume at every batch.
+        full = self.in_flight >= limit or (self.throttled and self.in_flight > limit // 2)
+        if full != self.throttled:
+            self.throttled = full
+            if full:
+                KAFKA_PAUSES.labels("backpressure").inc()
+                log.info(
+                    "backpressure: %d bytes polled and not yet written; partitions paused",
+                    self.in_flight,
+                )
+            else:
+                log.info("backpressure over: %d bytes in flight; partitions resumed", self.in_flight)
+        wanted = self.throttled or self.database_down
+        if wanted == self.paused:
             return
-        self.paused = True
-        KAFKA_PAUSES.inc()
-        KAFKA_PAUSED.set(1)
-        self.consumer.pause(*self.consumer.assignment())
-        log.warning(
-            "database unavailable (%s): partitions paused, nothing committed past what is written; retrying",
-            exc,
-        )
-
-    async def _idle(self, seconds: float, stop: asyncio.Event) -> None:
-        """Poll the paused consumer so that the group keeps it as a member while it waits."""
-        deadline = time.monotonic() + seconds
-        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
-            records = await self.consumer.getmany(timeout_ms=int(min(left, 1.0) * 1000))
-            for tp, messages in records.items():
-                # A partition assigned between pause() and now: read it again once resumed.
-                self.consumer.seek(tp, messages[0].offset)
-                self.consumer.pause(tp)
+        self.paused = wanted
+        KAFKA_PAUSED.set(int(wanted))
+        assigned = self.consumer.assignment()
+        if wanted:
+            self.consumer.pause(*assigned)
+        else:
+            self.consumer.resume(*assigned)
 
     async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
         owned = self.consumer.assignment()

@@ -17,6 +17,9 @@ DEFAULT_BATCH_SIZE = 1000
 DEFAULT_SESSION_TIMEOUT_MS = 10_000
 # What a dead letter keeps of its message; a longer one is cut and can no longer be replayed.
 DEFAULT_DEAD_LETTER_MAX_BYTES = 1024 * 1024
+# Bytes of messages polled but not yet written: past it the consumer pauses its partitions until the
+# writes have taken half of it, so that a slow or frozen database bounds the memory, not the backlog.
+DEFAULT_MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
 
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -34,6 +37,7 @@ class ConsumeOptions:
     group: str = DEFAULT_GROUP
     batch_size: int = DEFAULT_BATCH_SIZE
     dead_letter_max_bytes: int = DEFAULT_DEAD_LETTER_MAX_BYTES
+    max_in_flight_bytes: int = DEFAULT_MAX_IN_FLIGHT_BYTES
     metrics_port: int | None = None
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     security_protocol: str = "PLAINTEXT"
@@ -192,6 +196,13 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> C
             0,
         )
         or 0,
+        max_in_flight_bytes=_int(
+            env.get("HEADWATER_KAFKA_MAX_IN_FLIGHT_BYTES"),
+            "HEADWATER_KAFKA_MAX_IN_FLIGHT_BYTES",
+            DEFAULT_MAX_IN_FLIGHT_BYTES,
+            1,
+        )
+        or DEFAULT_MAX_IN_FLIGHT_BYTES,
         session_timeout_ms=_int(
             env.get("HEADWATER_KAFKA_SESSION_TIMEOUT_MS"),
             "HEADWATER_KAFKA_SESSION_TIMEOUT_MS",

@@ -1,0 +1,131 @@
+"""Backpressure: a frozen database under a large backlog pauses the partitions, and memory stays bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import asyncpg
+import psutil
+import pytest
+
+from tests.kafka.events import spark_run, wire
+from tests.kafka.running import committed_offsets, count_events, wait_for
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+PARTITIONS = 4
+RUNS = 4500  # two events each
+IN_FLIGHT = 2 * 1024 * 1024
+
+
+def _padded(app: int) -> list[bytes]:
+    """Events of a run with a large run facet of its producer's (some 10 KB each, many small objects
+    once decoded): the backlog is far larger, decoded, than what the consumer may hold."""
+    wide = {
+        "_producer": "https://example.com/test",
+        "_schemaURL": "https://example.com/test/StepsRunFacet.json",
+        "steps": [{"name": f"step_{i}", "kind": "varchar", "note": "x"} for i in range(150)],
+    }
+    out = []
+    for event in spark_run(app, 0):
+        body = json.loads(wire(event))
+        body["run"]["facets"]["steps"] = wide
+        out.append(json.dumps(body).encode())
+    return out
+
+
+def _produce(bootstrap: str, topic: str, producer_factory) -> tuple[int, int]:
+    producer = producer_factory(**{"linger.ms": 20, "batch.size": 1_000_000})
+    count = size = 0
+    for app in range(RUNS):
+        for body in _padded(app):
+            producer.produce(topic, body, key=str(app).encode(), partition=app % PARTITIONS)
+            count += 1
+            size += len(body)
+        producer.poll(0)
+    assert producer.flush(60) == 0, "the producer did not deliver every event"
+    return count, size
+
+
+def _rss(pid: int) -> int:
+    return psutil.Process(pid).memory_info().rss
+
+
+async def test_frozen_database_under_a_backlog_pauses_and_memory_stays_bounded(
+    kafka, topic, database, consumers
+):
+    name = topic(PARTITIONS)
+    group = f"g-{name}"
+    count, backlog = _produce(kafka.bootstrap, name, kafka.producer)
+    assert backlog > 80 * 1024 * 1024
+
+    # The database frozen for ingest: a lock every write waits on (under the statement timeout).
+    blocker = await asyncpg.connect(database)
+    transaction = blocker.transaction()
+    await transaction.start()
+    await blocker.execute("LOCK TABLE raw_events IN ACCESS EXCLUSIVE MODE")
+    try:
+        consumer = consumers(
+            database,
+            kafka.bootstrap,
+            "--topic",
+            name,
+            "--group",
+            group,
+            "--batch-size",
+            "100",
+            env={"HEADWATER_KAFKA_MAX_IN_FLIGHT_BYTES": str(IN_FLIGHT)},
+        )
+
+        async def started() -> bool:
+            return "consuming from" in consumer.output()
+
+        await wait_for(started, what="the consumer to start", alive=[consumer])
+        baseline = _rss(consumer.proc.pid)
+
+        async def throttled() -> bool:
+            return "backpressure:" in consumer.output()
+
+        await wait_for(throttled, what="the consumer to pause on backpressure", alive=[consumer])
+        at_pause = _rss(consumer.proc.pid)
+        # Frozen for a while: the consumer polls its paused partitions and holds no more.
+        peak = at_pause
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            consumer.check_running()
+            peak = max(peak, _rss(consumer.proc.pid))
+            await asyncio.sleep(0.2)
+        offsets = await committed_offsets(kafka.bootstrap, group, name, PARTITIONS)
+        assert all(o <= 0 for o in offsets.values()), offsets
+        frozen_peak = peak
+    finally:
+        await transaction.rollback()
+        await blocker.close()
+
+    async def caught_up() -> bool:
+        nonlocal peak
+        peak = max(peak, _rss(consumer.proc.pid))
+        return await count_events(database) == count
+
+    await wait_for(caught_up, timeout=240, what="every event of the backlog", alive=[consumer])
+    output = consumer.output()
+    assert "backpressure over" in output
+    # The consumer held at most its in-flight bound (decoded) and a fetch per partition, not the
+    # backlog: without the bound it reads the whole backlog while the database is frozen.
+    # Without the bound, the consumer goes on reading the backlog (several times its 85 MiB once
+    # decoded) while the database is frozen. Measured with 2 MiB in flight and writes of 100
+    # messages: no more while frozen than at the pause, 40 to 45 MiB more than at start overall.
+    frozen = frozen_peak - at_pause
+    assert frozen < 16 * 2**20, f"memory grew by {frozen / 2**20:.0f} MiB while frozen"
+    overall = peak - baseline
+    assert overall < backlog * 3 / 4, (
+        f"memory grew by {overall / 2**20:.0f} MiB for a {backlog / 2**20:.0f} MiB backlog"
+    )
+    print(
+        f"backlog {backlog / 2**20:.0f} MiB ({count} events): consumer RSS "
+        f"{baseline / 2**20:.0f} MiB at start, {at_pause / 2**20:.0f} MiB at the pause, {frozen_peak / 2**20:.0f} MiB at most while the "
+        f"database was frozen, {peak / 2**20:.0f} MiB at most overall"
+    )
+    assert consumer.stop() == 0
