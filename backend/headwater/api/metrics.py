@@ -56,6 +56,9 @@ KAFKA_PAUSES = Counter(
 )
 KAFKA_PAUSED = Gauge("headwater_kafka_paused", "1 while the consumer's partitions are paused, else 0.")
 KAFKA_ASSIGNED = Gauge("headwater_kafka_assigned_partitions", "Partitions assigned to this consumer.")
+KAFKA_BROKER_UP = Gauge(
+    "headwater_kafka_broker_reachable", "0 while the consumer cannot reach any Kafka broker, else 1."
+)
 KAFKA_IN_FLIGHT = Gauge(
     "headwater_kafka_in_flight_bytes", "Bytes of messages polled and not yet written and committed."
 )

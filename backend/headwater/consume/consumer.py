@@ -29,6 +29,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from headwater.api.metrics import (
     KAFKA_ASSIGNED,
+    KAFKA_BROKER_UP,
     KAFKA_DEAD_LETTERS,
     KAFKA_EVENTS,
     KAFKA_EVENTS_PER_SECOND,
@@ -64,6 +65,34 @@ _REPORT_EVERY_S = 30.0
 _RATE_WINDOW_S = 10.0
 # aiokafka's default.
 _FETCH_MAX_BYTES = 50 * 1024 * 1024
+# After this long without messages the consumer asks the brokers for metadata, to tell an idle topic
+# from brokers that are gone (aiokafka reconnects by itself, quietly).
+_PROBE_AFTER_S = 5.0
+_AIOKAFKA_LOGGERS = (
+    "aiokafka",
+    "aiokafka.cluster",
+    "aiokafka.conn",
+    "aiokafka.consumer.consumer",
+    "aiokafka.consumer.fetcher",
+    "aiokafka.consumer.group_coordinator",
+)
+
+
+class _QuietWhileBrokerDown(logging.Filter):
+    """Drop aiokafka's errors while the brokers are known to be gone: it logs each reconnection
+    attempt (ten a second), and the consumer's own warning already says what is wrong. Its first
+    error has the brokers probed at the next idle poll, so that the warning comes at once."""
+
+    def __init__(self, owner: KafkaConsumer) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.owner.broker_down:
+            return False
+        if record.levelno >= logging.ERROR:
+            self.owner.probe_soon()
+        return True
 
 
 class _StoppingError(Exception):
@@ -153,12 +182,26 @@ class KafkaConsumer:
         self.database_down = False
         self.throttled = False
         self.paused = False
+        self.broker_down = False
+        self._heard_from_broker = time.monotonic()
         self._written: deque[tuple[float, int]] = deque()
         self._last_report = time.monotonic()
         self._since_report = 0
 
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until ``stop`` is set; the batch being written is written and committed first if it can be."""
+        quiet = _QuietWhileBrokerDown(self)
+        # Filters apply to the logger a record is logged on, not to its parents: one per logger.
+        noisy = [logging.getLogger(n) for n in _AIOKAFKA_LOGGERS]
+        for logger in noisy:
+            logger.addFilter(quiet)
+        try:
+            await self._consume(stop)
+        finally:
+            for logger in noisy:
+                logger.removeFilter(quiet)
+
+    async def _consume(self, stop: asyncio.Event) -> None:
         await self._start(stop)
         if stop.is_set():
             return
@@ -167,8 +210,13 @@ class KafkaConsumer:
             while not stop.is_set() and not writer.done():
                 records = await self.consumer.getmany(timeout_ms=500)
                 if records:
+                    self._heard_from_broker = time.monotonic()
+                    self._broker_back()
                     await self._enqueue(records)
-                await self._update_lag()
+                elif time.monotonic() - self._heard_from_broker >= _PROBE_AFTER_S:
+                    await self._probe_brokers()
+                if not self.broker_down:
+                    await self._update_lag()
         finally:
             async with self.queued:
                 self.queued.notify_all()
@@ -198,6 +246,7 @@ class KafkaConsumer:
         else:
             return
         self.consumer.subscribe(self.options.all_topics, listener=_Rebalance(self))
+        KAFKA_BROKER_UP.set(1)
         log.info(
             "consuming from %s: topics %s%s, group %s, batches of up to %d messages, "
             "up to %d bytes in flight",
@@ -267,6 +316,35 @@ class KafkaConsumer:
                 self.lag_shown.discard(tp)
                 KAFKA_LAG.remove(tp.topic, str(tp.partition))
         self._regulate()
+
+    def probe_soon(self) -> None:
+        self._heard_from_broker = time.monotonic() - _PROBE_AFTER_S
+
+    async def _probe_brokers(self) -> None:
+        """Say in the log when the brokers are lost and when they are back; aiokafka reconnects,
+        rejoins the group and resumes from the committed offsets (the earliest if they are gone)."""
+        try:
+            await asyncio.wait_for(self.consumer.topics(), _PROBE_AFTER_S)
+        except (KafkaError, TimeoutError) as exc:
+            if not self.broker_down:
+                self.broker_down = True
+                KAFKA_BROKER_UP.set(0)
+                log.warning(
+                    "lost Kafka at %s (%s): reconnecting; nothing is committed until it is back",
+                    _servers(self.options),
+                    exc or type(exc).__name__,
+                )
+            # Whether it failed or timed out, ask again after the same interval, not at every poll.
+            self._heard_from_broker = time.monotonic()
+            return
+        self._heard_from_broker = time.monotonic()
+        self._broker_back()
+
+    def _broker_back(self) -> None:
+        if self.broker_down:
+            self.broker_down = False
+            KAFKA_BROKER_UP.set(1)
+            log.info("Kafka at %s reachable again: consuming", _servers(self.options))
 
     def _item(self, message: ConsumerRecord[Any, Any]) -> Item:
         fmt = self.formats.get(message.topic, "openlineage")
