@@ -18,6 +18,7 @@ from headwater.api.auth import require_key
 from headwater.api.console.routes import console_page, console_static_router
 from headwater.api.graphql.graphiql import graphiql_static_router
 from headwater.api.graphql.schema import GraphQLController
+from headwater.api.graphql.stalled import guard_websockets
 from headwater.api.metrics import MetricsController, prometheus_config
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
 from headwater.api.rest.catalog import catalog_handlers, keep_encoded_slashes
@@ -90,7 +91,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await app.state.ingest_queue.stop()
             await app.state.pool.close()
 
-    return keep_encoded_slashes(
+    app = keep_encoded_slashes(
         Litestar(
             route_handlers=[
                 post_lineage,
@@ -129,3 +130,4 @@ def create_app(settings: Settings | None = None) -> Litestar:
             openapi_config=OpenAPIConfig(title="Headwater", version=__version__, path="/docs"),
         )
     )
+    return guard_websockets(app, settings.subscriber_stall_s)

@@ -1,0 +1,90 @@
+"""Websocket clients that stop reading: found at the socket and disconnected.
+
+A subscriber that never reads its socket fills the buffers on the way: the client's, the
+server's kernel send buffer, then the transport's. Until they are full every change is still
+rendered and written for it, so they are kept small (``SEND_BUFFER_BYTES`` each, about a hundred
+changes): a stalled subscriber costs the server little, and soon. Once they are full its
+subscription stops taking changes; the feed keeps at most its queue for it, then re-reads from the
+change log what it missed (``feed/hub.py``), so memory stays bounded. A send that cannot go out for
+``stall_s`` seconds ends the connection: a close frame (1013, Try Again Later) is queued behind the
+buffered changes for a client that reads again within ``stall_s`` more, the connection is reset
+otherwise. The client resumes with ``after`` = the cursor of the last change it received.
+
+The transport is uvicorn's (the ASGI ``send`` is a method of its connection); under another
+server the buffers and the stall are left to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import struct
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from litestar import Litestar
+    from litestar.types import Message, Receive, Scope, Send
+
+logger = logging.getLogger("headwater.subscriptions")
+
+SEND_BUFFER_BYTES = 16 * 1024
+# 1013, Try Again Later: the client may resume from its last cursor.
+CLOSE_CODE = 1013
+CLOSE_REASON = "stopped reading; resume with `after` = the cursor of the last change received"
+
+
+def guard_websockets(app: Litestar, stall_s: float) -> Litestar:
+    """Wrap ``app`` so that its websockets have small send buffers and end when stalled."""
+    inner = app.asgi_handler
+
+    async def handler(scope: Scope, receive: Receive, send: Send) -> None:
+        transport = _transport(send) if scope["type"] == "websocket" else None
+        if transport is None:
+            await inner(scope, receive, send)
+            return
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
+        transport.set_write_buffer_limits(high=SEND_BUFFER_BYTES)
+
+        async def send_or_disconnect(message: Message) -> None:
+            try:
+                await asyncio.wait_for(send(message), stall_s)
+                return
+            except TimeoutError:
+                pass
+            client = scope.get("client")
+            logger.warning(
+                "websocket client %s read nothing for %.0f s; disconnected",
+                f"{client[0]}:{client[1]}" if client else "?",
+                stall_s,
+            )
+            # The close frame goes behind what is buffered: a client that reads again within
+            # stall_s gets it; one that does not is reset.
+            transport.write(_close_frame(CLOSE_CODE, CLOSE_REASON))
+            transport.close()
+            asyncio.get_running_loop().call_later(stall_s, transport.abort)
+            # Either way uvicorn then reports the disconnection, and the connection's tasks (this
+            # send's included) are cancelled; an error here would only be logged as one.
+            await asyncio.sleep(stall_s + 5)
+            raise ConnectionResetError("the websocket client stopped reading")
+
+        await inner(scope, receive, send_or_disconnect)
+
+    app.asgi_handler = handler
+    return app
+
+
+def _close_frame(code: int, reason: str) -> bytes:
+    """A websocket close frame as a server sends it (unmasked); the reason fits in 123 bytes."""
+    payload = struct.pack("!H", code) + reason.encode()
+    return bytes([0x88, len(payload)]) + payload
+
+
+def _transport(send: Send) -> Any:
+    """The connection's transport (asyncio's or uvloop's, alike but unrelated classes), or None."""
+    connection = getattr(send, "__self__", None)
+    transport = getattr(connection, "transport", None)
+    wanted = ("abort", "get_extra_info", "set_write_buffer_limits")
+    return transport if all(hasattr(transport, name) for name in wanted) else None

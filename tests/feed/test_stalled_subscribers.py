@@ -1,0 +1,124 @@
+"""Subscribers that never read their socket, against a real `headwater serve`: they are
+disconnected once their buffers are full and a send has waited HEADWATER_SUBSCRIBER_STALL_S, a
+reading subscriber meanwhile gets every change, and the server's memory stays bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import psutil
+import pytest
+import websockets
+
+from tests.factories import run_event
+from tests.feed.stalled_clients import read_messages, stalled_subscriber
+from tests.pg import migrated_database
+from tests.server import HeadwaterServer, running_headwater
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+STALL_S = 3
+STALLED = 200
+
+
+@pytest.fixture(scope="module")
+async def stalled_database(pg_server: str) -> AsyncIterator[str]:
+    async with migrated_database(pg_server, "headwater_trust_stalled") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, stalled_database: str) -> Iterator[HeadwaterServer]:
+    log = tmp_path_factory.mktemp("stalled") / "serve.log"
+    with running_headwater(
+        stalled_database, log, env={"HEADWATER_SUBSCRIBER_STALL_S": str(STALL_S)}
+    ) as running:
+        yield running
+
+
+def wide_event(tag: str, i: int) -> dict:
+    """A run reading 20 datasets: its changes carry every edge, a few kB each."""
+    return run_event(
+        f"{tag}_{i}", inputs=[f"{tag}_in_{i}_{k}" for k in range(20)], outputs=[f"{tag}_out_{i}"]
+    )
+
+
+async def post_for(server: HeadwaterServer, tag: str, seconds: float) -> tuple[int, float]:
+    """Events posted one at a time for about ``seconds``: how many, and the rate."""
+    headers = {"Authorization": f"Bearer {server.api_key}"}
+    async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=60) as http:
+        started, n = time.perf_counter(), 0
+        while time.perf_counter() - started < seconds:
+            response = await http.post("/api/v1/lineage", json=wide_event(tag, n))
+            assert response.status_code == 201, response.text
+            n += 1
+        return n, n / (time.perf_counter() - started)
+
+
+async def test_subscribers_that_never_read_are_disconnected_and_cost_bounded_memory(server):
+    process = psutil.Process(server.pid)
+    await post_for(server, "warmup", 3)
+    _, alone = await post_for(server, "alone", 8)
+    rss_before = process.memory_info().rss
+    stalled = [
+        await asyncio.to_thread(stalled_subscriber, server.url, server.api_key) for _ in range(STALLED)
+    ]
+    # One of them reads again as soon as the server logs its disconnection: it gets what was
+    # buffered, then the close frame.
+    late = stalled.pop()
+    late_told: list[dict | int] = []
+
+    def read_when_disconnected() -> None:
+        mark = f"127.0.0.1:{late.getsockname()[1]} read nothing"
+        deadline = time.monotonic() + 60
+        while mark not in server.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        late_told.extend(read_messages(late))
+
+    late_reader = threading.Thread(target=read_when_disconnected)
+    late_reader.start()
+    query = "subscription { lineageChanges { cursor kind nodeId } }"
+    ws_url = server.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(ws_url, subprotocols=["graphql-transport-ws"]) as reader:
+        await reader.send(json.dumps({"type": "connection_init", "payload": {"apiKey": server.api_key}}))
+        assert json.loads(await reader.recv())["type"] == "connection_ack"
+        await reader.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query}}))
+        await asyncio.sleep(0.5)
+        sent, during = await post_for(server, "during", 20)
+        _, after = await post_for(server, "after", 8)
+        rss_after = process.memory_info().rss
+        # The reading subscriber got a change for every run posted meanwhile, in time.
+        runs: set[str] = set()
+        with contextlib.suppress(TimeoutError):
+            while len(runs) < sent:
+                message = json.loads(await asyncio.wait_for(reader.recv(), 10))
+                assert message["type"] == "next", message
+                node = message["payload"]["data"]["lineageChanges"]["nodeId"]
+                if "during_" in node and node.startswith("job:"):
+                    runs.add(node)
+        assert len(runs) == sent, (len(runs), sent)
+    for sock in stalled:
+        # What got through before the reset: changes only, no more than the buffers held.
+        messages = read_messages(sock)
+        assert all(isinstance(m, dict) and m["type"] == "next" for m in messages), messages[-1:]
+        assert len(messages) < sent * 10
+        sock.close()
+    late_reader.join()
+    late.close()
+    assert late_told[-1] == 1013, late_told[-3:]
+    assert all(isinstance(m, dict) and m["type"] == "next" for m in late_told[:-1])
+    log = server.log.read_text()
+    print(
+        f"ingest alone {alone:.1f} events/s, with {STALLED} stalled subscribers {during:.1f}, "
+        f"after they were disconnected {after:.1f}; server RSS +{(rss_after - rss_before) / 1e6:.0f} MB; "
+        f"{log.count('read nothing')} disconnected"
+    )
+    assert log.count("read nothing") == STALLED
+    assert after >= 0.5 * alone, (alone, during, after)
+    assert rss_after - rss_before < 100e6
