@@ -28,6 +28,7 @@ from headwater.api.rest.health import healthz, readyz
 from headwater.api.rest.ingest import post_lineage, post_lineage_batch
 from headwater.api.rest.lineage import get_lineage, get_lineage_path
 from headwater.api.rest.trino import post_trino_event
+from headwater.consume.lifespan import kafka_consumer
 from headwater.db.pool import create_pool
 from headwater.errors import AppError
 from headwater.feed.lifespan import change_feed
@@ -113,7 +114,14 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ],
             middleware=[retry_after(settings.retry_after_s), prometheus_config.middleware],
             guards=[require_key],
-            lifespan=[lifespan, change_feed, governance_worker, periodic_upkeep, *mcp_lifespans],
+            lifespan=[
+                lifespan,
+                kafka_consumer,
+                change_feed,
+                governance_worker,
+                periodic_upkeep,
+                *mcp_lifespans,
+            ],
             state=State(
                 {
                     "settings": settings,

@@ -222,6 +222,10 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     from headwater.governance.command import policy_or_error
 
     policy_or_error(settings.policies_file)
+    if settings.kafka_consume:
+        from headwater.consume.command import check_serve_options
+
+        check_serve_options()
     with database(settings.database_url, settings.data_dir) as url:
         # A server configured with a database waits for it (an orchestrator may start both at
         # once); the embedded one is already running.

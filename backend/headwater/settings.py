@@ -56,6 +56,9 @@ class Settings:
     mcp: bool = True
     # Days of history `serve` keeps, removing the rest once an hour; None keeps everything.
     retention_days: int | None = None
+    # `serve` runs the consumer of `headwater consume` too when HEADWATER_KAFKA_BOOTSTRAP_SERVERS is
+    # set (its other HEADWATER_KAFKA_* settings as for `headwater consume`).
+    kafka_consume: bool = False
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -115,6 +118,7 @@ class Settings:
             metrics_open=env.get("HEADWATER_METRICS_OPEN", "").lower() in ("1", "true", "yes"),
             mcp=env.get("HEADWATER_MCP", "1").lower() not in ("0", "false", "no", "off"),
             retention_days=retention_days,
+            kafka_consume=bool(env.get("HEADWATER_KAFKA_BOOTSTRAP_SERVERS", "").strip()),
         )
 
 

@@ -44,6 +44,26 @@ def _bridge() -> BridgeOptions:
         raise CommandError(exc.message) from None
 
 
+def check_serve_options() -> None:
+    """`serve` with HEADWATER_KAFKA_BOOTSTRAP_SERVERS: stop before starting workers if the consumer
+    they would run is misconfigured."""
+    try:
+        import aiokafka  # noqa: F401
+    except ImportError:
+        raise CommandError(
+            "HEADWATER_KAFKA_BOOTSTRAP_SERVERS is set, and consuming from Kafka needs aiokafka: "
+            "pip install 'headwater[kafka]'"
+        ) from None
+    from headwater.consume.options import OptionError, from_environment
+
+    try:
+        options = from_environment()
+    except OptionError as exc:
+        raise CommandError(f"serve with HEADWATER_KAFKA_BOOTSTRAP_SERVERS set: {exc}") from None
+    if options.trino_topics:
+        _bridge()
+
+
 def run_consume(args: argparse.Namespace) -> int:
     """`headwater consume`: migrate like `serve`, then consume until interrupted."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -232,6 +232,13 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> C
     )
 
 
+def from_environment(env: Mapping[str, str] | None = None) -> ConsumeOptions:
+    """Options from HEADWATER_KAFKA_* alone, as `serve` reads them."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return resolve(parser.parse_args([]), env)
+
+
 def add_dead_letter_arguments(parser: argparse.ArgumentParser) -> None:
     """`headwater dead-letters list|replay|purge` and what each selects."""
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
