@@ -7,6 +7,14 @@ change of that run arriving. Prints the median, p95 and max.
 
     python tests/benchmarks/subscriptions.py [--subscribers 100] [--events 50] [--gap-ms 100]
 
+With --stalled N it measures instead what subscribers that never read cost ingest: one server,
+events posted one at a time for --seconds with no subscriber, then with N subscribers of every
+change that never read their sockets (raw sockets, 4 KiB receive buffers), until the server has
+disconnected them all (HEADWATER_SUBSCRIBER_STALL_S), then again; it prints events/s per phase and
+per 2 s window, and the server's memory.
+
+    python tests/benchmarks/subscriptions.py --stalled 200 [--seconds 20]
+
 The database server is $HEADWATER_BENCH_SERVER_URL, else the local one (postgresql://postgres@
 127.0.0.1:5432/postgres); the benchmark database is created and dropped. A negative latency means
 the change reached the subscriber before the client had read the 201.
@@ -29,7 +37,12 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+import psutil
 import websockets
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.feed.stalled_clients import stalled_subscriber
 
 from headwater.db.migrate import migrate
 
@@ -165,11 +178,71 @@ async def measure(writer: str, reader: str, subscribers: int, events: int, gap: 
     return [(s.arrivals[r] - t) * 1000 for s in subs for r, t in sent.items() if r in s.arrivals]
 
 
+async def post_windows(url: str, seconds: float, until: asyncio.Event | None = None) -> list[float]:
+    """Events posted one at a time for ``seconds`` (or until ``until`` is set, then 2 s more):
+    events/s in each 2 s window."""
+    rates: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        started = window = time.perf_counter()
+        count = 0
+        done_at = None
+        while True:
+            now = time.perf_counter()
+            if until is not None and until.is_set() and done_at is None:
+                done_at = now
+            if (until is None and now - started >= seconds) or (done_at and now - done_at >= 2):
+                break
+            response = await http.post("/api/v1/lineage", json=start_event(str(uuid.uuid4())))
+            assert response.status_code == 201, response.text
+            count += 1
+            if time.perf_counter() - window >= 2:
+                rates.append(count / (time.perf_counter() - window))
+                window, count = time.perf_counter(), 0
+    return rates
+
+
+async def measure_stalled(url: str, log: Path, pid: int, stalled: int, seconds: float) -> None:
+    process = psutil.Process(pid)
+    await post_windows(url, 3)  # warm-up
+    alone = await post_windows(url, seconds)
+    rss_before = process.memory_info().rss
+    socks = [await asyncio.to_thread(stalled_subscriber, url) for _ in range(stalled)]
+    gone = asyncio.Event()
+
+    async def watch() -> None:
+        while log.read_text().count("read nothing") < stalled:
+            await asyncio.sleep(0.2)
+        gone.set()
+
+    watcher = asyncio.create_task(watch())
+    started = time.perf_counter()
+    during = await post_windows(url, 0, until=gone)
+    took = time.perf_counter() - started
+    await watcher
+    after = await post_windows(url, seconds)
+    rss_after = process.memory_info().rss
+    for sock in socks:
+        sock.close()
+
+    def mean(rates: list[float]) -> float:
+        return statistics.mean(rates) if rates else 0.0
+
+    print(f"ingest, events posted one at a time: {mean(alone):.1f} events/s with no subscriber")
+    print(
+        f"with {stalled} stalled subscribers: {mean(during):.1f} events/s over the {took:.0f} s until "
+        f"all were disconnected (2 s windows: {', '.join(f'{r:.1f}' for r in during)})"
+    )
+    print(f"after they were disconnected: {mean(after):.1f} events/s")
+    print(f"server RSS {rss_before / 1e6:.0f} MB before them, {rss_after / 1e6:.0f} MB after")
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subscribers", type=int, default=100)
     parser.add_argument("--events", type=int, default=50)
     parser.add_argument("--gap-ms", type=float, default=100)
+    parser.add_argument("--stalled", type=int, default=0, help="measure stalled subscribers instead")
+    parser.add_argument("--seconds", type=float, default=20)
     args = parser.parse_args()
 
     server = os.environ.get(
@@ -185,6 +258,12 @@ async def main() -> int:
         await migrate(conn)
         await conn.close()
         logs = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
+        if args.stalled:
+            a, writer = start_replica(database_url, logs / "a.log")
+            replicas = [a]
+            await wait_ready(writer)
+            await measure_stalled(writer, logs / "a.log", a.pid, args.stalled, args.seconds)
+            return 0
         (a, writer), (b, reader) = (
             start_replica(database_url, logs / "a.log"),
             start_replica(database_url, logs / "b.log"),
