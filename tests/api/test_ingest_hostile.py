@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+import websockets
 
 from headwater.api.rest.body import count_json_values
 from headwater.ingest.validate import (
@@ -196,7 +197,7 @@ def test_errors_of_a_huge_array_are_bounded(server):
 def test_values_are_counted_outside_strings_only():
     assert count_json_values(b'{"a": "x,y:[{", "b": [1, 2, {"c": null}]}', 100) == 10
     # Escaped quotes and backslashes do not end a string; one cut in two by a chunk still counts.
-    assert count_json_values(b'["\\", "\\\",[", 3]', 100) == 4
+    assert count_json_values(b'["\\", "\\",[", 3]', 100) == 4
     assert count_json_values(b"[" + b'"' + b"," * 3_000_000 + b'", 1]', 100) == 3
     # Counting stops once past the bound, a chunk after it at most.
     assert 10 < count_json_values(b"[" + b"0," * 2_000_000 + b"0]", 10) < 1_000_000
@@ -253,8 +254,28 @@ def test_huge_bodies_of_tiny_values_are_refused_undecoded_in_bounded_memory(serv
     response = post(server, graphql, "/graphql", **{"Content-Type": "application/json"})
     assert response.status_code == 413, response.text[:500]
     assert "GraphQL" in response.json()["detail"]
-    response = post(server, {"query": "{ __typename }"}, "/graphql", **{"Content-Type": "application/json"})
+    response = post(
+        server, {"query": "{ __typename }"}, "/graphql", **{"Content-Type": "application/json"}
+    )
     assert response.json() == {"data": {"__typename": "Query"}}
+
+
+async def test_a_websocket_message_of_too_many_values_closes_with_1009(server):
+    url = server.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=["graphql-transport-ws"]) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": {"apiKey": server.api_key}}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        query = "subscription { lineageChanges { cursor } }"
+        variables = {"x": [[]] * 200_000}
+        await ws.send(
+            json.dumps(
+                {"id": "1", "type": "subscribe", "payload": {"query": query, "variables": variables}}
+            )
+        )
+        with pytest.raises(websockets.ConnectionClosed):
+            await ws.recv()
+        assert ws.close_code == 1009
+        assert "100000 JSON values" in (ws.close_reason or "")
 
 
 def sql_event(statements: int) -> dict[str, Any]:

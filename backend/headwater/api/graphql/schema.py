@@ -5,8 +5,11 @@ GraphiQL is our own page (graphiql.html) whose assets are served from the packag
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.litestar import make_graphql_controller
+from strawberry.litestar.controller import LitestarWebSocketAdapter
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types.unset import UNSET, UnsetType
 
@@ -19,7 +22,7 @@ from headwater.api.graphql.mutations import Mutation
 from headwater.api.graphql.queries import Query
 from headwater.api.graphql.subscriptions import Subscription
 from headwater.api.rest.body import check_json_values
-from headwater.errors import AppError
+from headwater.errors import AppError, PayloadTooLargeError
 
 # JSON values in one GraphQL request or websocket message: an operation and its variables need far
 # fewer (MAX_TOKENS bounds the operation), and decoding is refused past this before it builds them.
@@ -42,12 +45,25 @@ _StrawberryController = make_graphql_controller(
 )
 
 
+class _WebSocketAdapter(LitestarWebSocketAdapter):
+    """Strawberry's, but a message refused by `decode_json` closes the socket with 1009 (Message
+    Too Big) instead of an internal error."""
+
+    async def iter_json(self, *, ignore_parsing_errors: bool = False) -> AsyncGenerator[object, None]:
+        try:
+            async for message in super().iter_json(ignore_parsing_errors=ignore_parsing_errors):
+                yield message
+        except PayloadTooLargeError:
+            await self.close(1009, f"a message may hold at most {MAX_VALUES} JSON values")
+
+
 # strawberry builds the controller class at run time, which a type checker cannot follow.
 class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
     """Strawberry's controller, with GraphiQL from the package instead of a CDN, and websockets
     that may carry their API key in `connection_init` (browsers cannot set a header on them)."""
 
     include_in_schema = False  # GraphQL documents itself (schemas/graphql/schema.graphql)
+    websocket_adapter_class = _WebSocketAdapter
 
     @property
     def graphql_ide_html(self) -> str:

@@ -31,7 +31,7 @@ _BACKSLASH = 0x5C
 _STARTS_ARRAY = re.compile(rb"[ \t\r\n]*\[")
 
 # A JSON array decoded into this stops at its (MAX_EVENTS + 1)th element: each element is kept as
-# a slice of the body (msgspec.Raw), unparsed, and a longer array fails at once instead of being
+# a slice of the body (msgspec.Raw), not decoded, and a longer array fails at once instead of being
 # read to its end. msgspec checks a list's length only once the whole list is built.
 _AtMostMaxEvents = msgspec.defstruct(
     "_AtMostMaxEvents",
