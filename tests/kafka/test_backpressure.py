@@ -7,11 +7,13 @@ import json
 import time
 
 import asyncpg
+import httpx
 import psutil
 import pytest
 
 from tests.kafka.events import spark_run, wire
 from tests.kafka.running import committed_offsets, count_events, wait_for
+from tests.server import free_port
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -49,6 +51,15 @@ def _produce(bootstrap: str, topic: str, producer_factory) -> tuple[int, int]:
     return count, size
 
 
+def _metrics(port: int) -> dict[str, float]:
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("headwater_kafka")
+    }
+
+
 def _rss(pid: int) -> int:
     return psutil.Process(pid).memory_info().rss
 
@@ -62,6 +73,7 @@ async def test_frozen_database_under_a_backlog_pauses_and_memory_stays_bounded(
     assert backlog > 80 * 1024 * 1024
 
     # The database frozen for ingest: a lock every write waits on (under the statement timeout).
+    metrics_port = free_port()
     blocker = await asyncpg.connect(database)
     transaction = blocker.transaction()
     await transaction.start()
@@ -76,6 +88,8 @@ async def test_frozen_database_under_a_backlog_pauses_and_memory_stays_bounded(
             group,
             "--batch-size",
             "100",
+            "--metrics-port",
+            str(metrics_port),
             env={"HEADWATER_KAFKA_MAX_IN_FLIGHT_BYTES": str(IN_FLIGHT)},
         )
 
@@ -99,6 +113,12 @@ async def test_frozen_database_under_a_backlog_pauses_and_memory_stays_bounded(
             await asyncio.sleep(0.2)
         offsets = await committed_offsets(kafka.bootstrap, group, name, PARTITIONS)
         assert all(o <= 0 for o in offsets.values()), offsets
+        metrics = _metrics(metrics_port)
+        assert metrics['headwater_kafka_pauses_total{reason="backpressure"}'] == 1
+        assert metrics["headwater_kafka_paused"] == 1
+        assert IN_FLIGHT <= metrics["headwater_kafka_in_flight_bytes"] < 2 * IN_FLIGHT
+        lag = sum(v for k, v in metrics.items() if k.startswith("headwater_kafka_consumer_lag{"))
+        assert lag == count
         frozen_peak = peak
     finally:
         await transaction.rollback()
@@ -112,6 +132,9 @@ async def test_frozen_database_under_a_backlog_pauses_and_memory_stays_bounded(
     await wait_for(caught_up, timeout=240, what="every event of the backlog", alive=[consumer])
     output = consumer.output()
     assert "backpressure over" in output
+    metrics = _metrics(metrics_port)
+    assert metrics["headwater_kafka_paused"] == 0
+    assert metrics[f'headwater_kafka_events_total{{status="created",topic="{name}"}}'] == count
     # The consumer held at most its in-flight bound (decoded) and a fetch per partition, not the
     # backlog: without the bound it reads the whole backlog while the database is frozen.
     # Without the bound, the consumer goes on reading the backlog (several times its 85 MiB once

@@ -128,6 +128,7 @@ class _Rebalance(ConsumerRebalanceListener):
         if self.owner.paused and assigned:
             # Partitions handed over while paused wait with the others.
             consumer.pause(*assigned)
+        await self.owner.read_committed(assigned)
 
 
 def _names(tps: set[TopicPartition] | frozenset[TopicPartition]) -> str:
@@ -479,14 +480,26 @@ class KafkaConsumer:
             )
             self._last_report, self._since_report = now, 0
 
+    async def read_committed(self, assigned: set[TopicPartition]) -> None:
+        """Where the group stands on newly assigned partitions, for the lag until this member commits
+        (a partition the group never committed on is read from its start)."""
+        try:
+            for tp in assigned:
+                done = await self.consumer.committed(tp)
+                if done is None:
+                    done = (await self.consumer.beginning_offsets([tp]))[tp]
+                self.committed.setdefault(tp, done)
+        except KafkaError as exc:
+            log.warning(
+                "committed offsets not read (%s): the lag is shown once this member commits", exc
+            )
+
     async def _update_lag(self) -> None:
         for tp in self.consumer.assignment():
             high = self.consumer.highwater(tp)
-            if high is None:
-                continue
             done = self.committed.get(tp)
-            if done is None:
-                done = await self.consumer.position(tp)
+            if high is None or done is None:
+                continue
             KAFKA_LAG.labels(tp.topic, str(tp.partition)).set(max(high - done, 0))
             self.lag_shown.add(tp)
 
