@@ -4,6 +4,10 @@ Records and events go through a bounded queue (full: dropped with a warning, nev
 worker groups nested executions (see ``model.Assembler``), turns records into events and posts them
 one at a time. A failed post is retried with backoff by the HTTP transport; while the server keeps
 failing, later events get a single attempt each so that a dead server cannot back the queue up.
+
+Over Kafka, openlineage-python's KafkaTransport hands each event to the producer's own buffer (its
+retries, up to librdkafka's message.timeout.ms); a flush or the close waits, bounded like over
+HTTP, until the broker has acknowledged every event.
 """
 
 from __future__ import annotations
@@ -66,6 +70,35 @@ def http_transports(
     return make(DEFAULT_RETRY), make(NO_RETRY)
 
 
+def message_key(event: dict[str, Any]) -> str | None:
+    """The key KafkaTransport gives an event object, for the events this package builds as dicts:
+    the runs of a job, and of an application's actions (its root job), stay in one partition."""
+    job = event.get("job") or {}
+    if "run" not in event:
+        dataset = event.get("dataset")
+        if dataset:
+            return f"dataset:{dataset.get('namespace')}/{dataset.get('name')}"
+        return f"job:{job.get('namespace')}/{job.get('name')}" if job else None
+    parent = ((event.get("run") or {}).get("facets") or {}).get("parent") or {}
+    source = (parent.get("root") or {}).get("job") or parent.get("job") or job
+    if not source.get("namespace") or not source.get("name"):
+        source = job
+    return f"run:{source.get('namespace')}/{source.get('name')}"
+
+
+def kafka_transport(topic: str, properties: dict[str, str], key: str | None) -> Transport:
+    """openlineage-python's KafkaTransport (confluent-kafka), keyed as for its own event objects."""
+    from openlineage.client.transport.kafka import KafkaConfig, KafkaTransport
+
+    class DictKafkaTransport(KafkaTransport):
+        def _get_message_key(self, event: Any) -> str | None:
+            return message_key(event) if isinstance(event, dict) else super()._get_message_key(event)
+
+    # An event is acknowledged by every in-sync replica, not just the leader, unless told otherwise.
+    config = KafkaConfig(config={"acks": "all", **properties}, topic=topic, messageKey=key, flush=False)
+    return DictKafkaTransport(config)
+
+
 @dataclass
 class EmitterStats:
     sent: int = 0
@@ -78,13 +111,14 @@ class EmitterStats:
 
 
 class _Flush:
-    def __init__(self) -> None:
+    def __init__(self, deadline: float) -> None:
         self.done = threading.Event()
+        self.deadline = deadline
 
 
 class _Stop(_Flush):
-    def __init__(self, final: list[dict[str, Any]]) -> None:
-        super().__init__()
+    def __init__(self, deadline: float, final: list[dict[str, Any]]) -> None:
+        super().__init__(deadline)
         self.final = final
 
 
@@ -146,7 +180,7 @@ class Emitter:
     def flush(self, timeout: float) -> bool:
         """Send everything queued so far (including actions waiting to be grouped); bounded wait."""
         deadline = time.monotonic() + timeout
-        marker = _Flush()
+        marker = _Flush(deadline)
         if not self._put_control(marker, timeout):
             return False
         return marker.done.wait(max(0.0, deadline - time.monotonic()))
@@ -157,7 +191,7 @@ class Emitter:
         if self._closed:
             return True
         deadline = time.monotonic() + timeout
-        marker = _Stop(final_events or [])
+        marker = _Stop(deadline, final_events or [])
         ok = self._put_control(marker, timeout) and marker.done.wait(
             max(0.0, deadline - time.monotonic())
         )
@@ -217,11 +251,23 @@ class Emitter:
             if isinstance(item, _Stop):
                 for event in item.final:
                     self._send(event)
+            self._wait_for_delivery(item.deadline)
             item.done.set()
             return isinstance(item, _Stop)
         else:
             self._send(item)
         return False
+
+    def _wait_for_delivery(self, deadline: float) -> None:
+        """A transport that sends in the background (Kafka's producer) delivers what it holds."""
+        wait = getattr(self._transport, "wait_for_completion", None)
+        if wait is None:
+            return
+        # The transport's own -1 and 0 mean "no limit": the smallest positive wait instead.
+        if not wait(max(deadline - time.monotonic(), 0.001)):
+            self.stats.failed += 1
+            self._server_failing = True
+            log.warning("Lineage: the broker has not acknowledged every event in time")
 
     def _send_record(self, record: ActionRecord) -> None:
         self.stats.actions += 1

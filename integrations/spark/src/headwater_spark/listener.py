@@ -18,7 +18,7 @@ import traceback
 from typing import Any
 
 from headwater_spark.config import LineageConfig, resolve_config
-from headwater_spark.emitter import Emitter, Transport, http_transports
+from headwater_spark.emitter import Emitter, Transport, http_transports, kafka_transport
 from headwater_spark.events import AppInfo, EventFactory
 from headwater_spark.extract import Extractor
 
@@ -82,7 +82,12 @@ class SparkLineage:
         self.factory = EventFactory(
             self.app, config.namespace, config.app_name, config.parent, config.root_parent
         )
-        if transport is None:
+        if transport is None and config.transport == "kafka":
+            # The producer retries by itself; there is no second, quicker transport.
+            primary = fallback = kafka_transport(
+                config.topic or "", config.kafka_properties, config.message_key
+            )
+        elif transport is None:
             primary, fallback = http_transports(
                 config.url, config.endpoint, config.api_key, config.compression, config.timeout
             )
@@ -115,7 +120,7 @@ class SparkLineage:
             self.application_id,
             self.factory.app_job,
             self.config.namespace,
-            self.config.url,
+            self.config.destination,
         )
 
     def finish(self, error: BaseException | None = None, timeout: float | None = None) -> bool:
@@ -250,6 +255,7 @@ def enable_lineage(
                 return None
             config = resolve_config(
                 lambda key: conf.get(key, None),
+                conf_items=dict(conf.getAll()),
                 url=url,
                 api_key=api_key,
                 namespace=namespace,
