@@ -66,6 +66,7 @@ async def test_subscribers_that_never_read_are_disconnected_and_cost_bounded_mem
     await post_for(server, "warmup", 3)
     _, alone = await post_for(server, "alone", 8)
     rss_before = process.memory_info().rss
+    fds_before = process.num_fds()
     stalled = [
         await asyncio.to_thread(stalled_subscriber, server.url, server.api_key) for _ in range(STALLED)
     ]
@@ -120,5 +121,7 @@ async def test_subscribers_that_never_read_are_disconnected_and_cost_bounded_mem
         f"{log.count('read nothing')} disconnected"
     )
     assert log.count("read nothing") == STALLED
+    # Their connections are gone, not held half-closed.
+    assert process.num_fds() <= fds_before + 2, (fds_before, process.num_fds())
     assert after >= 0.5 * alone, (alone, during, after)
     assert rss_after - rss_before < 100e6
