@@ -2,7 +2,7 @@
 
 A subscriber that never reads its socket fills the buffers on the way: the client's, the
 server's kernel send buffer, then the transport's. Until they are full every change is still
-rendered and written for it, so they are kept small (``SEND_BUFFER_BYTES`` each, about a hundred
+rendered and written for it, so they are kept small (``SEND_BUFFER_BYTES`` each, a few dozen
 changes): a stalled subscriber costs the server little, and soon. Once they are full its
 subscription stops taking changes; the feed keeps at most its queue for it, then re-reads from the
 change log what it missed (``feed/hub.py``), so memory stays bounded. A send that cannot go out for
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("headwater.subscriptions")
 
-SEND_BUFFER_BYTES = 16 * 1024
+SEND_BUFFER_BYTES = 8 * 1024
 # 1013, Try Again Later: the client may resume from its last cursor.
 CLOSE_CODE = 1013
 CLOSE_REASON = "stopped reading; resume with `after` = the cursor of the last change received"
