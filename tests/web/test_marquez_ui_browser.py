@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import mimetypes
 import os
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -64,6 +65,33 @@ TIMEOUT = 20_000
 COLUMN_DATASET = ("file:/tmp/cll_test", "default.tbl1")
 DEMO_DATASET = (NAMESPACE, "mart.revenue")
 DEMO_JOB = (NAMESPACE, "build_revenue")
+REPORT = (NAMESPACE, "bi.revenue_report")
+EVERY_CALL = {
+    ("GET", "/api/v1/namespaces"),
+    ("GET", "/api/v1/tags"),
+    ("PUT", "/api/v1/tags/*"),
+    ("GET", "/api/v1/stats/lineage-events"),
+    ("GET", "/api/v1/stats/jobs"),
+    ("GET", "/api/v1/stats/datasets"),
+    ("GET", "/api/v1/stats/sources"),
+    ("GET", "/api/v1/jobs"),
+    ("GET", "/api/v1/events/lineage"),
+    ("GET", "/api/v1/namespaces/*/datasets"),
+    ("GET", "/api/v1/namespaces/*/jobs"),
+    ("GET", "/api/v1/lineage"),
+    ("GET", "/api/v1/column-lineage"),
+    ("GET", "/api/v1/namespaces/*/datasets/*"),
+    ("GET", "/api/v1/namespaces/*/datasets/*/versions"),
+    ("POST", "/api/v1/namespaces/*/datasets/*/tags/*"),
+    ("POST", "/api/v1/namespaces/*/datasets/*/fields/*/tags/*"),
+    ("DELETE", "/api/v1/namespaces/*/datasets/*/fields/*/tags/*"),
+    ("DELETE", "/api/v1/namespaces/*/datasets/*"),
+    ("GET", "/api/v1/namespaces/*/jobs/*"),
+    ("GET", "/api/v1/namespaces/*/jobs/*/runs"),
+    ("POST", "/api/v1/namespaces/*/jobs/*/tags/*"),
+    ("GET", "/api/v1/jobs/runs/*/facets"),
+    ("GET", "/api/v1/search"),
+}
 
 
 def enc(name: str) -> str:
@@ -95,7 +123,12 @@ def serve_marquez_web(dist: Path, api: str) -> tuple[ThreadingHTTPServer, httpx.
             )
             self.send_response(answer.status_code)
             for k, v in answer.headers.items():
-                if k.lower() not in {"content-length", "transfer-encoding", "connection", "content-encoding"}:
+                if k.lower() not in {
+                    "content-length",
+                    "transfer-encoding",
+                    "connection",
+                    "content-encoding",
+                }:
                     self.send_header(k, v)
             self.send_header("content-length", str(len(answer.content)))
             self.end_headers()
@@ -110,7 +143,9 @@ def serve_marquez_web(dist: Path, api: str) -> tuple[ThreadingHTTPServer, httpx.
                 file = dist / "index.html"
             body = file.read_bytes()
             self.send_response(200)
-            self.send_header("content-type", mimetypes.guess_type(file.name)[0] or "application/octet-stream")
+            self.send_header(
+                "content-type", mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+            )
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -121,7 +156,7 @@ def serve_marquez_web(dist: Path, api: str) -> tuple[ThreadingHTTPServer, httpx.
             else:
                 self._static()
 
-        do_GET = do_POST = do_PUT = do_DELETE = _any
+        do_GET = do_POST = do_PUT = do_DELETE = _any  # noqa: N815 (http.server names them)
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -135,15 +170,15 @@ async def marquez_database(pg_server: str) -> AsyncIterator[str]:
 
 
 @pytest.fixture(scope="module")
-def headwater(marquez_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeadwaterServer]:
+def headwater(
+    marquez_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HeadwaterServer]:
     """An open server (as a fresh install is) with the reference events and the demo pipeline."""
     log = tmp_path_factory.mktemp("marquez-web") / "server.log"
     with running_headwater(marquez_database, log, secured=False) as server:
         post_events(server.url, reference_events())
         events, _ = demo_pipeline(dt.datetime.now(dt.UTC) - dt.timedelta(hours=2))
         post_events(server.url, events)
-        tag = httpx.put(f"{server.url}/api/v1/tags/pii", json={"description": "Personal data"})
-        assert tag.status_code == 200, tag.text
         yield server
 
 
@@ -180,7 +215,7 @@ class MarquezUI:
         # Marquez reports a failed call with a snackbar (the toast) holding its message, and the
         # same flag opens the drawers' delete confirmation.
         toast = self.page.locator(".MuiSnackbar-root")
-        if await toast.count():
+        if await toast.count() and await toast.first.inner_text() != "Tag updated.":
             self.errors.append(f"{where}: toast {await toast.first.inner_text()!r}")
         dialog = self.page.get_by_role("dialog")
         if await dialog.count():
@@ -235,22 +270,34 @@ async def ui(web: str) -> AsyncIterator[MarquezUI]:
             page.on("pageerror", lambda error: ui.errors.append(f"script error: {error}"))
             page.on(
                 "console",
-                lambda m: ui.errors.append(f"console: {m.text}")
-                if m.type == "error" and "net::ERR_FAILED" not in m.text
-                else None,
+                lambda m: (
+                    ui.errors.append(f"console: {m.text}")
+                    if m.type == "error" and "net::ERR_FAILED" not in m.text
+                    else None
+                ),
             )
             yield ui
         finally:
             await browser.close()
 
 
+async def pick_tag(ui: MarquezUI, tags: Any, tag: str) -> None:
+    """Chooses ``tag`` in a tag select of a drawer (the dataset's, a field's or the job's)."""
+    await tags.click()
+    await ui.page.get_by_role("option", name=tag).click()
+    await ui.settle(f"tag {tag}")
+    await ui.page.keyboard.press("Escape")
+
+
 async def test_every_page_of_marquez_ui_on_headwater(ui: MarquezUI, headwater: HeadwaterServer) -> None:
     page = ui.page
-    namespaces = httpx.get(f"{headwater.url}/api/v1/namespaces").json()["namespaces"]
+    api = f"{headwater.url}/api/v1"
+    namespaces = httpx.get(f"{api}/namespaces").json()["namespaces"]
 
     await ui.open("/")
-    await expect(page.get_by_text("Jobs", exact=False).first).to_be_visible()
+    await expect(page.get_by_text("DataOps").first).to_be_visible()
     await ui.open("/events")
+    await expect(page.get_by_text(DEMO_JOB[1]).first).to_be_visible()
     for ns in namespaces:
         await ui.open("/datasets", namespace=ns["name"])
         await ui.open("/jobs", namespace=ns["name"])
@@ -259,34 +306,52 @@ async def test_every_page_of_marquez_ui_on_headwater(ui: MarquezUI, headwater: H
     await ui.open("/jobs", namespace=NAMESPACE)
     await expect(page.get_by_text(DEMO_JOB[1]).first).to_be_visible()
 
-    # Table-level lineage with the dataset drawer, its tags, then its history: one version's details.
+    # Table-level lineage with the dataset drawer: a new tag with its description, the tag on the
+    # dataset and on a field, then the dataset's history and one version's details.
     ns, name = DEMO_DATASET
-    drawer = f"/lineage/dataset/{enc(ns)}/{enc(name)}?tableLevelNode={enc(f'dataset:{ns}:{name}')}"
-    await ui.open(drawer)
+    dataset_api = f"{api}/namespaces/{enc(ns)}/datasets/{enc(name)}"
+    await ui.open(f"/lineage/dataset/{enc(ns)}/{enc(name)}?tableLevelNode={enc(f'dataset:{ns}:{name}')}")
     await expect(page.get_by_text("LATEST SCHEMA")).to_be_visible()
-    await page.locator("#dataset-tags").first.click()
-    await page.get_by_role("option", name="pii").click()
-    await ui.settle("dataset tags")
-    await page.keyboard.press("Escape")
+    await page.get_by_role("button", name="Edit a Tag").click()
+    await page.get_by_placeholder("Search for a Tag...or enter a new one.").fill("pii")
+    await page.keyboard.press("Enter")
+    await page.locator("#tag-description").fill("Personal data")
+    await page.get_by_role("button", name="Submit").click()
+    await ui.settle("new tag")
+    assert {"name": "pii", "description": "Personal data"} in httpx.get(f"{api}/tags").json()["tags"]
+    await pick_tag(ui, page.locator("#dataset-tags").first, "pii")
+    await page.get_by_text("Show Field Tags").click()
+    await pick_tag(ui, page.locator("#dataset-tags").nth(1), "pii")
+    tagged = httpx.get(dataset_api).json()
+    assert tagged["tags"] == ["pii"]
+    assert tagged["fields"][0]["tags"] == ["pii"]
+    await page.locator(".MuiChip-deleteIcon").nth(1).click()  # the field's tag, off again
+    await ui.settle("field untagged")
+    assert httpx.get(dataset_api).json()["fields"][0]["tags"] == []
     await page.get_by_role("tab", name="VERSION HISTORY").click()
-    await ui.settle("history tab")
+    await ui.settle("version history")
     await page.locator("tbody tr").first.click()
     await ui.settle("dataset version")
-    tagged = httpx.get(f"{headwater.url}/api/v1/namespaces/{enc(ns)}/datasets/{enc(name)}").json()
-    assert tagged["tags"] == ["pii"]
+    await expect(page.get_by_text("FACETS")).to_be_visible()
 
-    # The job drawer: its latest run, then its history of runs and one run's facets.
+    # The job drawer: a tag, its latest run, then its history of runs and one run's facets (SQL).
     ns, name = DEMO_JOB
     await ui.open(f"/lineage/job/{enc(ns)}/{enc(name)}?tableLevelNode={enc(f'job:{ns}:{name}')}")
     await expect(page.get_by_text("LATEST RUN")).to_be_visible()
+    await pick_tag(ui, page.locator("#dataset-tags").first, "pii")
+    assert httpx.get(f"{api}/namespaces/{enc(ns)}/jobs/{enc(name)}").json()["tags"] == ["pii"]
     await page.get_by_role("tab", name="RUN HISTORY").click()
-    await ui.settle("history tab")
+    await ui.settle("run history")
     await page.locator("tbody tr").first.click()
     await ui.settle("job run")
+    await expect(page.get_by_text("INSERT INTO").first).to_be_visible()
 
-    # Column-level lineage of a reference dataset.
+    # A reference dataset with column lineage: its drawer's column button opens column-level lineage.
     ns, name = COLUMN_DATASET
-    await ui.open(f"/datasets/column-level/{enc(ns)}/{enc(name)}")
+    await ui.open(f"/lineage/dataset/{enc(ns)}/{enc(name)}?tableLevelNode={enc(f'dataset:{ns}:{name}')}")
+    await page.locator('a[href^="/datasets/column-level/"]:not([aria-disabled="true"])').first.click()
+    await ui.settle("column lineage")
+    await expect(page.get_by_text("default.cll_source1").first).to_be_visible()
 
     # Search from the header.
     await ui.open("/")
@@ -295,7 +360,28 @@ async def test_every_page_of_marquez_ui_on_headwater(ui: MarquezUI, headwater: H
     await ui.settle("search")
     ns, name = DEMO_DATASET
     await expect(page.locator(f'a[href="/lineage/dataset/{ns}/{name}"]')).to_be_visible()
-    await ui.no_error_shown("search")
+
+    # The drawer's delete, confirmed: the dataset leaves the lists (a soft delete).
+    ns, name = REPORT
+    await ui.open(f"/lineage/dataset/{enc(ns)}/{enc(name)}?tableLevelNode={enc(f'dataset:{ns}:{name}')}")
+    await page.get_by_role("button", name="DELETE").click()
+    await page.get_by_role("button", name="Continue").click()
+    await ui.settle("delete")
+    listed = httpx.get(f"{api}/namespaces/{enc(ns)}/datasets").json()["datasets"]
+    assert name not in {d["name"] for d in listed}
 
     assert ui.failed() == [], "\n".join(f"{m} {u} -> {s}" for m, u, s in ui.failed())
     assert ui.errors == [], "\n".join(ui.errors)
+    # Every kind of call the UI makes was made (names and ids replaced by their kind).
+    kinds = {
+        (
+            m,
+            re.sub(
+                r"/(namespaces|datasets|jobs|runs|tags|fields|versions)/(?!runs/)[^/?]+",
+                r"/\1/*",
+                urlsplit(u).path,
+            ),
+        )
+        for m, u, _ in ui.calls
+    }
+    assert kinds >= EVERY_CALL, EVERY_CALL - kinds
