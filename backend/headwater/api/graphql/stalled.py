@@ -54,17 +54,18 @@ def guard_websockets(app: Litestar, stall_s: float) -> Litestar:
                 return
             except TimeoutError:
                 pass
-            client = scope.get("client")
-            logger.warning(
-                "websocket client %s read nothing for %.0f s; disconnected",
-                f"{client[0]}:{client[1]}" if client else "?",
-                stall_s,
-            )
-            # The close frame goes behind what is buffered: a client that reads again within
-            # stall_s gets it; one that does not is reset.
-            transport.write(_close_frame(CLOSE_CODE, CLOSE_REASON))
-            transport.close()
-            asyncio.get_running_loop().call_later(stall_s, transport.abort)
+            if not transport.is_closing():  # the first of the connection's sends to give up
+                client = scope.get("client")
+                logger.warning(
+                    "websocket client %s read nothing for %.0f s; disconnected",
+                    f"{client[0]}:{client[1]}" if client else "?",
+                    stall_s,
+                )
+                # The close frame goes behind what is buffered: a client that reads again within
+                # stall_s gets it; one that does not is reset.
+                transport.write(_close_frame(CLOSE_CODE, CLOSE_REASON))
+                transport.close()
+                asyncio.get_running_loop().call_later(stall_s, transport.abort)
             # Either way uvicorn then reports the disconnection, and the connection's tasks (this
             # send's included) are cancelled; an error here would only be logged as one.
             await asyncio.sleep(stall_s + 5)
@@ -86,5 +87,5 @@ def _transport(send: Send) -> Any:
     """The connection's transport (asyncio's or uvloop's, alike but unrelated classes), or None."""
     connection = getattr(send, "__self__", None)
     transport = getattr(connection, "transport", None)
-    wanted = ("abort", "get_extra_info", "set_write_buffer_limits")
+    wanted = ("abort", "get_extra_info", "is_closing", "set_write_buffer_limits")
     return transport if all(hasattr(transport, name) for name in wanted) else None
