@@ -131,6 +131,11 @@ class _Rebalance(ConsumerRebalanceListener):
         await self.owner.read_committed(assigned)
 
 
+def _size(item: Item) -> int:
+    """What a message counts for against the in-flight bound."""
+    return len(item.value or b"") + len(item.key or b"")
+
+
 def _names(tps: set[TopicPartition] | frozenset[TopicPartition]) -> str:
     return ", ".join(f"{tp.topic}[{tp.partition}]" for tp in sorted(tps))
 
@@ -266,7 +271,7 @@ class KafkaConsumer:
         batch = _Batch(
             items=items,
             offsets={tp: messages[-1].offset + 1 for tp, messages in records.items()},
-            size=sum(len(i.value or b"") + len(i.key or b"") for i in items),
+            size=sum(_size(i) for i in items),
         )
         async with self.queued:
             self.queue.append(batch)
@@ -298,9 +303,7 @@ class KafkaConsumer:
         async with self.queued:
             for batch in self.queue:
                 kept = [i for i in batch.items if TopicPartition(i.topic, i.partition) not in revoked]
-                dropped = sum(len(i.value or b"") + len(i.key or b"") for i in batch.items) - sum(
-                    len(i.value or b"") + len(i.key or b"") for i in kept
-                )
+                dropped = sum(_size(i) for i in batch.items) - sum(_size(i) for i in kept)
                 batch.items = kept
                 batch.offsets = {tp: o for tp, o in batch.offsets.items() if tp not in revoked}
                 batch.size -= dropped

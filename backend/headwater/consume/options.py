@@ -19,7 +19,9 @@ DEFAULT_SESSION_TIMEOUT_MS = 10_000
 DEFAULT_DEAD_LETTER_MAX_BYTES = 1024 * 1024
 # Bytes of messages polled but not yet written: past it the consumer pauses its partitions until the
 # writes have taken half of it, so that a slow or frozen database bounds the memory, not the backlog.
-DEFAULT_MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
+# Decoded events take several times their bytes; 16 MiB still queues several polls of ordinary events
+# behind the one being written.
+DEFAULT_MAX_IN_FLIGHT_BYTES = 16 * 1024 * 1024
 
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
