@@ -19,7 +19,8 @@ one per POST from independent producers (an open loop) and measures latency from
 and prints, for the first scenario, the bytes each table grew by per event and its dead rows. ``--server-src`` is another checkout (e.g. a
 ``git worktree`` of an earlier commit): its server is measured too, alternating with this one,
 scenario by scenario. ``--stored N`` first stores N other runs of the same jobs through the batch
-endpoint (not measured). Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
+endpoint (not measured), once per server source; each scenario then starts from a copy of that
+database. Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
 postgresql://postgres@127.0.0.1:5432/postgres); creates and drops headwater_bench_ingest (or
 $HEADWATER_BENCH_DATABASE).
 """
@@ -442,6 +443,39 @@ def _store_first(port: int, count: int) -> None:
             )
 
 
+def _template(src: Path | None) -> str:
+    return f"{DATABASE}_stored_{'this' if src is None else src.name}"[:63]
+
+
+async def _copy_of_stored(
+    admin: asyncpg.Connection, src: Path | None, url: str, stored: int, workers: int
+) -> None:
+    """A fresh copy of a database holding the stored events, filled once per server source (a
+    million events take an hour to post; a copy takes a minute)."""
+    template = _template(src)
+    if not await admin.fetchval("SELECT true FROM pg_database WHERE datname = $1", template):
+        await _fresh_database(admin)
+        server, port = _start_server(src, url, workers)
+        try:
+            _store_first(port, stored)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        await admin.execute("CHECKPOINT")
+        await admin.execute(f'ALTER DATABASE "{DATABASE}" RENAME TO "{template}"')
+    await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+    await admin.execute(f'CREATE DATABASE "{DATABASE}" TEMPLATE "{template}"')
+
+
+async def _drop_templates(sources: list[Path | None]) -> None:
+    admin = await asyncpg.connect(SERVER_URL)
+    try:
+        for src in sources:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{_template(src)}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
 async def measure(
     scenario: Scenario,
     src: Path | None,
@@ -452,8 +486,11 @@ async def measure(
 ) -> dict[str, Any]:
     admin = await asyncpg.connect(SERVER_URL)
     try:
-        await _fresh_database(admin)
         url = SERVER_URL.rsplit("/", 1)[0] + f"/{DATABASE}"
+        if stored:
+            await _copy_of_stored(admin, src, url, stored, workers)
+        else:
+            await _fresh_database(admin)
         preload = await admin.fetchval("SELECT current_setting('shared_preload_libraries')")
         statements = "pg_stat_statements" in preload
         if statements:
@@ -462,8 +499,6 @@ async def measure(
             await db.close()
         server, port = _start_server(src, url, workers)
         try:
-            if stored:
-                _store_first(port, stored)
             if storage:
                 await _autovacuum_off(url)
             await admin.execute("CHECKPOINT")
@@ -572,6 +607,8 @@ def main() -> int:
             f"| {name} | {label} | {attempt} | {r['rate']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} |"
             f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} |"
         )
+    if stored:
+        asyncio.run(_drop_templates([src for _, src, _ in sources]))
     if args.storage:
         for label, _, _ in sources:
             first = next(r for _, row_label, _, r in rows if row_label == label)
