@@ -255,7 +255,7 @@ async def _wait_for_dag_run(server: HeadwaterServer, node_id: str, timeout: floa
             if response.status_code == 200:
                 node = next(n for n in response.json()["graph"] if n["id"] == node_id)
                 state = (node["data"].get("latestRun") or {}).get("state")
-                if state in ("COMPLETE", "FAIL", "ABORT"):
+                if state in ("COMPLETED", "FAILED", "ABORTED"):
                     return
             await asyncio.sleep(0.5)
     raise AssertionError(

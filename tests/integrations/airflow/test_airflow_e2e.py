@@ -41,7 +41,7 @@ def is_dags_test_leak(run: AirflowRun, job: dict) -> bool:
     data = job["data"]
     return (
         bool(LEAKED_QUERY.match(data["name"]))
-        and data["type"] == "QUERY"
+        and data["jobType"] == "QUERY"
         and data["parentJob"] == {"namespace": run.namespace, "name": REPORT}
     )
 
@@ -63,16 +63,16 @@ async def test_dag_job_is_the_parent_of_its_task_jobs(
 ) -> None:
     run = airflow_run
     dag = node(run.lineage(run.job_id(DAG_ID), depth=0), run.job_id(DAG_ID))["data"]
-    assert dag["type"] == "DAG"
+    assert dag["jobType"] == "DAG"
     assert dag["parentJob"] is None
-    assert dag["latestRun"]["state"] == "COMPLETE"
+    assert dag["latestRun"]["state"] == "COMPLETED"
 
     for task, simple_name in ((LOAD, "load_customer_totals"), (REPORT, "report")):
         data = node(run.lineage(run.job_id(task), depth=0), run.job_id(task))["data"]
-        assert data["type"] == "TASK"
+        assert data["jobType"] == "TASK"
         assert data["simpleName"] == simple_name
         assert data["parentJob"] == {"namespace": run.namespace, "name": DAG_ID}
-        assert data["latestRun"]["state"] == "COMPLETE"
+        assert data["latestRun"]["state"] == "COMPLETED"
 
     async with pool.acquire() as conn:
         rows = await conn.fetch(

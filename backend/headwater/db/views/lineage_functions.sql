@@ -74,17 +74,48 @@ BEGIN
     UNION ALL
     SELECT j.node_id, j.xmin::text::bigint, 'JOB'::text, j.namespace, j.name,
            json_build_object(
-               'type', coalesce(j.job_type, 'BATCH'),
+               -- Marquez's BATCH / STREAM / SERVICE (the jobType facet's processingType), as the
+               -- catalog's job JSON; the OpenLineage job type (QUERY, DAG ...) keeps its own name.
+               'type', CASE upper(j.facets #>> '{jobType,processingType}')
+                           WHEN 'STREAMING' THEN 'STREAM' WHEN 'STREAM' THEN 'STREAM'
+                           WHEN 'SERVICE' THEN 'SERVICE' ELSE 'BATCH' END,
+               'jobType', j.job_type,
                'id', json_build_object('namespace', j.namespace, 'name', j.name),
                'name', j.name, 'simpleName', regexp_replace(j.name, '^.*\.', ''), 'namespace', j.namespace,
                'parentJob', (SELECT json_build_object('namespace', p.namespace, 'name', p.name)
                              FROM jobs p WHERE p.job_uuid = j.parent_job_uuid),
+               'parentJobName', (SELECT p.name FROM jobs p WHERE p.job_uuid = j.parent_job_uuid),
+               'parentJobUuid', (SELECT p.job_uuid FROM jobs p WHERE p.job_uuid = j.parent_job_uuid),
+               -- The current version's datasets, in the version's order (the job's row moves to a
+               -- new current version when they change, so the stamp covers them).
+               'inputs', coalesce((SELECT json_agg(json_build_object('namespace', d.namespace, 'name', d.name)
+                                                   ORDER BY io.n)
+                                   FROM job_versions v
+                                   CROSS JOIN LATERAL unnest(v.input_uuids) WITH ORDINALITY AS io(uuid, n)
+                                   JOIN datasets d ON d.dataset_uuid = io.uuid
+                                   WHERE v.job_version_uuid = j.current_version_uuid), '[]'),
+               'outputs', coalesce((SELECT json_agg(json_build_object('namespace', d.namespace, 'name', d.name)
+                                                    ORDER BY io.n)
+                                    FROM job_versions v
+                                    CROSS JOIN LATERAL unnest(v.output_uuids) WITH ORDINALITY AS io(uuid, n)
+                                    JOIN datasets d ON d.dataset_uuid = io.uuid
+                                    WHERE v.job_version_uuid = j.current_version_uuid), '[]'),
+               'location', j.facets #>> '{sourceCodeLocation,url}',
                'description', j.description, 'createdAt', lineage_iso_time(j.created_at),
                'updatedAt', lineage_iso_time(j.updated_at), 'deleted', j.deleted_at IS NOT NULL,
                'heat', j.heat,
-               'latestRun', (SELECT json_build_object('id', r.run_uuid, 'state', r.current_state,
-                                                      'startedAt', lineage_iso_time(r.started_at),
-                                                      'endedAt', lineage_iso_time(r.ended_at))
+               -- A Marquez run: its state is Marquez's (COMPLETED, FAILED ...), as in the catalog.
+               'latestRun', (SELECT json_build_object(
+                                        'id', r.run_uuid,
+                                        'state', CASE r.current_state
+                                                     WHEN 'START' THEN 'RUNNING' WHEN 'RUNNING' THEN 'RUNNING'
+                                                     WHEN 'COMPLETE' THEN 'COMPLETED' WHEN 'FAIL' THEN 'FAILED'
+                                                     WHEN 'ABORT' THEN 'ABORTED' ELSE 'NEW' END,
+                                        'createdAt', lineage_iso_time(r.created_at),
+                                        'updatedAt', lineage_iso_time(r.updated_at),
+                                        'startedAt', lineage_iso_time(r.started_at),
+                                        'endedAt', lineage_iso_time(r.ended_at),
+                                        'durationMs', trunc(extract(epoch FROM r.ended_at - r.started_at) * 1000)::bigint)
                              FROM runs r WHERE r.job_uuid = j.job_uuid
                              ORDER BY r.created_at DESC, r.run_uuid LIMIT 1),
                'facets', j.facets)::text
