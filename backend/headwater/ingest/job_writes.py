@@ -173,6 +173,10 @@ class JobWriter:
                 }
                 for e in opened
             ]
+            # In the order of names, not of uuids: the same events give the same change anywhere.
+            edges.sort(
+                key=lambda e: (e["destination"], e["destinationField"], e["origin"], e["originField"])
+            )
             assert n.job_namespace is not None
             self.changes.append(
                 Change("COLUMN_EDGES_ADDED", node, n.job_namespace, n.event_time, {"columnEdges": edges})

@@ -36,8 +36,7 @@ RETURNING c.job_uuid, c.output_dataset_uuid, c.output_field, c.input_dataset_uui
           (xmax = 0) AS opened
 )
 SELECT job_uuid, output_dataset_uuid, output_field, input_dataset_uuid, input_field, derived
-FROM written WHERE opened
-ORDER BY output_dataset_uuid, output_field, input_dataset_uuid, input_field;
+FROM written WHERE opened;
 
 -- name: close_stale_column_lineage
 -- A completed run that reported column lineage for an output replaces its job's ($1) earlier column
