@@ -42,7 +42,7 @@ def _missing() -> str | None:
     if not os.environ.get("HEADWATER_MARQUEZ_WEB"):
         return "HEADWATER_MARQUEZ_WEB is not set (the web/ folder of a built Marquez UI)"
     if not (DIST / "index.html").is_file():
-        return f"no built Marquez UI at {DIST} (run `npm ci && npm run build` in Marquez's web/)"
+        return f"no built Marquez UI at {DIST} (build it as Marquez's web/README.md describes)"
     if not EVENTS.is_dir():
         return f"OpenLineage event corpus not found at {EVENTS}"
     return browser_missing()
