@@ -10,9 +10,18 @@ from __future__ import annotations
 
 import re
 import zlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from litestar.openapi.spec import (
+    OpenAPIMediaType,
+    OpenAPIType,
+    Operation,
+    Reference,
+    RequestBody,
+    Schema,
+)
 
 from headwater.errors import (
     FieldError,
@@ -157,3 +166,57 @@ def _gunzip(body: bytes, max_bytes: int) -> bytes:
             "The gzip body is truncated.", [FieldError("$", "truncated gzip data")]
         )
     return out
+
+
+# OpenLineage's own schema of the events the ingest operations take, referred to from the OpenAPI
+# document rather than copied into it.
+OPENLINEAGE_SPEC = "https://openlineage.io/spec/2-0-2/OpenLineage.json"
+
+
+def _event_schema() -> Schema:
+    return Schema(
+        one_of=[
+            Reference(ref=f"{OPENLINEAGE_SPEC}#/$defs/{kind}")
+            for kind in ("RunEvent", "DatasetEvent", "JobEvent")
+        ]
+    )
+
+
+def _json_body_operation(description: str, schema: Schema) -> type[Operation]:
+    """An Operation whose request body is described, for handlers that read the body themselves
+    (bounded before decoding, see ``read_json_body``) and so declare no ``data`` parameter."""
+
+    @dataclass
+    class JsonBodyOperation(Operation):
+        def __post_init__(self) -> None:
+            self.request_body = RequestBody(
+                content={"application/json": OpenAPIMediaType(schema=schema)},
+                description=description,
+                required=True,
+            )
+
+    return JsonBodyOperation
+
+
+# POST /api/v1/lineage: one event, or an array of them stored all or none.
+EVENT_OR_EVENTS_BODY = _json_body_operation(
+    "One OpenLineage event (RunEvent, DatasetEvent or JobEvent), or a JSON array of them "
+    "(at most 10,000), stored all or none.",
+    Schema(
+        one_of=[
+            _event_schema(),
+            Schema(type=OpenAPIType.ARRAY, items=_event_schema(), max_items=MAX_EVENTS),
+        ]
+    ),
+)
+# POST /api/v1/lineage/batch: an array, each element stored or refused on its own.
+EVENT_BATCH_BODY = _json_body_operation(
+    "A JSON array of OpenLineage events (at most 10,000); each element is stored or refused on its own.",
+    Schema(type=OpenAPIType.ARRAY, items=_event_schema(), max_items=MAX_EVENTS),
+)
+# POST /api/v1/integrations/trino: one event of Trino's HTTP event listener.
+TRINO_EVENT_BODY = _json_body_operation(
+    "One event of Trino's HTTP event listener (QueryCreatedEvent or QueryCompletedEvent, as Trino's "
+    "SPI serializes it); a SplitCompletedEvent is accepted and ignored.",
+    Schema(type=OpenAPIType.OBJECT, additional_properties=True),
+)

@@ -8,7 +8,8 @@ from litestar import Request, Response, post
 from litestar.datastructures import State
 
 from headwater.api.metrics import EVENTS
-from headwater.api.rest.body import read_json_body
+from headwater.api.rest.body import EVENT_BATCH_BODY, EVENT_OR_EVENTS_BODY, read_json_body
+from headwater.api.rest.catalog.routing import problems
 from headwater.errors import AppError, FieldError, InvalidEventError
 from headwater.ingest.validate import MAX_ERRORS, ValidEvent, validate_event
 
@@ -52,7 +53,17 @@ def _failed_event(index: int, exc: AppError) -> dict[str, Any]:
     return failed
 
 
-@post("/api/v1/lineage", status_code=201, summary="Ingest OpenLineage events")
+# What an ingest operation may answer besides its result (503: retry after Retry-After).
+INGEST_PROBLEMS = problems(400, 401, 403, 413, 415, 503)
+
+
+@post(
+    "/api/v1/lineage",
+    status_code=201,
+    summary="Ingest OpenLineage events",
+    operation_class=EVENT_OR_EVENTS_BODY,
+    responses=INGEST_PROBLEMS,
+)
 async def post_lineage(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
     """Accept one RunEvent/DatasetEvent/JobEvent, or a JSON array of them (all or none).
 
@@ -95,7 +106,13 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
     return Response(_result_json(results[0]), status_code=201)
 
 
-@post("/api/v1/lineage/batch", status_code=200, summary="Ingest a batch with per-event results")
+@post(
+    "/api/v1/lineage/batch",
+    status_code=200,
+    summary="Ingest a batch with per-event results",
+    operation_class=EVENT_BATCH_BODY,
+    responses=INGEST_PROBLEMS,
+)
 async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
     """The OpenLineage batch contract: valid events are stored, invalid ones reported by index.
 

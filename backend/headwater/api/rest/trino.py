@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from litestar import Request, Response, post
 from litestar.datastructures import State
 
-from headwater.api.rest.body import read_json_body
-from headwater.api.rest.ingest import store_events
+from headwater.api.rest.body import TRINO_EVENT_BODY, read_json_body
+from headwater.api.rest.ingest import INGEST_PROBLEMS, store_events
 from headwater.errors import FieldError
 from headwater.ingest.aliases import trino_namespace
 from headwater.ingest.validate import validate_event
@@ -99,7 +99,13 @@ def _query_json(conversion: Conversion, results: list[IngestResult]) -> dict[str
     return body
 
 
-@post("/api/v1/integrations/trino", status_code=201, summary="Ingest Trino HTTP event listener events")
+@post(
+    "/api/v1/integrations/trino",
+    status_code=201,
+    summary="Ingest Trino HTTP event listener events",
+    operation_class=TRINO_EVENT_BODY,
+    responses=INGEST_PROBLEMS,
+)
 async def post_trino_event(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
     """Accept a Trino QueryCompletedEvent (or a JSON array of them) and store it as OpenLineage runs.
 
