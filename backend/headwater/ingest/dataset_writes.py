@@ -73,6 +73,10 @@ class DatasetWriter:
             if r.created
         ]
 
+    def by_uuid(self) -> dict[uuid.UUID, DatasetRow]:
+        """The event's stored datasets by uuid."""
+        return {r.dataset_uuid: r for r in self.datasets.values()}
+
     def row_of(self, d: DatasetDef) -> DatasetRow:
         return self.datasets[(d.namespace, d.name)]
 
@@ -123,12 +127,12 @@ class DatasetWriter:
                 continue  # a later event already set the schema
             if dataset_uuid not in written and state.fields:
                 continue  # a read does not redefine a known schema
-            diff = _schema_diff(state.fields, fields)
-            if diff is None and state.fields_at is not None and _same_fields(state.fields, fields):
+            if state.fields_at is not None and _same_fields(state.fields, fields):
                 continue  # the schema as stored: nothing to rewrite (fields_at is the last change)
             replace[dataset_uuid] = fields
+            diff = _schema_diff(state.fields, fields)
             if diff is not None and (state.fields or state.fields_at is not None):
-                row = next(r for r in self.datasets.values() if r.dataset_uuid == dataset_uuid)
+                row = self.by_uuid()[dataset_uuid]
                 node = format_node_id("DATASET", row.namespace, row.name)
                 self.changes.append(Change("SCHEMA_CHANGED", node, row.namespace, n.event_time, diff))
         if replace:

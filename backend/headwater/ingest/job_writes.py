@@ -162,7 +162,7 @@ class JobWriter:
             edge_store.EventEdges(job_uuid, n.event_time, n.run_id, column_edges=rows),
         )
         if opened:
-            by_uuid = {r.dataset_uuid: r for r in self.datasets.datasets.values()}
+            by_uuid = self.datasets.by_uuid()
             edges = [
                 {
                     "origin": _node(by_uuid[e.input_dataset_uuid]),
@@ -309,14 +309,14 @@ class JobWriter:
         self, edges: list[edge_store.EdgeChange], job_node: str
     ) -> list[dict[str, str]]:
         # The event's own datasets are known; only edges closed on other datasets need a lookup.
-        rows = {r.dataset_uuid: r for r in self.datasets.datasets.values()}
+        rows = self.datasets.by_uuid()
         unknown = sorted({e.dataset_uuid for e in edges} - rows.keys())
         if unknown:
             rows.update(await self.db(dataset_store.fetch_dataset_identities, unknown))
         described = []
         for e in edges:
             ds = rows[e.dataset_uuid]
-            dataset = dataset_node_id(ds.namespace, ds.name)
+            dataset = _node(ds)
             if e.edge_type == "READ":
                 described.append({"origin": dataset, "destination": job_node})
             else:
