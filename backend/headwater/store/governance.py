@@ -65,7 +65,7 @@ async def fetch_datasets_by_identity(
 ) -> dict[tuple[str, str], uuid.UUID]:
     """The datasets among the (namespace, name) identities, by identity."""
     rows = await conn.fetch(
-        QUERIES["fetch_governance_datasets_by_identity"],
+        QUERIES["fetch_datasets_by_identity"],
         [i[0] for i in identities],
         [i[1] for i in identities],
     )

@@ -72,8 +72,8 @@ FROM datasets d JOIN (SELECT DISTINCT namespace, name FROM input) i USING (names
 WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = d.namespace AND w.name = d.name);
 
 -- name: fetch_datasets_by_identity
--- Uuid and node id of datasets by canonical identity (rows another transaction created while an
--- upsert was running, which the upsert's snapshot cannot see).
+-- Uuid and node id of the datasets among (namespace, name) identities ($1, $2), one index probe each
+-- (for upserts: rows another transaction created while the upsert ran, which its snapshot cannot see).
 SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, false AS created
 FROM unnest($1::text[], $2::text[]) AS t(namespace, name)
 JOIN datasets d ON d.namespace = t.namespace AND d.name = t.name;

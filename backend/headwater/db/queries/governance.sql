@@ -16,12 +16,6 @@ UPDATE governance_progress SET last_change_id = $1, policy = $2, updated_at = no
 -- name: fetch_governance_progress
 SELECT last_change_id, policy, updated_at FROM governance_progress WHERE singleton;
 
--- name: fetch_governance_datasets_by_identity
--- The datasets among (namespace, name) candidates ($1, $2), one index probe each.
-SELECT d.dataset_uuid, d.namespace, d.name
-FROM unnest($1::text[], $2::text[]) AS t(namespace, name)
-     JOIN datasets d ON d.namespace = t.namespace AND d.name = t.name;
-
 -- name: fetch_governance_job_datasets
 -- The datasets the jobs among (namespace, name) candidates ($1, $2) read or write now (open edges),
 -- with whether the job writes them.
