@@ -457,6 +457,45 @@ def test_what_a_block_runs_but_sql_does_not_show_is_a_warning(
     assert result.errors == []
 
 
+@pytest.mark.parametrize(
+    ("sql", "dialect", "warning"),
+    [
+        (
+            "REFRESH MATERIALIZED VIEW CONCURRENTLY rpt.mv_sales",
+            "postgres",
+            "refresh of materialized view rpt.mv_sales: its query is not in the SQL, so what it"
+            " reads is not known at line 1, column 1",
+        ),
+        (
+            "SELECT 1;\n  ALTER DYNAMIC TABLE mart.ltv REFRESH",
+            "snowflake",
+            "refresh of dynamic table mart.ltv: its query is not in the SQL, so what it reads is"
+            " not known at line 2, column 3",
+        ),
+        (
+            "BEGIN\n  DBMS_MVIEW.REFRESH('SALES_MV', 'C');\nEND;",
+            "oracle",
+            "refresh of materialized view SALES_MV: its query is not in the SQL, so what it reads"
+            " is not known at line 2, column 3",
+        ),
+    ],
+)
+def test_a_refresh_of_a_view_the_script_did_not_create_warns(
+    sql: str, dialect: str, warning: str
+) -> None:
+    result = extract_lineage(sql, dialect)
+    assert [str(w) for w in result.warnings] == [warning]
+    assert result.errors == []
+    assert result.inputs == []
+
+
+def test_a_refresh_of_a_view_the_script_created_runs_its_query_without_warning() -> None:
+    sql = "CREATE MATERIALIZED VIEW mv AS SELECT a FROM t WITH NO DATA;\nREFRESH MATERIALIZED VIEW mv;"
+    result = extract_lineage(sql, "postgres")
+    assert (result.inputs, result.outputs, result.warnings) == (["t"], ["mv"], [])
+    assert [(c.output, c.inputs) for c in result.columns] == [("mv.a", ["t.a"])]
+
+
 def test_system_packages_are_no_warning() -> None:
     sql = "BEGIN\n  DBMS_OUTPUT.PUT_LINE('x');\n  INSERT INTO t SELECT a FROM s;\nEND;"
     result = extract_lineage(sql, "oracle")

@@ -67,12 +67,29 @@ _NO_WRITES = {
     "LET",
     "WAITFOR",
 }
+# Calls that refresh materialized views named in their first argument.
+_REFRESH_CALLS = {
+    "DBMS_MVIEW.REFRESH",
+    "DBMS_SNAPSHOT.REFRESH",
+    "BQ.REFRESH_MATERIALIZED_VIEW",
+}
 # Oracle's system packages write no tables a lineage graph shows.
 _SYSTEM_CALL = re.compile(r"^(dbms_|utl_|apex_|raise_application_error$)", re.IGNORECASE)
 _SQL_LANGUAGES = {"sql", "plpgsql", "plsql", "tsql"}
 # Words some dialects' tokenizers read as an opaque command, taking the rest of the statement as
-# one string.
-_COMMAND_BLOCKS = {"BEGIN", "DO", "DECLARE", "EXECUTE", "EXEC", "CALL", "END", "FETCH", "EXCEPTION"}
+# one string (REFRESH: PostgreSQL's and Redshift's REFRESH MATERIALIZED VIEW writes the view).
+_COMMAND_BLOCKS = {
+    "BEGIN",
+    "DO",
+    "DECLARE",
+    "EXECUTE",
+    "EXEC",
+    "CALL",
+    "END",
+    "FETCH",
+    "EXCEPTION",
+    "REFRESH",
+}
 # BEGIN followed by these starts a transaction, not a block.
 _TRANSACTION = {"TRAN", "TRANSACTION", "WORK", "DISTRIBUTED", "ISOLATION", "READ"}
 
@@ -566,8 +583,34 @@ class _Flattener:
             len(tokens),
         )
         name = "".join(t.text for t in tokens[:end])
+        if name.upper() in _REFRESH_CALLS and self._refresh_call(tokens, end):
+            return
         if name and not _SYSTEM_CALL.match(name):
             self._warn(tokens[0], f"call of {name}: the lineage of what it runs is not derived")
+
+    def _refresh_call(self, tokens: list[Token], end: int) -> bool:
+        """`DBMS_MVIEW.REFRESH('a, b', …)`, `BQ.REFRESH_MATERIALIZED_VIEW('p.d.v')`: one REFRESH
+        MATERIALIZED VIEW statement per view named in the first argument."""
+        if end + 1 >= len(tokens) or tokens[end].token_type != TokenType.L_PAREN:
+            return False
+        names = tokens[end + 1]
+        if names.token_type not in _STRINGS:
+            return False
+        call = tokens[0]
+        words = [
+            Token(TokenType.VAR, word, call.line, call.col, call.start, call.end)
+            for word in ("REFRESH", "MATERIALIZED", "VIEW")
+        ]
+        offset = self.sql.find(names.text, names.start)
+        offset = offset if offset >= 0 else names.start
+        position = 0
+        for part in names.text.split(","):
+            stripped = part.strip()
+            if stripped:
+                start = offset + position + part.index(stripped)
+                self.out.append([*words, *self._tokens_at(start, stripped)])
+            position += len(part) + 1
+        return True
 
     def _statement(self, tokens: list[Token]) -> None:
         if self.procedural and not self._tsql:

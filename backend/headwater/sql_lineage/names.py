@@ -7,7 +7,12 @@ of one name are the same table when they match ignoring case.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlglot import exp
+
+if TYPE_CHECKING:
+    from headwater.sql_lineage.scope import Field
 
 # Spark's `parquet.`s3://bucket/path`` reads files directly; the prefix names the format.
 _FILE_FORMATS = {
@@ -99,6 +104,9 @@ class Catalog:
         # Every dotted suffix of a schema name, so `orders` finds `shop.public.orders` and
         # `public.orders` finds it too, unless the suffix is shared by two tables.
         self._suffixes: dict[str, list[str] | None] = {}
+        # The query of each view or table the script created from one, with the tables it
+        # reads: a later REFRESH runs it again.
+        self._queries: dict[str, tuple[dict[str, Field], dict[str, str]]] = {}
         for name, columns in (schema or {}).items():
             full = key(name)
             self._schema[full] = list(columns)
@@ -128,3 +136,11 @@ class Catalog:
     def define(self, name: str, columns: list[str] | None) -> None:
         """Record the columns a statement gave a table (None: they are no longer known)."""
         self._defined[key(name)] = columns
+
+    def remember_query(self, name: str, columns: dict[str, Field], reads: dict[str, str]) -> None:
+        """Keep the lineage of the query a view or table was created from, for its refreshes."""
+        self._queries[key(name)] = (dict(columns), dict(reads))
+
+    def stored_query(self, name: str) -> tuple[dict[str, Field], dict[str, str]] | None:
+        """The columns and tables of the query `name` was created from in this script, if it was."""
+        return self._queries.get(key(name))

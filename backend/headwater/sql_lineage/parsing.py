@@ -60,6 +60,10 @@ class ParsedScript:
         self.statements.extend(statements)
         self.firsts.extend(first for _ in statements)
 
+    def statement_warning(self, index: int, message: str) -> SqlError:
+        """A warning about statement `index`, located at its first word."""
+        return _at(self.firsts[index], self.sql, message)
+
     def lineage_failure(self, index: int) -> SqlError:
         """The error to report when the lineage of a statement that parsed cannot be derived."""
         first = self.firsts[index]

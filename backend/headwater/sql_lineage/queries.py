@@ -276,8 +276,12 @@ class QueryEvaluator:
             if isinstance(current, exp.Column):
                 if not isinstance(current.this, exp.Star):
                     value.add(*self.column(current, scope), indirect=indirect)
-            elif isinstance(current, exp.Star) and isinstance(current.parent, exp.Count):
+            elif (isinstance(current, exp.Star) and isinstance(current.parent, exp.Count)) or (
+                # ClickHouse's count() counts rows, as COUNT(*) does.
+                isinstance(current, exp.Count) and current.this is None
+            ):
                 value.add(self._rows(scope), IDENTITY, indirect=indirect)
+                value.aggregate = True
             elif isinstance(current, (exp.Query, exp.Subquery)):
                 fields = self.query(current, ctes, scope)
                 # x IN (SELECT y …) tests membership: y does not flow into the value.

@@ -8,6 +8,7 @@ pair. None means "not mine", and the caller reports the original error.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -227,24 +228,49 @@ def _is_attribute_list(inner: list[Token]) -> bool:
 
 def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
     """Rebuild a statement of a known shape that sqlglot could not represent, else None."""
-    text = sql[chunk[0].start : chunk[-1].end + 1]
     keyword = chunk[0].text.upper()
+    rewrite = _REWRITES.get("QUERY" if keyword in _QUERY_WORDS else keyword)
+    if rewrite is None:
+        return None
     try:
-        if keyword == "UNLOAD":
-            return _unload(text, dialect)
-        if keyword == "REPLACE" and text[7:].lstrip().upper().startswith("INTO"):
-            return _parse(dialect, "INSERT" + text[7:])
-        if keyword == "RENAME":
-            return _rename_table(text, dialect)
-        if keyword == "INSERT":
-            return _insert_directory(chunk, sql, dialect) or _insert_exec(chunk, sql, dialect)
-        if keyword == "UPDATE":
-            return _update_from_first(chunk, sql)
-        if keyword == "ALTER":
-            return _alter_moves(chunk)
+        return rewrite(chunk, sql, dialect)
     except Exception:
         return None
-    return None
+
+
+def _rewrite_create(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    return (
+        _create_clone(chunk)
+        or _create_wrapper(chunk, sql, dialect)
+        or _no_data(chunk, sql, dialect)
+        or _view_options(chunk, sql, dialect)
+    )
+
+
+def _rewrite_replace(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    text = _text(chunk, sql)
+    if not text[7:].lstrip().upper().startswith("INTO"):
+        return None
+    return _parse(dialect, "INSERT" + text[7:])
+
+
+def _text(chunk: list[Token], sql: str) -> str:
+    return sql[chunk[0].start : chunk[-1].end + 1]
+
+
+_REWRITES: dict[str, Callable[[list[Token], str, Dialect], list[exp.Expr] | None]] = {
+    "REFRESH": lambda chunk, _sql, _dialect: _refresh(chunk),
+    "CREATE": _rewrite_create,
+    "QUERY": lambda chunk, sql, dialect: _into_file(chunk, sql, dialect),
+    "UNLOAD": lambda chunk, sql, dialect: _unload(_text(chunk, sql), dialect),
+    "REPLACE": _rewrite_replace,
+    "RENAME": lambda chunk, sql, dialect: _rename_table(_text(chunk, sql), dialect),
+    "INSERT": lambda chunk, sql, dialect: (
+        _insert_directory(chunk, sql, dialect) or _insert_exec(chunk, sql, dialect)
+    ),
+    "UPDATE": lambda chunk, sql, _dialect: _update_from_first(chunk, sql),
+    "ALTER": lambda chunk, _sql, _dialect: _alter_refresh(chunk) or _alter_moves(chunk),
+}
 
 
 def _parse(dialect: Dialect, text: str) -> list[exp.Expr] | None:
@@ -347,7 +373,7 @@ def moves_data(chunk: list[Token]) -> bool:
     return any(t.text.upper() in _MOVES for t in chunk if t.token_type not in _QUOTED)
 
 
-_MOVES = {"EXCHANGE", "SWITCH", "SWAP"}
+_MOVES = {"EXCHANGE", "SWITCH", "SWAP", "APPEND"}
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
 _NAME_PARTS = {TokenType.VAR, TokenType.IDENTIFIER}
 
@@ -403,6 +429,8 @@ _OTHER_TABLE_AFTER = {
     # ClickHouse's ATTACH PARTITION p FROM s; PostgreSQL's ATTACH PARTITION s FOR VALUES …
     "ATTACH PARTITION": ("FROM", "PARTITION"),
     "MOVE PARTITION": ("TABLE",),
+    # Redshift's ALTER TABLE t APPEND FROM s moves s's rows to the end of t.
+    "APPEND FROM": ("FROM",),
 }
 # Actions whose altered table is the source, not the target.
 _MOVES_OUT = {"SWITCH", "MOVE PARTITION"}
@@ -491,3 +519,168 @@ def _insert_directory(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
     if query is None:
         return None
     return [_directory_insert(path, query)]
+
+
+# Refreshes that run a stored query again: the kind of object, as REFRESH and ALTER … REFRESH
+# name it. Spark's REFRESH TABLE only reloads cached metadata, and moves no rows.
+_REFRESHED = {"MATERIALIZED VIEW", "STREAMING TABLE", "DYNAMIC TABLE", "MATERIALIZED TABLE"}
+
+
+def _refresh(chunk: list[Token]) -> list[exp.Expr] | None:
+    """`REFRESH MATERIALIZED VIEW [CONCURRENTLY] v [WITH [NO] DATA]` (PostgreSQL, Redshift …)."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    kind = " ".join(words[1:3])
+    if kind not in _REFRESHED:
+        return None
+    start = 4 if words[3:4] == ["CONCURRENTLY"] else 3
+    table, _ = _table_at(chunk, start)
+    return [exp.Refresh(this=table, kind=kind)] if table is not None else None
+
+
+def _alter_refresh(chunk: list[Token]) -> list[exp.Expr] | None:
+    """Snowflake's `ALTER DYNAMIC TABLE t REFRESH` and `ALTER MATERIALIZED VIEW v REFRESH`."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    kind = " ".join(words[1:3])
+    if kind not in _REFRESHED or words[-1] != "REFRESH":
+        return None
+    table, after = _table_at(chunk, 3)
+    if table is None or after != len(chunk) - 1:
+        return None
+    return [exp.Refresh(this=table, kind=kind)]
+
+
+_QUERY_WORDS = {"SELECT", "WITH", "("}
+_CLONES = {"CLONE", "COPY"}
+
+
+def _create_clone(chunk: list[Token]) -> list[exp.Expr] | None:
+    """`CREATE [OR REPLACE] [SNAPSHOT] TABLE [IF NOT EXISTS] t [SHALLOW|DEEP] CLONE s …` as of a
+    point in time (BigQuery's FOR SYSTEM_TIME AS OF, Databricks' VERSION/TIMESTAMP AS OF) and
+    BigQuery's `CREATE TABLE t COPY s`: t gets s's rows as they were then."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    i = 1
+    if words[i : i + 2] == ["OR", "REPLACE"]:
+        i += 2
+    if words[i : i + 1] == ["SNAPSHOT"]:
+        i += 1
+    if words[i : i + 1] != ["TABLE"]:
+        return None
+    i += 1
+    if words[i : i + 3] == ["IF", "NOT", "EXISTS"]:
+        i += 3
+    target, after = _table_at(chunk, i)
+    if after < len(words) and words[after] in {"SHALLOW", "DEEP"}:
+        after += 1
+    if target is None or after >= len(words) or words[after] not in _CLONES:
+        return None
+    source, _ = _table_at(chunk, after + 1)
+    if source is None:
+        return None
+    return [exp.Create(this=target, kind="TABLE", clone=exp.Clone(this=source))]
+
+
+# Objects whose definition wraps the statement they run: Snowflake's tasks and pipes.
+_WRAPPERS = {"TASK", "PIPE"}
+
+
+def _create_wrapper(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """`CREATE [OR REPLACE] TASK t … AS <statement>` and `CREATE PIPE p … AS COPY INTO …`: the
+    lineage is the statement's, run each time the task or pipe fires."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    i = 3 if words[1:3] == ["OR", "REPLACE"] else 1
+    if words[i : i + 1] not in (["TASK"], ["PIPE"]):
+        return None
+    body = next((j for j in range(i + 1, len(chunk)) if words[j] == "AS"), None)
+    if body is None or body + 1 >= len(chunk):
+        return None
+    parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(chunk[body + 1 :], sql)
+    statement = parsed[0] if parsed else None
+    if statement is None or isinstance(statement, exp.Command):
+        return rewrite_statement(chunk[body + 1 :], sql, dialect)
+    return [statement]
+
+
+def _no_data(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """`CREATE MATERIALIZED VIEW v AS … WITH [NO] DATA` (PostgreSQL), which sqlglot reads only
+    for tables: the query without the clause, and the clause as a property."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk[-3:]]
+    if words[-1] != "DATA" or "WITH" not in words:
+        return None
+    cut = len(chunk) - (3 if words[0] == "WITH" else 2)
+    parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(chunk[:cut], sql)
+    statement = parsed[0] if parsed else None
+    if not isinstance(statement, exp.Create):
+        return None
+    if words[0] == "WITH":
+        properties = statement.args.get("properties") or exp.Properties(expressions=[])
+        properties.append("expressions", exp.WithDataProperty(no=True))
+        statement.set("properties", properties)
+    return [statement]
+
+
+def _view_options(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """`CREATE MATERIALIZED VIEW v [(columns)] <options> AS query` with options sqlglot does not
+    read (Oracle's BUILD DEFERRED REFRESH FAST ON DEMAND, Redshift's AUTO REFRESH YES …): how
+    and when it refreshes, not what it holds."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    i = 3 if words[1:3] == ["OR", "REPLACE"] else 1
+    if words[i : i + 2] != ["MATERIALIZED", "VIEW"]:
+        return None
+    _, after = _table_at(chunk, i + 2)
+    if after < len(chunk) and chunk[after].token_type == TokenType.L_PAREN:
+        close = matching_paren(chunk, after)
+        after = close + 1 if close is not None else after
+    query = _top_level(chunk[after:], {TokenType.ALIAS}).get(TokenType.ALIAS)
+    if query is None or query == 0:
+        return None
+    parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(
+        chunk[:after] + chunk[after + query :], sql
+    )
+    statement = parsed[0] if parsed else None
+    return [statement] if isinstance(statement, exp.Create) else None
+
+
+# MySQL's export options between INTO OUTFILE 'file' and the rest of the query.
+_EXPORT_OPTIONS = {
+    "FIELDS",
+    "COLUMNS",
+    "LINES",
+    "TERMINATED",
+    "ENCLOSED",
+    "OPTIONALLY",
+    "ESCAPED",
+    "STARTING",
+    "BY",
+    "CHARACTER",
+    "SET",
+}
+
+
+def _into_file(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """MySQL's `SELECT … INTO OUTFILE 'file' [options] [FROM …]` and `INTO DUMPFILE`, before FROM
+    or after the query: the query's rows written to a file on the server (`path:<file>`)."""
+    depth = 0
+    for i, token in enumerate(chunk[:-2]):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif (
+            depth == 0
+            and token.token_type == TokenType.INTO
+            and chunk[i + 1].text.upper() in {"OUTFILE", "DUMPFILE"}
+            and chunk[i + 2].token_type == TokenType.STRING
+        ):
+            end = i + 3
+            while end < len(chunk) and (
+                chunk[end].text.upper() in _EXPORT_OPTIONS
+                or (end > 0 and chunk[end - 1].text.upper() in {"BY", "SET"})
+            ):
+                end += 1
+            query = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(chunk[:i] + chunk[end:], sql)[
+                0
+            ]
+            if not isinstance(query, exp.Query):
+                return None
+            return [_directory_insert(chunk[i + 2].text, query)]
+    return None

@@ -43,6 +43,7 @@ def extract_lineage(
     catalog = Catalog(schema)
     chain = _Chain()
     errors = list(parsed.errors)
+    warnings = list(parsed.warnings)
     records = frozenset(key(name) for names in parsed.records.values() for name in names)
     lateral = has_lateral_aliases(dialect)
     for index, statement in enumerate(parsed.statements):
@@ -53,7 +54,8 @@ def extract_lineage(
             errors.append(parsed.lineage_failure(index))
             continue
         chain.add(index, lineage)
-    return chain.result(errors, parsed.warnings)
+        warnings.extend(parsed.statement_warning(index, message) for message in lineage.warnings)
+    return chain.result(errors, warnings)
 
 
 @dataclass(slots=True)

@@ -30,6 +30,8 @@ class StatementLineage:
     writes: list[Write] = field(default_factory=list)
     # A loop's query: the columns of each record variable the loop reads its rows through.
     records: dict[str, dict[str, Field]] = field(default_factory=dict)
+    # What the statement does that the SQL does not show, for a warning at the statement.
+    warnings: list[str] = field(default_factory=list)
 
 
 def statement_lineage(
@@ -49,7 +51,9 @@ def statement_lineage(
     evaluator = QueryEvaluator(catalog, records, lateral_aliases=lateral_aliases)
     handler = _HANDLERS.get(type(statement))
     lineage = StatementLineage(reads=evaluator.reads)
-    if handler is not None:
+    if isinstance(statement, exp.Refresh):
+        lineage.writes = _refresh(statement, evaluator, lineage.warnings)
+    elif handler is not None:
         lineage.writes = handler(statement, evaluator)
     elif isinstance(statement, (exp.Query, exp.Values)):
         fields = evaluator.query(statement, {})
@@ -167,31 +171,97 @@ def _create(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
     if name is None:
         return []
     query = node.expression
-    clone = node.args.get("clone")
-    like = node.find(exp.LikeProperty)
     if isinstance(query, exp.Expr) and isinstance(query, (exp.Query, exp.Values)):
         mapped = map_columns(ev.query(query, ev.with_ctes(node, {}, None)), columns)
-    elif isinstance(clone, exp.Clone) and isinstance(clone.this, exp.Table):
-        mapped = map_columns(_copy_of(clone.this, ev), columns)
-    elif isinstance(query, exp.Table):
-        # Teradata's CREATE TABLE t AS s WITH [NO] DATA copies s.
-        mapped = map_columns(_copy_of(query, ev), columns)
+        ev.catalog.remember_query(name, mapped, ev.reads)
+        into = node.find(exp.ToTableProperty)
+        if isinstance(into, exp.ToTableProperty) and isinstance(into.this, exp.Table):
+            # ClickHouse's CREATE MATERIALIZED VIEW v TO t AS …: each insert into the query's
+            # tables runs the query and inserts its rows into t, by column name; v holds none.
+            target_name = table_name(into.this)
+            return [Write(target_name, mapped)] if target_name else []
     else:
-        if isinstance(like, exp.LikeProperty) and isinstance(like.this, exp.Table):
-            # CREATE TABLE t LIKE s: t is made from s's definition, without its rows, so s is
-            # an input but no column carries data.
-            source = table_name(like.this)
-            if source:
-                ev.read(source)
-            columns = columns or (ev.catalog.columns(source) if source else None)
-        ev.catalog.define(name, columns)
-        return [Write(name, creates=True)]
+        copied = _created_from(node, ev)
+        if copied is None:
+            _like(node, name, columns, ev)
+            return [Write(name, creates=True)]
+        mapped = map_columns(copied, columns)
     ev.catalog.define(name, known_names(mapped))
     if any(p.args.get("no") for p in node.find_all(exp.WithDataProperty)):
         # … WITH NO DATA (PostgreSQL, Teradata): the query gives the columns but no rows, so its
         # tables are inputs, as for LIKE, and no column carries data.
         return [Write(name, creates=True)]
     return [Write(name, mapped, creates=True)]
+
+
+def _created_from(node: exp.Create, ev: QueryEvaluator) -> list[Field] | None:
+    """The columns a CREATE without a query copies from a table or files; None if none."""
+    clone = node.args.get("clone")
+    if isinstance(clone, exp.Clone) and isinstance(clone.this, exp.Table):
+        return _copy_of(clone.this, ev)
+    if isinstance(node.expression, exp.Table):
+        # Teradata's CREATE TABLE t AS s WITH [NO] DATA copies s.
+        return _copy_of(node.expression, ev)
+    location = _file_location(node)
+    if location is not None:
+        # Spark's CREATE [TEMPORARY] VIEW/TABLE v USING parquet OPTIONS (path '…'): a name for
+        # the files, every column read from them.
+        ev.read(location)
+        return [star_field(location)]
+    return None
+
+
+def _like(node: exp.Create, name: str, columns: list[str] | None, ev: QueryEvaluator) -> None:
+    """A table made without rows: CREATE TABLE t (columns), or LIKE s, which reads s's definition
+    (s is an input, but no column carries data)."""
+    like = node.find(exp.LikeProperty)
+    if isinstance(like, exp.LikeProperty) and isinstance(like.this, exp.Table):
+        source = table_name(like.this)
+        if source:
+            ev.read(source)
+        columns = columns or (ev.catalog.columns(source) if source else None)
+    ev.catalog.define(name, columns)
+
+
+def _file_location(node: exp.Create) -> str | None:
+    """The files a Spark `CREATE … USING format` names with OPTIONS (path '…'); None otherwise.
+
+    A table with a LOCATION and no query is an empty table stored there, not a read."""
+    properties = node.args.get("properties")
+    if not isinstance(properties, exp.Properties) or not node.find(exp.FileFormatProperty):
+        return None
+    for options in properties.find_all(exp.OptionsProperty):
+        for option in options.expressions:
+            value = option.args.get("value") if isinstance(option, exp.Property) else None
+            if option.name.lower() == "path" and isinstance(value, exp.Literal):
+                return path_name(value.name)
+    return None
+
+
+def _refresh(node: exp.Refresh, ev: QueryEvaluator, warnings: list[str]) -> list[Write]:
+    """REFRESH MATERIALIZED VIEW v (and dynamic, streaming tables): v gets its query's rows again.
+
+    The query is known only when the script created v; otherwise v is written from sources the
+    SQL does not show, which a warning says.
+    """
+    kind = str(node.args.get("kind") or "").upper()
+    name = table_name(node.this) if isinstance(node.this, exp.Table) else None
+    if name is None or kind not in _REFRESHED:
+        return []
+    stored = ev.catalog.stored_query(name)
+    if stored is None:
+        warnings.append(
+            f"refresh of {kind.lower()} {name}: its query is not in the SQL, so what it reads "
+            "is not known"
+        )
+        return [Write(name)]
+    columns, reads = stored
+    for table in reads.values():
+        ev.read(table)
+    return [Write(name, dict(columns), creates=True)]
+
+
+_REFRESHED = {"MATERIALIZED VIEW", "STREAMING TABLE", "DYNAMIC TABLE", "MATERIALIZED TABLE"}
 
 
 def _copy_of(table: exp.Table, ev: QueryEvaluator) -> list[Field]:
