@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from headwater.sql_lineage.names import key, table_name
 from headwater.sql_lineage.queries import Ctes, QueryEvaluator
-from headwater.sql_lineage.scope import Field, Scope, Source
+from headwater.sql_lineage.scope import STAR, Field, Ref, Scope, Source
 from headwater.sql_lineage.writes import Write, assign
 
 
@@ -158,3 +158,60 @@ def _read_target_if_used(name: str, columns: dict[str, Field], ev: QueryEvaluato
     target = key(name)
     if any(key(table) == target for f in columns.values() for table, _ in f.refs):
         ev.read(name)
+
+
+# T-SQL's OUTPUT names the rows as they were and as they are after the change.
+_OLD_ROWS, _NEW_ROWS = "deleted", "inserted"
+
+
+def returned_fields(node: exp.Expr, writes: list[Write], ev: QueryEvaluator) -> list[Field]:
+    """The rows an INSERT, UPDATE, DELETE or MERGE returns (RETURNING, T-SQL's OUTPUT).
+
+    A DELETE returns the rows it removed, and `deleted.c` the rows as they were: the target's
+    columns, read. Otherwise a column returned is the value written to it, or the target's own
+    when the statement did not write it.
+    """
+    returning = node.args.get("returning")
+    if not isinstance(returning, exp.Returning) or not writes:
+        return []
+    write = writes[0]
+    removed = isinstance(node, exp.Delete)
+    fields: list[Field] = []
+    for i, item in enumerate(returning.expressions):
+        if isinstance(item, exp.Star) or (
+            isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+        ):
+            if write.columns and not removed:
+                fields.extend(write.columns.values())
+            else:
+                ev.read(write.table)
+                fields.append(Field(STAR, frozenset({(write.table, STAR)})))
+            continue
+        refs: set[Ref] = set()
+        for column in [item] if isinstance(item, exp.Column) else item.find_all(exp.Column):
+            if column.name.startswith("$"):
+                continue  # T-SQL's $action: what the MERGE did to the row
+            written = write.columns.get(key(column.name))
+            if removed or key(column.table) == _OLD_ROWS or written is None:
+                ev.read(write.table)
+                refs.add((write.table, column.name))
+            else:
+                refs.update(written.refs)
+        fields.append(Field(item.alias_or_name or f"_col_{i}", frozenset(refs)))
+    return fields
+
+
+def returned_into(node: exp.Expr) -> tuple[str, list[str] | None] | None:
+    """The table T-SQL's `OUTPUT … INTO t [(columns)]` writes the returned rows to."""
+    returning = node.args.get("returning")
+    into = returning.args.get("into") if isinstance(returning, exp.Returning) else None
+    columns = None
+    if isinstance(into, exp.Schema):
+        columns = [c.name for c in into.expressions]
+        into = into.this
+    if isinstance(into, exp.Identifier):
+        into = exp.Table(this=into)
+    name = table_name(into) if isinstance(into, exp.Table) else None
+    if name is None or name.startswith("@"):
+        return None  # a table variable
+    return name, columns

@@ -37,11 +37,15 @@ from headwater.sql_lineage.scope import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from headwater.sql_lineage.names import Catalog
+    from headwater.sql_lineage.writes import Write
 
 Ctes = dict[str, list[Field]]
 
 _MEMBERSHIP = (exp.In, exp.Exists, exp.Any, exp.All)
+_MODIFYING = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
 _NO_LINEAGE_CLAUSES = ("expressions", "from_", "joins", "laterals", "with_", "into")
 
 
@@ -62,6 +66,10 @@ class QueryEvaluator:
         # Loop record variables of the script (lower-cased): `r.id` names a column of a loop's
         # query, which the script resolves, not a struct field or a table.
         self.records = records
+        # A data-modifying statement in a WITH clause: its writes go to `side_writes`, and
+        # `modifying` gives the rows it returns.
+        self.modifying: Callable[[exp.Expr], list[Field]] | None = None
+        self.side_writes: list[Write] = []
 
     def read(self, name: str) -> None:
         """Record that the statement reads table `name`."""
@@ -117,6 +125,9 @@ class QueryEvaluator:
             name = key(cte.alias)
             columns = cte.alias_column_names
             body = cte.this
+            if isinstance(body, _MODIFYING) and self.modifying is not None:
+                ctes[name] = rename(self.modifying(body), columns)
+                continue
             if with_.args.get("recursive") and isinstance(body, exp.SetOperation):
                 # The recursive part reads the CTE itself: give it the anchor's lineage first.
                 ctes[name] = rename(self.query(body.this, ctes, outer), columns)

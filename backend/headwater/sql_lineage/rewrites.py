@@ -266,9 +266,17 @@ _REWRITES: dict[str, Callable[[list[Token], str, Dialect], list[exp.Expr] | None
     "REPLACE": _rewrite_replace,
     "RENAME": lambda chunk, sql, dialect: _rename_table(_text(chunk, sql), dialect),
     "INSERT": lambda chunk, sql, dialect: (
-        _insert_directory(chunk, sql, dialect) or _insert_exec(chunk, sql, dialect)
+        _insert_directory(chunk, sql, dialect)
+        or _insert_exec(chunk, sql, dialect)
+        or _output_into(chunk, sql, dialect)
     ),
-    "UPDATE": lambda chunk, sql, _dialect: _update_from_first(chunk, sql),
+    "UPDATE": lambda chunk, sql, dialect: (
+        _update_from_first(chunk, sql) or _output_into(chunk, sql, dialect)
+    ),
+    "DELETE": lambda chunk, sql, dialect: _output_into(chunk, sql, dialect),
+    "LOAD": lambda chunk, _sql, _dialect: _load_file(chunk),
+    "BULK": lambda chunk, _sql, _dialect: _load_file(chunk),
+    "MERGE": lambda chunk, sql, dialect: _output_into(chunk, sql, dialect),
     "ALTER": lambda chunk, _sql, _dialect: _alter_refresh(chunk) or _alter_moves(chunk),
 }
 
@@ -684,3 +692,75 @@ def _into_file(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr]
                 return None
             return [_directory_insert(chunk[i + 2].text, query)]
     return None
+
+
+def _output_into(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """T-SQL's `OUTPUT … INTO schema.t [(columns)]`, whose qualified name or column list sqlglot
+    does not read: the statement without the INTO, and the table put back in its place."""
+    output = _top_level(chunk, {TokenType.RETURNING}).get(TokenType.RETURNING)
+    if output is None:
+        return None
+    into = _top_level(chunk[output:], {TokenType.INTO}).get(TokenType.INTO)
+    if into is None:
+        if chunk[0].token_type != TokenType.DELETE:
+            return None
+        # DELETE FROM t OUTPUT deleted.* WHERE …: rows returned to the client, nothing written.
+        parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(
+            _returning_last(chunk, output), sql
+        )
+        return [parsed[0]] if parsed and parsed[0] is not None else None
+    into += output
+    table, end = _table_at(chunk, into + 1)
+    variable = chunk[into + 1].token_type == TokenType.PARAMETER
+    if variable:
+        _, end = _table_at(chunk, into + 2)
+    elif table is None:
+        return None
+    target: exp.Expr | None = table
+    if end < len(chunk) and chunk[end].token_type == TokenType.L_PAREN:
+        close = matching_paren(chunk, end)
+        if close is None:
+            return None
+        names = [t for t in chunk[end + 1 : close] if t.token_type in _NAME_PARTS]
+        target = exp.Schema(
+            this=table,
+            expressions=[
+                exp.Identifier(this=t.text, quoted=t.token_type == TokenType.IDENTIFIER) for t in names
+            ],
+        )
+        end = close + 1
+    tokens = chunk[:into] + chunk[end:]
+    if tokens[0].token_type == TokenType.DELETE:
+        tokens = _returning_last(tokens, output)
+    parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, sql)
+    statement = parsed[0] if parsed else None
+    returning = statement.args.get("returning") if statement is not None else None
+    if statement is None or not isinstance(returning, exp.Returning):
+        return None
+    # Rows output INTO a table variable are not followed.
+    returning.set("into", None if variable else target)
+    return [statement]
+
+
+def _returning_last(tokens: list[Token], output: int) -> list[Token]:
+    """A DELETE's OUTPUT clause moved after its FROM and WHERE, where sqlglot reads it."""
+    rest = _top_level(tokens[output:], {TokenType.WHERE, TokenType.FROM, TokenType.OPTION})
+    end = output + min(rest.values(), default=len(tokens) - output)
+    return tokens[:output] + tokens[end:] + tokens[output:end]
+
+
+def _load_file(chunk: list[Token]) -> list[exp.Expr] | None:
+    """MySQL's `LOAD DATA [LOCAL] INFILE 'file' [REPLACE] INTO TABLE t …` and T-SQL's `BULK INSERT
+    t FROM 'file' …`: t is loaded from the file."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    if words[:2] == ["BULK", "INSERT"] and "FROM" in words:
+        table, _ = _table_at(chunk, 2)
+        path = words.index("FROM") + 1
+    elif words[:2] == ["LOAD", "DATA"] and "INFILE" in words and "TABLE" in words:
+        table, _ = _table_at(chunk, words.index("TABLE") + 1)
+        path = words.index("INFILE") + 1
+    else:
+        return None
+    if table is None or path >= len(chunk) or chunk[path].token_type != TokenType.STRING:
+        return None
+    return [exp.LoadData(this=table, inpath=exp.Literal.string(chunk[path].text))]

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from headwater.sql_lineage.dml import delete_writes, merge_writes, update_writes
+from headwater.sql_lineage.dml import (
+    delete_writes,
+    merge_writes,
+    returned_fields,
+    returned_into,
+    update_writes,
+)
 from headwater.sql_lineage.names import Catalog, key, path_name, qualify_like, table_name
 from headwater.sql_lineage.queries import Ctes, QueryEvaluator
 from headwater.sql_lineage.scope import Field, Scope, Source, star_field
@@ -49,17 +55,44 @@ def statement_lineage(
     item's alias.
     """
     evaluator = QueryEvaluator(catalog, records, lateral_aliases=lateral_aliases)
+    evaluator.modifying = lambda node: _modifying(node, evaluator)
     handler = _HANDLERS.get(type(statement))
     lineage = StatementLineage(reads=evaluator.reads)
     if isinstance(statement, exp.Refresh):
         lineage.writes = _refresh(statement, evaluator, lineage.warnings)
-    elif handler is not None:
-        lineage.writes = handler(statement, evaluator)
+    elif isinstance(statement, _MODIFYING):
+        lineage.writes = handler(statement, evaluator) if handler else []
+        lineage.writes.extend(_output_into(statement, lineage.writes, evaluator))
     elif isinstance(statement, (exp.Query, exp.Values)):
         fields = evaluator.query(statement, {})
         lineage.writes = _select(statement, fields, evaluator)
         lineage.records = {name: map_columns(fields, None) for name in binds}
+    elif handler is not None:
+        lineage.writes = handler(statement, evaluator)
+    # Data-modifying statements inside WITH (PostgreSQL) write too.
+    lineage.writes.extend(evaluator.side_writes)
     return lineage
+
+
+_MODIFYING = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
+
+
+def _modifying(node: exp.Expr, ev: QueryEvaluator) -> list[Field]:
+    """A data-modifying statement inside WITH: its writes count, and its RETURNING rows are the
+    CTE's."""
+    handler = _HANDLERS.get(type(node))
+    writes = handler(node, ev) if handler else []
+    ev.side_writes.extend(writes)
+    return returned_fields(node, writes, ev)
+
+
+def _output_into(node: exp.Expr, writes: list[Write], ev: QueryEvaluator) -> list[Write]:
+    """T-SQL's `OUTPUT inserted.a, deleted.b INTO log (a, b)`: the changed rows written to log."""
+    into = returned_into(node)
+    if into is None:
+        return []
+    name, columns = into
+    return [Write(name, map_columns(returned_fields(node, writes, ev), columns))]
 
 
 # Vertica moves partitions with functions called in a SELECT: (source, min key, max key, target).
