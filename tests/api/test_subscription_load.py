@@ -4,6 +4,7 @@ graph, against a real server over real websockets, while events are posted one b
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import time
 from contextlib import AsyncExitStack
@@ -59,6 +60,13 @@ def reading(tag: str, sources: list[str], n: int) -> list[dict]:
     ]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time the process has used."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
@@ -93,8 +101,13 @@ async def test_two_hundred_idle_subscribers_leave_ingest_rate_alone(server):
     base, graph, pid = server
     events = 60
 
+    cpu_per_event: list[float] = []
+
     async def rate(tag: str) -> float:
-        return events / await post_timed(base, reading(tag, graph.last[100:], events))
+        cpu = cpu_seconds(pid)
+        elapsed = await post_timed(base, reading(tag, graph.last[100:], events))
+        cpu_per_event.append((cpu_seconds(pid) - cpu) / events)
+        return events / elapsed
 
     await rate("warmup")
     before = await rate("none")
@@ -115,5 +128,13 @@ async def test_two_hundred_idle_subscribers_leave_ingest_rate_alone(server):
     await asyncio.sleep(1.0)
     after = await rate("after")
     rss_after = rss_mb(pid)
+    print(
+        f"events/s: {before:.1f} alone, {with_subscribers:.1f} with 200 subscribers, {after:.1f} after"
+    )
+    print("server CPU ms per event:", [round(c * 1000, 2) for c in cpu_per_event[1:]])
+    # The server's own CPU per event is what subscribers could add to ingest; unlike a rate, other
+    # work on the machine barely moves it.
+    _, alone_cpu, *with_cpu, after_cpu = cpu_per_event
+    assert min(with_cpu) <= 1.25 * max(alone_cpu, after_cpu), cpu_per_event
     assert with_subscribers >= 0.75 * min(before, after), (before, with_subscribers, after)
     assert rss_after < rss_before + 50, (rss_before, rss_after)

@@ -156,3 +156,19 @@ async def test_closed_stream_unsubscribes(db: asyncpg.Pool, database_url: str) -
         assert feed.subscriber_count == 1
         await stream.aclose()
         assert feed.subscriber_count == 0
+
+
+async def test_a_subscription_to_some_kinds_is_never_offered_the_others(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    async with running_feed(db, database_url) as feed:
+        sub = feed.subscribe(kinds=frozenset({"TAG_CHANGED"}))
+        stream = sub.changes()
+        [last] = await commit(db, "ignored")
+        while feed.position < last:
+            await asyncio.sleep(0.01)
+        assert not sub.queue
+        async with db.acquire() as conn, conn.transaction():
+            await insert_changes(conn, [change("tagged", "TAG_CHANGED")])
+        assert await take(stream, 1) == ["tagged"]
+        await stream.aclose()

@@ -68,6 +68,10 @@ class ChangeFeed:
         self._gaps: dict[int, _Gap] = {}
         self._pumps = 0
         self._subscriptions: set[Subscription] = set()
+        # Who is offered a change of a kind: subscriptions that take only some kinds are never
+        # offered the others, so a change costs nothing for the many that do not want its kind.
+        self._any_kind: set[Subscription] = set()
+        self._by_kind: dict[str, set[Subscription]] = {}
         self._wake = asyncio.Event()
         self.ready = asyncio.Event()  # set once the position is known
         self._task: asyncio.Task[None] | None = None
@@ -112,22 +116,36 @@ class ChangeFeed:
         self._wake.set()
 
     def subscribe(
-        self, after: int | None = None, refuses: Callable[[ChangeRecord], bool] | None = None
+        self,
+        after: int | None = None,
+        refuses: Callable[[ChangeRecord], bool] | None = None,
+        kinds: frozenset[str] | None = None,
     ) -> Subscription:
         """A subscription to changes after ``after`` (default: from now on), registered at once.
 
         ``refuses`` says, without waiting, that the subscriber does not want a change: such a change
-        is never queued and does not wake it.
+        is never queued and does not wake it. With ``kinds``, live changes of other kinds are not
+        even offered (changes read back from the log still go through ``refuses``).
         """
         sub = Subscription(self, refuses)
         sub.last = after
         if self.ready.is_set():
             sub.start_at(self.position)
         self._subscriptions.add(sub)
+        if kinds is None:
+            self._any_kind.add(sub)
+        else:
+            for kind in kinds:
+                self._by_kind.setdefault(kind, set()).add(sub)
         return sub
 
     def _unsubscribe(self, sub: Subscription) -> None:
         self._subscriptions.discard(sub)
+        self._any_kind.discard(sub)
+        for kind, subs in list(self._by_kind.items()):
+            subs.discard(sub)
+            if not subs:
+                del self._by_kind[kind]
 
     async def read_between(self, after: int, upto: int) -> list[ChangeRecord]:
         """A page of committed changes in (after, upto], for a subscription catching up."""
@@ -199,9 +217,15 @@ class ChangeFeed:
             self.position = nxt
         # Offered once the whole read is settled, so that a subscription judging a change without
         # waiting knows the edges the rest of its transaction added.
-        subscriptions = list(self._subscriptions)
-        for change in settled:
-            for sub in subscriptions:
+        self._offer(settled)
+
+    def _offer(self, changes: list[ChangeRecord]) -> None:
+        any_kind = list(self._any_kind)
+        by_kind = {kind: list(subs) for kind, subs in self._by_kind.items()}
+        for change in changes:
+            for sub in any_kind:
+                sub.offer(change)
+            for sub in by_kind.get(change.kind, ()):
                 sub.offer(change)
 
     def _rolled_back(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from headwater.db.queries import QUERIES
@@ -29,6 +30,33 @@ class ChangeRecord:
     at: dt.datetime
     details: dict[str, Any] = field(default_factory=dict)
     recorded_at: dt.datetime | None = None
+
+    # Read once per change, not once per subscription judging it: the feed offers every change to
+    # every subscription.
+
+    @cached_property
+    def touched(self) -> frozenset[str]:
+        """The node the change is about and every node an edge in its details starts or ends at."""
+        out = {self.node_id}
+        for key in ("edges", "addedEdges", "removedEdges"):
+            for edge in self.details.get(key) or []:
+                if isinstance(edge, dict):
+                    out.update(str(v) for k, v in edge.items() if k in ("origin", "destination"))
+        return frozenset(out)
+
+    @cached_property
+    def added_and_removed(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The (origin, destination) edges the change opened and those it closed."""
+        if self.kind == "MANUAL_EDGE_REMOVED":
+            return [], self._pairs("edges")
+        return self._pairs("edges") + self._pairs("addedEdges"), self._pairs("removedEdges")
+
+    def _pairs(self, key: str) -> list[tuple[str, str]]:
+        return [
+            (str(e["origin"]), str(e["destination"]))
+            for e in self.details.get(key) or []
+            if isinstance(e, dict) and "origin" in e and "destination" in e
+        ]
 
 
 @dataclass(frozen=True)

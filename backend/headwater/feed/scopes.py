@@ -6,8 +6,8 @@ emits, without walking the graph again: an added edge that leaves a scope node (
 enters one, upstream) brings its far end in, and only a node that joins or gets nearer is walked
 from, for the hops it has left. That walk is shared by every scope reaching the same node. Only
 a removed edge that touched a scope makes it walk again from its root. Changes are applied
-lazily, when a subscriber next asks, so a scope nobody asks about costs ingest one list append per
-edge change. The feed emits every row of a transaction before any subscriber looks at them, so
+lazily, when a change is next judged against the scope, so a scope nobody asks about costs ingest
+one list append per edge change, and edges that bring no node in are applied without a walk. The feed emits every row of a transaction before any subscriber looks at them, so
 the changes of one ingested event are all judged against the graph that event made.
 """
 
@@ -51,6 +51,7 @@ class _Scope:
     hops: dict[str, int] = field(default_factory=dict)  # node id -> edges from the root
     computed_at: int = -1  # feed position when walked; -1 never
     pending: list[ChangeRecord] = field(default_factory=list)  # edge changes not applied yet
+    unwalked: dict[str, int] = field(default_factory=dict)  # joined nodes not walked from yet
     stale: bool = False  # walk again from the root
     missing: bool = False  # the root did not exist when walked
     users: int = 0
@@ -65,31 +66,6 @@ class _Reach:
     at: int
     limit: int
     hops: dict[str, int]
-
-
-def edge_endpoints(change: ChangeRecord) -> set[str]:
-    """Every node an edge in the change's details starts or ends at."""
-    out: set[str] = set()
-    for key in ("edges", "addedEdges", "removedEdges"):
-        for edge in change.details.get(key) or []:
-            if isinstance(edge, dict):
-                out.update(str(v) for k, v in edge.items() if k in ("origin", "destination"))
-    return out
-
-
-def _pairs(change: ChangeRecord, key: str) -> list[tuple[str, str]]:
-    return [
-        (str(e["origin"]), str(e["destination"]))
-        for e in change.details.get(key) or []
-        if isinstance(e, dict) and "origin" in e and "destination" in e
-    ]
-
-
-def added_and_removed(change: ChangeRecord) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The (origin, destination) edges a change opened and those it closed."""
-    if change.kind == "MANUAL_EDGE_REMOVED":
-        return [], _pairs(change, "edges")
-    return _pairs(change, "edges") + _pairs(change, "addedEdges"), _pairs(change, "removedEdges")
 
 
 class LineageScopes:
@@ -127,23 +103,43 @@ class LineageScopes:
                 scope.pending.append(change)
 
     def current(self, spec: ScopeSpec, change: ChangeRecord) -> dict[str, int] | None:
-        """The scope's nodes if they need no work before judging ``change``, else None."""
+        """The scope's nodes if they need no walk before judging ``change``, else None.
+
+        Pending edge changes that bring no node in (edges elsewhere in the graph, the common case)
+        are applied here, without waiting: a scope far from where ingest writes stays current,
+        and its subscribers are not woken for changes they do not want.
+        """
         scope = self._scopes.get(spec)
-        if scope is None or self._needs_walk(scope, spec, change) or scope.pending:
+        if scope is None or scope.lock.locked() or self._needs_walk(scope, spec, change):
             return None
+        if scope.pending:
+            joined = self._join(scope, spec, scope.pending)
+            scope.pending = []
+            if joined is None:
+                scope.stale = True
+            else:
+                scope.unwalked.update(joined)
+            if scope.stale or scope.unwalked:
+                return None
         return scope.hops
 
     async def nodes(self, spec: ScopeSpec, change: ChangeRecord) -> dict[str, int]:
         """The scope's nodes (with their hops) as of ``change`` or later."""
         scope = self._scopes.setdefault(spec, _Scope())
-        if not scope.pending and not self._needs_walk(scope, spec, change):
+        if not scope.pending and not scope.unwalked and not self._needs_walk(scope, spec, change):
             return scope.hops
         async with scope.lock:
             if self._needs_walk(scope, spec, change):
                 await self._walk_root(scope, spec)
-            while scope.pending and not scope.stale:
+            while (scope.pending or scope.unwalked) and not scope.stale:
                 pending, scope.pending = scope.pending, []
-                await self._apply(scope, spec, pending)
+                joined = self._join(scope, spec, pending)
+                if joined is None:
+                    scope.stale = True  # a node may have left or moved away: walk again
+                    break
+                scope.unwalked.update(joined)
+                unwalked, scope.unwalked = scope.unwalked, {}
+                await self._walk_joined(scope, spec, unwalked)
             if scope.stale:
                 await self._walk_root(scope, spec)
         return scope.hops
@@ -157,6 +153,7 @@ class LineageScopes:
         # Edge changes emitted from here on are queued and applied on top of this walk.
         scope.computed_at = self.feed.position
         scope.pending = []
+        scope.unwalked = {}
         scope.stale = False
         found = await self._walk([spec.node_id], spec.depth, spec.direction)
         scope.missing = found is None
@@ -176,11 +173,8 @@ class LineageScopes:
             return None
         return {n.id: n.hops for n in graph.nodes}
 
-    async def _apply(self, scope: _Scope, spec: ScopeSpec, changes: list[ChangeRecord]) -> None:
-        joined = self._join(scope, spec, changes)
-        if joined is None:
-            scope.stale = True  # a node may have left or moved away: walk again
-            return
+    async def _walk_joined(self, scope: _Scope, spec: ScopeSpec, joined: dict[str, int]) -> None:
+        """Walk on from the nodes that joined the scope (or got nearer), for the hops they have left."""
         limit = spec.hop_limit
         for node_id, hops in joined.items():
             if scope.hops.get(node_id) != hops or hops >= limit:
@@ -202,7 +196,7 @@ class LineageScopes:
         for change in changes:
             if change.change_id <= scope.computed_at or change.kind not in EDGE_KINDS:
                 continue
-            added, removed = added_and_removed(change)
+            added, removed = change.added_and_removed
             if spec.direction == "UPSTREAM":
                 added = [(d, o) for o, d in added]
                 removed = [(d, o) for o, d in removed]

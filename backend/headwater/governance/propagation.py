@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 
 from headwater.feed import log as change_log
-from headwater.feed.scopes import edge_endpoints
 from headwater.lineage.node_ids import split_candidates
 from headwater.store import governance as store
 from headwater.store.changes import Change, insert_changes
@@ -196,7 +195,7 @@ async def _touched(
     for change in changes:
         if change.kind in OWN_KINDS:
             continue
-        for node in {change.node_id} | edge_endpoints(change):
+        for node in change.touched:
             if node.startswith("dataset:"):
                 dataset_nodes.add(node)
             elif node.startswith("job:"):

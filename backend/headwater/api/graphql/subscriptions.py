@@ -67,7 +67,7 @@ class Subscription:
         start = None if after is None else parse_change_cursor(after)
         wanted = change_filter(filter, info.context.settings.max_lineage_depth)
         matcher = ChangeMatcher(wanted, info.context.lineage_scopes)
-        subscription = info.context.feed.subscribe(start, refuses=matcher.refuses)
+        subscription = info.context.feed.subscribe(start, refuses=matcher.refuses, kinds=wanted.kinds)
         try:
             async with contextlib.aclosing(subscription.changes()) as changes:
                 async for change in changes:
