@@ -11,6 +11,7 @@ import datetime as dt
 import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from strawberry.dataloader import DataLoader
@@ -67,33 +68,39 @@ async def _manual_edges(
     return await manual_lineage.fetch_manual_edges_of_jobs(conn, jobs, as_of)
 
 
+class NodeLoaders:
+    """The loaders of one kind of catalog node, datasets or jobs: what the two share."""
+
+    def __init__(self, pool: asyncpg.Pool, shape: catalog.NodeShape[Any, Any]) -> None:
+        self.by_key = _loader(pool, partial(catalog.fetch_nodes_by_keys, shape))
+        self.by_uuid = _loader(pool, partial(catalog.fetch_nodes_by_uuids, shape))
+        self.versions = _loader_with_arg(pool, partial(catalog.fetch_node_versions, shape))
+        self.version = _loader(pool, partial(catalog.fetch_versions_by_uuids, shape))
+        self.tags = _loader(pool, partial(tags.fetch_node_tags, shape), list)
+
+
 class Loaders:
     """The DataLoaders of one GraphQL operation (their caches live as long as it does)."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.namespace = _loader(pool, catalog.fetch_namespaces_by_names)
-        self.dataset = _loader(pool, catalog.fetch_datasets_by_keys)
-        self.dataset_by_uuid = _loader(pool, catalog.fetch_datasets_by_uuids)
+        self.datasets = NodeLoaders(pool, catalog.DATASETS)
         self.fields = _loader(pool, catalog.fetch_fields_by_datasets, list)
-        self.dataset_versions = _loader_with_arg(pool, catalog.fetch_dataset_versions)
-        self.dataset_version = _loader(pool, catalog.fetch_dataset_versions_by_uuids)
         self.dataset_writers = _loader_with_arg(pool, catalog.fetch_runs_writing_datasets)
-        self.dataset_tags = _loader(pool, tags.fetch_dataset_tags, list)
         self.field_tags = _loader(pool, tags.fetch_dataset_field_tags, dict)
-        self.job = _loader(pool, catalog.fetch_jobs_by_keys)
-        self.job_by_uuid = _loader(pool, catalog.fetch_jobs_by_uuids)
+        self.jobs = NodeLoaders(pool, catalog.JOBS)
         self.child_jobs = _loader(pool, catalog.fetch_child_jobs, list)
-        self.job_versions = _loader_with_arg(pool, catalog.fetch_job_versions)
-        self.job_version = _loader(pool, catalog.fetch_job_versions_by_uuids)
         self.job_runs = _loader_with_arg(pool, catalog.fetch_runs_by_jobs)
         self.run_code = _loader(pool, job_code.fetch_code_of_runs)
-        self.job_tags = _loader(pool, tags.fetch_job_tags, list)
         self.run = _loader(pool, catalog.fetch_runs_by_uuids)
         self.run_states = _loader(pool, catalog.fetch_run_states, list)
         self.run_datasets = _loader(pool, catalog.fetch_run_datasets_by_runs, list)
         self.manual_edges = _loader_with_arg(pool, _manual_edges)
 
+    def of_kind(self, kind: catalog.NodeKind) -> NodeLoaders:
+        return self.datasets if kind == "DATASET" else self.jobs
+
     async def datasets_by_uuids(self, uuids: list[uuid.UUID]) -> list[catalog.DatasetRecord]:
         """Datasets in the order of ``uuids``, skipping any that no longer exist."""
-        found = await self.dataset_by_uuid.load_many(uuids)
+        found = await self.datasets.by_uuid.load_many(uuids)
         return [d for d in found if d is not None]

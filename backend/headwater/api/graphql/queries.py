@@ -20,8 +20,8 @@ from headwater.api.graphql.types.common import (
     NotFound,
     problem_from_error,
 )
-from headwater.api.graphql.types.dataset import Dataset, DatasetConnection, page_of_datasets
-from headwater.api.graphql.types.job import Job, JobConnection, page_of_jobs
+from headwater.api.graphql.types.dataset import Dataset, DatasetConnection
+from headwater.api.graphql.types.job import Job, JobConnection
 from headwater.api.graphql.types.lineage import LineageGraph
 from headwater.api.graphql.types.namespace import Namespace
 from headwater.api.graphql.types.paging import CatalogOrder, OrderBy, check_page_size
@@ -132,7 +132,7 @@ class Query(GovernanceQuery):
         after: str | None = None,
         order_by: OrderBy = CatalogOrder.NAME,
     ) -> DatasetConnection:
-        return await page_of_datasets(
+        return await DatasetConnection.page(
             info, NodeFilter(namespace, name_contains, include_deleted), first, after, order_by
         )
 
@@ -140,8 +140,7 @@ class Query(GovernanceQuery):
         description="A dataset by namespace and name (or an alias of it), null if unknown."
     )
     async def dataset(self, info: Info, namespace: str, name: str) -> Dataset | None:
-        record = await info.context.loaders.dataset.load((namespace, name))
-        return Dataset.from_record(record) if record else None
+        return await Dataset.by_key(info, namespace, name)
 
     @strawberry.field(
         description="Jobs, by namespace and name unless `orderBy` says otherwise (first: default 50, "
@@ -157,14 +156,13 @@ class Query(GovernanceQuery):
         after: str | None = None,
         order_by: OrderBy = CatalogOrder.NAME,
     ) -> JobConnection:
-        return await page_of_jobs(
+        return await JobConnection.page(
             info, NodeFilter(namespace, name_contains, include_deleted), first, after, order_by
         )
 
     @strawberry.field(description="A job by namespace and name, null if unknown.")
     async def job(self, info: Info, namespace: str, name: str) -> Job | None:
-        record = await info.context.loaders.job.load((namespace, name))
-        return Job.from_record(record) if record else None
+        return await Job.by_key(info, namespace, name)
 
     @strawberry.field(description="A run by its runId, null if unknown.")
     async def run(self, info: Info, id: strawberry.ID) -> Run | None:

@@ -4,32 +4,24 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import TYPE_CHECKING, Annotated
+from typing import cast
 
 import strawberry
 
 from headwater.api.graphql.context import Info
-from headwater.api.graphql.types.common import HEAT_DESCRIPTION, JSON, OWNERS_DESCRIPTION, owner_names
+from headwater.api.graphql.types import node
+from headwater.api.graphql.types.common import HEAT_DESCRIPTION, JSON, OWNERS_DESCRIPTION
 from headwater.api.graphql.types.dataset import Dataset
-from headwater.api.graphql.types.paging import (
-    CatalogOrder,
-    PageInfo,
-    check_page_size,
-    decode_cursor,
-    encode_cursor,
-    page_of_nodes,
+from headwater.api.graphql.types.node import (
+    MAX_LIST,
+    CatalogNode,
+    CatalogVersion,
+    NodeConnection,
+    RunType,
 )
-from headwater.api.graphql.types.tag import Tag
-from headwater.lineage.node_ids import format_node_id
+from headwater.api.graphql.types.paging import PageInfo, check_page_size, decode_cursor, encode_cursor
 from headwater.store import catalog
-from headwater.store.catalog import JobRecord, JobVersionRecord, NodeFilter
-
-if TYPE_CHECKING:
-    from headwater.api.graphql.types.run import Run
-
-RunType = Annotated["Run", strawberry.lazy("headwater.api.graphql.types.run")]
-
-MAX_LIST = 100
+from headwater.store.catalog import JobRecord, JobVersionRecord
 
 
 @strawberry.type(description="A job's SQL or source code.")
@@ -41,7 +33,7 @@ class JobCode:
 
 
 @strawberry.type(description="A distinct (inputs, outputs, code) of a job.")
-class JobVersion:
+class JobVersion(CatalogVersion):
     id: strawberry.ID
     version: str
     code_hash: str | None = strawberry.field(
@@ -49,6 +41,10 @@ class JobVersion:
     )
     created_at: dt.datetime
     record: strawberry.Private[JobVersionRecord]
+
+    @classmethod
+    def from_record(cls, r: JobVersionRecord) -> JobVersion:
+        return cls(**cls.shared_values(r, r.job_version_uuid), code_hash=r.code_hash)
 
     @strawberry.field
     async def inputs(self, info: Info) -> list[Dataset]:
@@ -74,28 +70,11 @@ class JobVersion:
         found = await info.context.loaders.run_code.load(self.record.created_by_run_uuid)
         return JobCode(text=found.text, language=found.language) if found else None
 
-    @strawberry.field(description="The run that first produced this version.")
-    async def created_by_run(self, info: Info) -> RunType | None:
-        from headwater.api.graphql.types.run import Run
-
-        if self.record.created_by_run_uuid is None:
-            return None
-        record = await info.context.loaders.run.load(self.record.created_by_run_uuid)
-        return Run.from_record(record) if record else None
+    created_by_run = node.created_by_run_field("The run that first produced this version.")
 
     @strawberry.field
     async def job(self, info: Info) -> Job:
-        return Job.from_record(await info.context.loaders.job_by_uuid.load(self.record.job_uuid))
-
-    @classmethod
-    def from_record(cls, r: JobVersionRecord) -> JobVersion:
-        return cls(
-            id=strawberry.ID(str(r.job_version_uuid)),
-            version=r.version,
-            code_hash=r.code_hash,
-            created_at=r.created_at,
-            record=r,
-        )
+        return cast(Job, await Job.by_uuid(info, self.record.job_uuid))
 
 
 @strawberry.type(description="A page of runs, newest first.")
@@ -105,7 +84,7 @@ class RunConnection:
 
 
 @strawberry.type(description="A job: a task, query or pipeline step that reads and writes datasets.")
-class Job:
+class Job(CatalogNode, shape=catalog.JOBS, version_type=JobVersion):
     id: strawberry.ID = strawberry.field(description="Its lineage node id: job:NAMESPACE:NAME.")
     namespace: str
     name: str
@@ -119,20 +98,14 @@ class Job:
     manual: bool = strawberry.field(description="Declared by hand to carry manual lineage.")
     record: strawberry.Private[JobRecord]
 
-    @strawberry.field(description=OWNERS_DESCRIPTION)
-    def owners(self) -> list[str]:
-        return owner_names(self.facets)
-
-    @strawberry.field
-    def deleted(self) -> bool:
-        return self.deleted_at is not None
+    owners = strawberry.field(resolver=node.owners, description=OWNERS_DESCRIPTION)
+    deleted = strawberry.field(resolver=node.deleted)
 
     @strawberry.field(description="The job this one runs inside (an Airflow DAG for a task ...).")
     async def parent(self, info: Info) -> Job | None:
         if self.record.parent_job_uuid is None:
             return None
-        record = await info.context.loaders.job_by_uuid.load(self.record.parent_job_uuid)
-        return Job.from_record(record) if record else None
+        return await Job.by_uuid(info, self.record.parent_job_uuid)
 
     @strawberry.field(description="The jobs that run inside this one.")
     async def children(self, info: Info) -> list[Job]:
@@ -140,24 +113,11 @@ class Job:
             Job.from_record(j) for j in await info.context.loaders.child_jobs.load(self.record.job_uuid)
         ]
 
-    @strawberry.field
-    async def tags(self, info: Info) -> list[Tag]:
-        return [
-            Tag.from_record(t) for t in await info.context.loaders.job_tags.load(self.record.job_uuid)
-        ]
-
-    @strawberry.field(description="The version its latest completed run defined.")
-    async def current_version(self, info: Info) -> JobVersion | None:
-        if self.record.current_version_uuid is None:
-            return None
-        record = await info.context.loaders.job_version.load(self.record.current_version_uuid)
-        return JobVersion.from_record(record) if record else None
-
-    @strawberry.field(description="Its versions, newest first (limit: default 20, at most 100).")
-    async def versions(self, info: Info, limit: int = 20) -> list[JobVersion]:
-        check_page_size(limit, MAX_LIST, "limit")
-        rows = await info.context.loaders.job_versions.load((self.record.job_uuid, limit))
-        return [JobVersion.from_record(r) for r in rows]
+    tags = strawberry.field(resolver=node.tags)
+    current_version = node.current_version_field(
+        JobVersion, "The version its latest completed run defined."
+    )
+    versions = node.versions_field(JobVersion)
 
     @strawberry.field(description="Its most recently created run.")
     async def latest_run(self, info: Info) -> RunType | None:
@@ -191,37 +151,12 @@ class Job:
 
     @classmethod
     def from_record(cls, r: JobRecord) -> Job:
-        return cls(
-            id=strawberry.ID(format_node_id("JOB", r.namespace, r.name)),
-            namespace=r.namespace,
-            name=r.name,
-            type=r.job_type,
-            description=r.description,
-            facets=JSON(r.facets),
-            created_at=r.created_at,
-            updated_at=r.updated_at,
-            deleted_at=r.deleted_at,
-            heat=r.heat,
-            manual=r.manual,
-            record=r,
-        )
+        return cls(**cls.shared_values(r), type=r.job_type, manual=r.manual)
 
 
 @strawberry.type(description="A page of jobs in the order asked (by namespace and name by default).")
-class JobConnection:
-    nodes: list[Job]
-    page_info: PageInfo
-    filter: strawberry.Private[NodeFilter]
-
-    @strawberry.field(description="How many jobs match in all pages.")
-    async def total_count(self, info: Info) -> int:
-        async with info.context.pool.acquire() as conn:
-            return await catalog.count_nodes(catalog.JOBS, conn, self.filter)
-
-
-async def page_of_jobs(
-    info: Info, f: NodeFilter, first: int, after: str | None, order: CatalogOrder = CatalogOrder.NAME
-) -> JobConnection:
-    """One page of jobs in ``order`` after the cursor ``after`` (made for the same order)."""
-    page, page_info = await page_of_nodes(info, catalog.JOBS, f, first, after, order)
-    return JobConnection(nodes=[Job.from_record(r) for r in page], page_info=page_info, filter=f)
+class JobConnection(NodeConnection[Job]):
+    node_type = Job
+    total_count: int = strawberry.field(
+        resolver=node.total_count, description="How many jobs match in all pages."
+    )

@@ -72,15 +72,13 @@ class LineageNode:
     async def dataset(self, info: Info) -> Dataset | None:
         if self.type is not NodeType.DATASET:
             return None
-        record = await info.context.loaders.dataset.load((self.namespace, self.name))
-        return Dataset.from_record(record) if record else None
+        return await Dataset.by_key(info, self.namespace, self.name)
 
     @strawberry.field(description="The job, when the node is one.")
     async def job(self, info: Info) -> Job | None:
         if self.type is not NodeType.JOB:
             return None
-        record = await info.context.loaders.job.load((self.namespace, self.name))
-        return Job.from_record(record) if record else None
+        return await Job.by_key(info, self.namespace, self.name)
 
     @strawberry.field
     async def in_edges(self, info: Info) -> list[LineageEdge]:
@@ -137,5 +135,4 @@ class ManualEdge:
     async def via(self, info: Info) -> Job | None:
         if self.via_job is None:
             return None
-        record = await info.context.loaders.job.load(self.via_job)
-        return Job.from_record(record) if record else None
+        return await Job.by_key(info, *self.via_job)

@@ -7,8 +7,8 @@ import datetime as dt
 import strawberry
 
 from headwater.api.graphql.context import Info
-from headwater.api.graphql.types.dataset import DatasetConnection, page_of_datasets
-from headwater.api.graphql.types.job import JobConnection, page_of_jobs
+from headwater.api.graphql.types.dataset import DatasetConnection
+from headwater.api.graphql.types.job import JobConnection
 from headwater.api.graphql.types.paging import CatalogOrder, OrderBy
 from headwater.store.catalog import NamespaceRecord, NodeFilter
 
@@ -34,7 +34,7 @@ class Namespace:
         include_deleted: bool = False,
         order_by: OrderBy = CatalogOrder.NAME,
     ) -> DatasetConnection:
-        return await page_of_datasets(
+        return await DatasetConnection.page(
             info, NodeFilter(self.name, name_contains, include_deleted), first, after, order_by
         )
 
@@ -50,7 +50,7 @@ class Namespace:
         include_deleted: bool = False,
         order_by: OrderBy = CatalogOrder.NAME,
     ) -> JobConnection:
-        return await page_of_jobs(
+        return await JobConnection.page(
             info, NodeFilter(self.name, name_contains, include_deleted), first, after, order_by
         )
 

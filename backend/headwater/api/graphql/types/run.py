@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from enum import Enum
+from typing import cast
 
 import strawberry
 
@@ -40,16 +41,14 @@ class RunDataset:
 
     @strawberry.field
     async def dataset(self, info: Info) -> Dataset:
-        return Dataset.from_record(
-            await info.context.loaders.dataset_by_uuid.load(self.record.dataset_uuid)
-        )
+        return cast(Dataset, await Dataset.by_uuid(info, self.record.dataset_uuid))
 
     @strawberry.field
     async def version(self, info: Info) -> DatasetVersion | None:
-        if self.record.dataset_version_uuid is None:
-            return None
-        record = await info.context.loaders.dataset_version.load(self.record.dataset_version_uuid)
-        return DatasetVersion.from_record(record) if record else None
+        return cast(
+            DatasetVersion | None,
+            await Dataset.version_by_uuid(info, self.record.dataset_version_uuid),
+        )
 
 
 @strawberry.type(description="One execution of a job.")
@@ -78,14 +77,11 @@ class Run:
 
     @strawberry.field
     async def job(self, info: Info) -> Job:
-        return Job.from_record(await info.context.loaders.job_by_uuid.load(self.record.job_uuid))
+        return cast(Job, await Job.by_uuid(info, self.record.job_uuid))
 
     @strawberry.field(description="The job version computed from what the run read and wrote.")
     async def job_version(self, info: Info) -> JobVersion | None:
-        if self.record.job_version_uuid is None:
-            return None
-        record = await info.context.loaders.job_version.load(self.record.job_version_uuid)
-        return JobVersion.from_record(record) if record else None
+        return cast(JobVersion | None, await Job.version_by_uuid(info, self.record.job_version_uuid))
 
     @strawberry.field(description="The run this one ran inside (from the parent run facet).")
     async def parent_run(self, info: Info) -> Run | None:

@@ -29,15 +29,13 @@ class SearchHit:
     async def dataset(self, info: Info) -> Dataset | None:
         if self.type is not NodeType.DATASET:
             return None
-        record = await info.context.loaders.dataset.load((self.namespace, self.name))
-        return Dataset.from_record(record) if record else None
+        return await Dataset.by_key(info, self.namespace, self.name)
 
     @strawberry.field(description="The job, when the hit is one.")
     async def job(self, info: Info) -> Job | None:
         if self.type is not NodeType.JOB:
             return None
-        record = await info.context.loaders.job.load((self.namespace, self.name))
-        return Job.from_record(record) if record else None
+        return await Job.by_key(info, self.namespace, self.name)
 
     @classmethod
     def from_record(cls, r: HitRecord) -> SearchHit:
@@ -86,15 +84,13 @@ class FoundNode:
     async def dataset(self, info: Info) -> Dataset | None:
         if self.kind is FindKind.JOB:
             return None
-        record = await info.context.loaders.dataset.load((self.namespace, self.name))
-        return Dataset.from_record(record) if record else None
+        return await Dataset.by_key(info, self.namespace, self.name)
 
     @strawberry.field(description="The job, when the hit is one.")
     async def job(self, info: Info) -> Job | None:
         if self.kind is not FindKind.JOB:
             return None
-        record = await info.context.loaders.job.load((self.namespace, self.name))
-        return Job.from_record(record) if record else None
+        return await Job.by_key(info, self.namespace, self.name)
 
     @classmethod
     def from_record(cls, r: FoundRecord) -> FoundNode:
