@@ -443,6 +443,11 @@ def test_jsonl_line_without_sql_is_answered_with_an_error() -> None:
             "the body of this routine is in JAVASCRIPT: its lineage is not derived at line 1, column 1",
         ),
         (
+            "INSERT INTO dbo.t (id)\nSELECT id FROM OPENQUERY(ERP, 'SELECT id FROM sales.orders')",
+            "tsql",
+            "OPENQUERY runs a query on another server: its lineage is not derived at line 1, column 1",
+        ),
+        (
             "CREATE PROCEDURE dbo.p AS\nEXEC dbo.load_orders @day = 1",
             "tsql",
             "call of dbo.load_orders: the lineage of what it runs is not derived at line 2, column 6",

@@ -23,6 +23,7 @@ def update_writes(node: exp.Update, ev: QueryEvaluator) -> list[Write]:
     name = table_name(target) if isinstance(target, exp.Table) else None
     if name is None:
         return []
+    name = _through_cte(target, name, ctes)
     ev.add_source(scope, target, ctes, read=False)
     from_ = node.args.get("from_")
     if isinstance(from_, exp.From):
@@ -52,6 +53,7 @@ def delete_writes(node: exp.Delete, ev: QueryEvaluator) -> list[Write]:
     for target in targets:
         name = table_name(target)
         if name is not None:
+            name = _through_cte(target, name, ctes)
             names.append(_target_by_alias(target, name, scope, ev))
     if isinstance(node.this, exp.Table) and targets and targets[0] is not node.this:
         this_name = table_name(node.this)
@@ -141,6 +143,16 @@ def _merge_insert(
     for column, value in zip(insert.this.expressions, items, strict=False):
         assign(columns, column.name, Field(column.name, *ev.expression(value, scope, ctes)))
     return columns
+
+
+def _through_cte(target: exp.Table, name: str, ctes: Ctes) -> str:
+    """T-SQL's `WITH c AS (SELECT … FROM t) UPDATE c …` / `DELETE FROM c`: the rows changed are t's,
+    the one table the CTE's columns come from."""
+    fields = ctes.get(key(target.name)) if not target.args.get("db") else None
+    if not fields:
+        return name
+    tables = {table for f in fields for table, _ in f.refs if table}
+    return tables.pop() if len(tables) == 1 else name
 
 
 def _target_by_alias(target: exp.Table, name: str, scope: Scope, ev: QueryEvaluator) -> str:

@@ -68,7 +68,10 @@ def table_name(table: exp.Table) -> str | None:
 def _file_argument(func: exp.Func) -> str | None:
     """The location read by a file-reading table function such as DuckDB's read_parquet('s3://…')."""
     name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
+    if name == "openrowset" and len(func.expressions) != 1:
+        return None  # OPENROWSET('provider', 'connection', 'query'): a remote query
     if not name.startswith("read") and name not in {
+        "openrowset",
         "parquet_scan",
         "csv_scan",
         "s3",

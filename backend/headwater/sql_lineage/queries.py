@@ -46,6 +46,8 @@ Ctes = dict[str, list[Field]]
 
 _MEMBERSHIP = (exp.In, exp.Exists, exp.Any, exp.All)
 _MODIFYING = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
+# T-SQL functions that run a query on a linked server.
+_REMOTE = {"OPENQUERY", "OPENDATASOURCE", "OPENROWSET"}
 _NO_LINEAGE_CLAUSES = ("expressions", "from_", "joins", "laterals", "with_", "into")
 
 
@@ -70,6 +72,8 @@ class QueryEvaluator:
         # `modifying` gives the rows it returns.
         self.modifying: Callable[[exp.Expr], list[Field]] | None = None
         self.side_writes: list[Write] = []
+        # What the statement reads that the SQL does not show (a remote query).
+        self.warnings: list[str] = []
 
     def read(self, name: str) -> None:
         """Record that the statement reads table `name`."""
@@ -192,8 +196,7 @@ class QueryEvaluator:
 
     def add_source(self, scope: Scope, node: exp.Expr, ctes: Ctes, *, read: bool = True) -> Source:
         """Make a FROM item visible in `scope`; base tables are recorded as read unless told."""
-        if isinstance(node, exp.Final):
-            node = node.this
+        node = _unwrapped(node)
         alias = node.alias if isinstance(node.args.get("alias"), exp.TableAlias) else ""
         source: Source
         if isinstance(node, exp.Table):
@@ -230,6 +233,15 @@ class QueryEvaluator:
     def _table_source(self, scope: Scope, table: exp.Table, ctes: Ctes, *, read: bool) -> Source:
         name = table_name(table)
         if name is None:
+            relations = self._relation_arguments(table.this, scope, ctes)
+            if relations:
+                return Source(fields=relations)
+            if isinstance(table.this, exp.Anonymous) and table.this.name.upper() in _REMOTE:
+                self.warnings.append(
+                    f"{table.this.name.upper()} runs a query on another server: its lineage is "
+                    "not derived"
+                )
+                return Source(open=Field(STAR, frozenset()))
             # A table function such as generate_series(…) or FLATTEN(input => t.arr).
             refs, _ = self.expression(table.this, scope, ctes)
             return Source(open=Field(STAR, refs, TRANSFORMATION), fields=alias_fields(table, refs))
@@ -248,6 +260,27 @@ class QueryEvaluator:
         for pivot in table.args.get("pivots") or []:
             source.fields = (source.fields or []) + pivot_fields(pivot, name)
         return source
+
+    def _relation_arguments(self, func: exp.Expr, scope: Scope, ctes: Ctes) -> list[Field]:
+        """The columns of the tables and queries a table function takes whole, as BigQuery's
+        ML.PREDICT(MODEL m, TABLE t | (query)) does: the query's named columns, then the rest
+        from any of them (a prediction's columns come from the model)."""
+        named: list[Field] = []
+        stars: list[Field] = []
+        for argument in func.iter_expressions():
+            if isinstance(argument, exp.Table) and isinstance(argument.this, exp.Identifier):
+                inner = Scope(parent=scope)
+                fields = self.add_source(inner, argument, ctes).expand()
+            elif isinstance(argument, (exp.Subquery, exp.Query)):
+                fields = self.query(argument, ctes, scope)
+            else:
+                continue
+            named.extend(f for f in fields if f.name != STAR)
+            stars.extend(f for f in fields if f.name == STAR)
+        if named or stars:
+            # A model read through its columns: what it predicts is a column of the model.
+            return named + stars
+        return []
 
     def _function_source(self, scope: Scope, node: exp.Unnest | exp.Lateral, ctes: Ctes) -> Source:
         """UNNEST(arr) AS x(c), LATERAL VIEW explode(arr) x AS c, LATERAL (subquery)."""
@@ -284,13 +317,11 @@ class QueryEvaluator:
         stack: list[tuple[exp.Expr, bool]] = [(inner, False)]
         while stack:
             current, indirect = stack.pop()
-            if isinstance(current, exp.Column):
-                if not isinstance(current.this, exp.Star):
-                    value.add(*self.column(current, scope), indirect=indirect)
-            elif (isinstance(current, exp.Star) and isinstance(current.parent, exp.Count)) or (
-                # ClickHouse's count() counts rows, as COUNT(*) does.
-                isinstance(current, exp.Count) and current.this is None
-            ):
+            if isinstance(current, exp.Column) or _positional(current):
+                reference = self._reference(current, scope)
+                if reference is not None:
+                    value.add(*reference, indirect=indirect)
+            elif _counts_rows(current):
                 value.add(self._rows(scope), IDENTITY, indirect=indirect)
                 value.aggregate = True
             elif isinstance(current, (exp.Query, exp.Subquery)):
@@ -303,6 +334,13 @@ class QueryEvaluator:
                 value.aggregate = value.aggregate or isinstance(current, exp.AggFunc)
                 stack.extend(children(current, indirect, scope))
         return value.result()
+
+    def _reference(self, node: exp.Expr, scope: Scope) -> tuple[frozenset[Ref], int] | None:
+        """A column reference's refs: `t.c`, `c`, Snowflake's `$1`; None for `t.*`."""
+        if isinstance(node, exp.Column):
+            return None if isinstance(node.this, exp.Star) else self.column(node, scope)
+        position = _positional(node)
+        return scope.resolve_unqualified(position) if position else None
 
     @staticmethod
     def _rows(scope: Scope) -> frozenset[Ref]:
@@ -321,7 +359,7 @@ class QueryEvaluator:
 
     def column(self, column: exp.Column, scope: Scope) -> tuple[frozenset[Ref], int]:
         """Resolve one column reference in `scope`."""
-        name = column.name
+        name = _positional(column.this) or column.name
         qualifier = column.table
         if not qualifier:
             return scope.resolve_unqualified(name)
@@ -360,6 +398,42 @@ class QueryEvaluator:
             refs, kind = self.expression(alias, scope, ctes)
             replaced[key(alias.output_name)] = Field(alias.output_name, refs, kind)
         return [replaced.get(key(f.name), f) for f in fields if key(f.name) not in excluded]
+
+
+def _unwrapped(node: exp.Expr) -> exp.Expr:
+    """The relation a FROM item reads: ClickHouse's `t FINAL`, Databricks' `STREAM t`, `STREAM(t)`
+    and `STREAM read_files(…)` (the rows of t as they arrive) are t."""
+    if isinstance(node, exp.Final):
+        return node.this
+    if isinstance(node, exp.Stream):
+        inner = node.this
+        alias = node.args.get("alias")
+        if isinstance(inner, exp.Subquery) and isinstance(inner.this, exp.Table):
+            alias = alias or inner.args.get("alias")
+            inner = inner.this
+        if isinstance(inner, exp.Expr):
+            if alias and not inner.args.get("alias"):
+                inner.set("alias", alias)
+            return inner
+    return node
+
+
+def _counts_rows(node: exp.Expr) -> bool:
+    """COUNT(*)'s star, or ClickHouse's count() which counts rows as COUNT(*) does."""
+    return (isinstance(node, exp.Star) and isinstance(node.parent, exp.Count)) or (
+        isinstance(node, exp.Count) and node.this is None
+    )
+
+
+def _positional(node: exp.Expr | None) -> str | None:
+    """Snowflake's `$1`, the first column of a staged file, as a column name."""
+    if (
+        isinstance(node, exp.Parameter)
+        and isinstance(node.this, exp.Literal)
+        and not node.this.is_string
+    ):
+        return f"${node.this.name}"
+    return None
 
 
 def _may_have(source: Source, column: str) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
+from sqlglot.dialects.bigquery import BigQuery
 from sqlglot.dialects.teradata import Teradata
 from sqlglot.dialects.tsql import TSQL
 from sqlglot.errors import ErrorLevel
@@ -41,6 +42,14 @@ def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
         chunk = _compound_assignments(chunk)
     if isinstance(dialect, TSQL) and first == "CREATE":
         chunk = _without_table_options(chunk)
+    if isinstance(dialect, TSQL):
+        chunk = _bulk_rowsets(chunk)
+    if first == "MERGE":
+        chunk = _without_merge_deletes(chunk)
+    if isinstance(dialect, BigQuery):
+        chunk = _model_functions(chunk, dialect)
+    if first == "CREATE":
+        chunk = _without_expectations(chunk)
     if isinstance(dialect, Teradata):
         chunk = _without_column_attributes(chunk)
     return chunk
@@ -63,6 +72,98 @@ def _without_top(chunk: list[Token]) -> list[Token]:
     if end < len(chunk) and chunk[end].text.upper() == "PERCENT":
         end += 1
     return chunk[:1] + chunk[end:]
+
+
+def _model_functions(chunk: list[Token], dialect: Dialect) -> list[Token]:
+    """BigQuery's ML.EVALUATE(MODEL m, TABLE t), ML.EXPLAIN_PREDICT(…) and the like, which sqlglot
+    reads only for some names: read as ML.PREDICT, which reads the model and the rows alike."""
+    parsers = dialect.parser_class.FUNCTION_PARSERS
+    for i in range(2, len(chunk) - 2):
+        token = chunk[i]
+        if (
+            chunk[i - 1].token_type == TokenType.DOT
+            and chunk[i - 2].text.upper() in {"ML", "AI"}
+            and chunk[i + 1].token_type == TokenType.L_PAREN
+            and chunk[i + 2].text.upper() == "MODEL"
+            and token.text.upper() not in parsers
+        ):
+            renamed = Token(token.token_type, "PREDICT", token.line, token.col, token.start, token.end)
+            chunk = [*chunk[:i], renamed, *chunk[i + 1 :]]
+    return chunk
+
+
+def _without_expectations(chunk: list[Token]) -> list[Token]:
+    """Delta Live Tables' `CONSTRAINT c EXPECT (cond) [ON VIOLATION DROP ROW | FAIL UPDATE]` in a
+    table's column list: data quality rules, which move no data."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    for i in range(len(chunk) - 3):
+        if words[i] == "CONSTRAINT" and words[i + 2] == "EXPECT" and words[i + 3] == "(":
+            close = matching_paren(chunk, i + 3)
+            if close is None:
+                return chunk
+            end = close + 1
+            if words[end : end + 2] == ["ON", "VIOLATION"]:
+                end += 4 if words[end + 2 : end + 3] in (["DROP"], ["FAIL"]) else 2
+            start = i
+            if end < len(chunk) and chunk[end].token_type == TokenType.COMMA:
+                end += 1
+            elif chunk[i - 1].token_type == TokenType.COMMA:
+                start -= 1
+            if (
+                chunk[start - 1].token_type == TokenType.L_PAREN
+                and chunk[end].token_type == TokenType.R_PAREN
+            ):
+                start, end = start - 1, end + 1  # the list held only expectations
+            return _without_expectations(chunk[:start] + chunk[end:])
+    return chunk
+
+
+def _bulk_rowsets(chunk: list[Token]) -> list[Token]:
+    """T-SQL's `OPENROWSET(BULK 'file', FORMATFILE = '…', …)`: a read of the file, which sqlglot
+    does not parse; the options only say how to read it."""
+    i = 0
+    while i + 3 < len(chunk):
+        if (
+            chunk[i].text.upper() == "OPENROWSET"
+            and chunk[i + 1].token_type == TokenType.L_PAREN
+            and chunk[i + 2].text.upper() == "BULK"
+            and chunk[i + 3].token_type == TokenType.STRING
+        ):
+            close = matching_paren(chunk, i + 1)
+            if close is None:
+                return chunk
+            chunk = [*chunk[: i + 2], chunk[i + 3], *chunk[close:]]
+        i += 1
+    return chunk
+
+
+def _without_merge_deletes(chunk: list[Token]) -> list[Token]:
+    """Oracle's `WHEN MATCHED THEN UPDATE SET … DELETE WHERE cond`: rows removed after the update,
+    which moves no data; sqlglot does not read it."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    depth = 0
+    for i, token in enumerate(chunk[:-1]):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and words[i] == "DELETE" and words[i + 1] == "WHERE" and words[i - 1] != "THEN":
+            end = next(
+                (j for j in range(i + 2, len(chunk)) if words[j] == "WHEN" and _depth(chunk, j) == 0),
+                len(chunk),
+            )
+            return chunk[:i] + _without_merge_deletes(chunk[end:]) if end < len(chunk) else chunk[:i]
+    return chunk
+
+
+def _depth(tokens: list[Token], index: int) -> int:
+    depth = 0
+    for token in tokens[:index]:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+    return depth
 
 
 def _without_table_options(chunk: list[Token]) -> list[Token]:
@@ -240,7 +341,8 @@ def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
 
 def _rewrite_create(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
     return (
-        _create_clone(chunk)
+        _external_stage_table(chunk, sql)
+        or _create_clone(chunk)
         or _create_wrapper(chunk, sql, dialect)
         or _no_data(chunk, sql, dialect)
         or _view_options(chunk, sql, dialect)
@@ -275,6 +377,9 @@ _REWRITES: dict[str, Callable[[list[Token], str, Dialect], list[exp.Expr] | None
     ),
     "DELETE": lambda chunk, sql, dialect: _output_into(chunk, sql, dialect),
     "LOAD": lambda chunk, _sql, _dialect: _load_file(chunk),
+    "EXPORT": lambda chunk, _sql, _dialect: _export_table(chunk),
+    "IMPORT": lambda chunk, _sql, _dialect: _import_table(chunk),
+    "APPLY": lambda chunk, _sql, _dialect: _apply_changes(chunk),
     "BULK": lambda chunk, _sql, _dialect: _load_file(chunk),
     "MERGE": lambda chunk, sql, dialect: _output_into(chunk, sql, dialect),
     "ALTER": lambda chunk, _sql, _dialect: _alter_refresh(chunk) or _alter_moves(chunk),
@@ -764,3 +869,75 @@ def _load_file(chunk: list[Token]) -> list[exp.Expr] | None:
     if table is None or path >= len(chunk) or chunk[path].token_type != TokenType.STRING:
         return None
     return [exp.LoadData(this=table, inpath=exp.Literal.string(chunk[path].text))]
+
+
+def _export_table(chunk: list[Token]) -> list[exp.Expr] | None:
+    """Hive's `EXPORT TABLE t [PARTITION (…)] TO 'path'`: t's rows (and metadata) copied there."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    if words[1:2] != ["TABLE"] or "TO" not in words:
+        return None
+    table, _ = _table_at(chunk, 2)
+    path = words.index("TO") + 1
+    if table is None or path >= len(chunk) or chunk[path].token_type != TokenType.STRING:
+        return None
+    return [_directory_insert(chunk[path].text, exp.select("*").from_(table))]
+
+
+def _import_table(chunk: list[Token]) -> list[exp.Expr] | None:
+    """Hive's `IMPORT [EXTERNAL] TABLE t [PARTITION (…)] FROM 'path'`: t loaded from an export."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    start = 3 if words[1:3] == ["EXTERNAL", "TABLE"] else 2
+    if words[start - 1] != "TABLE" or "FROM" not in words:
+        return None
+    table, _ = _table_at(chunk, start)
+    path = words.index("FROM") + 1
+    if table is None or path >= len(chunk) or chunk[path].token_type != TokenType.STRING:
+        return None
+    return [exp.LoadData(this=table, inpath=exp.Literal.string(chunk[path].text))]
+
+
+def _apply_changes(chunk: list[Token]) -> list[exp.Expr] | None:
+    """Delta Live Tables' `APPLY CHANGES INTO t FROM [STREAM](s) KEYS (…) SEQUENCE BY …`: the
+    change feed s applied to t, every column."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    if words[1:3] != ["CHANGES", "INTO"] or "FROM" not in words:
+        return None
+    target, _ = _table_at(chunk, 3)
+    start = words.index("FROM") + 1
+    if words[start : start + 1] == ["STREAM"]:
+        start += 1
+    if start < len(chunk) and chunk[start].token_type == TokenType.L_PAREN:
+        start += 1
+    source, _ = _table_at(chunk, start)
+    if target is None or source is None:
+        return None
+    return [exp.Insert(this=target, expression=exp.select("*").from_(source), by_name=True)]
+
+
+def _external_stage_table(chunk: list[Token], sql: str) -> list[exp.Expr] | None:
+    """Snowflake's `CREATE [OR REPLACE] EXTERNAL TABLE t […] WITH LOCATION = @stage/path …`: a
+    name for the staged files."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    i = 3 if words[1:3] == ["OR", "REPLACE"] else 1
+    if words[i : i + 2] != ["EXTERNAL", "TABLE"]:
+        return None
+    i += 2
+    if words[i : i + 3] == ["IF", "NOT", "EXISTS"]:
+        i += 3
+    table, _ = _table_at(chunk, i)
+    at = next(
+        (j for j in range(i, len(words) - 2) if words[j : j + 2] == ["LOCATION", "="]),
+        None,
+    )
+    if table is None or at is None:
+        return None
+    first = at + 2
+    end = first + 1
+    # The location runs on until the next option's name (TYPE = …, FILE_FORMAT = …).
+    while end < len(chunk) and not (end + 1 < len(chunk) and chunk[end + 1].token_type == TokenType.EQ):
+        end += 1
+    location = sql[chunk[first].start : chunk[end - 1].end + 1].strip()
+    properties = exp.Properties(
+        expressions=[exp.ExternalProperty(), exp.LocationProperty(this=exp.Literal.string(location))]
+    )
+    return [exp.Create(this=table, kind="TABLE", properties=properties)]

@@ -71,6 +71,7 @@ def statement_lineage(
         lineage.writes = handler(statement, evaluator)
     # Data-modifying statements inside WITH (PostgreSQL) write too.
     lineage.writes.extend(evaluator.side_writes)
+    lineage.warnings.extend(evaluator.warnings)
     return lineage
 
 
@@ -170,6 +171,10 @@ def _insert_write(
 ) -> list[Write]:
     if isinstance(target, exp.Directory):
         return [Write(path_name(target.this.name))]
+    if isinstance(target, exp.Func):
+        # ClickHouse's INSERT INTO FUNCTION s3('…', …): the rows go to the files it names.
+        files = table_name(exp.Table(this=target.copy()))
+        return [Write(files)] if files else []
     if not isinstance(target, exp.Table):
         return []
     name = table_name(target)
@@ -228,20 +233,20 @@ def _create(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
 
 
 def _created_from(node: exp.Create, ev: QueryEvaluator) -> list[Field] | None:
-    """The columns a CREATE without a query copies from a table or files; None if none."""
+    """The columns a CREATE without a query copies from a table or names in files; None if none."""
     clone = node.args.get("clone")
     if isinstance(clone, exp.Clone) and isinstance(clone.this, exp.Table):
         return _copy_of(clone.this, ev)
     if isinstance(node.expression, exp.Table):
         # Teradata's CREATE TABLE t AS s WITH [NO] DATA copies s.
         return _copy_of(node.expression, ev)
-    location = _file_location(node)
-    if location is not None:
-        # Spark's CREATE [TEMPORARY] VIEW/TABLE v USING parquet OPTIONS (path '…'): a name for
-        # the files, every column read from them.
+    locations = _file_locations(node)
+    for location in locations:
         ev.read(location)
-        return [star_field(location)]
-    return None
+    _, columns = _target(node.this)
+    if locations and columns:
+        return [Field(c, frozenset((location, c) for location in locations)) for c in columns]
+    return [star_field(location) for location in locations] or None
 
 
 def _like(node: exp.Create, name: str, columns: list[str] | None, ev: QueryEvaluator) -> None:
@@ -256,19 +261,25 @@ def _like(node: exp.Create, name: str, columns: list[str] | None, ev: QueryEvalu
     ev.catalog.define(name, columns)
 
 
-def _file_location(node: exp.Create) -> str | None:
-    """The files a Spark `CREATE … USING format` names with OPTIONS (path '…'); None otherwise.
-
-    A table with a LOCATION and no query is an empty table stored there, not a read."""
+def _file_locations(node: exp.Create) -> list[str]:
+    """The files a table or view without a query is a name for: an external table's LOCATION
+    (Hive, Athena, Redshift Spectrum, Snowflake's WITH LOCATION = @stage), BigQuery's OPTIONS
+    (uris = […]), Spark's USING format OPTIONS (path '…'). Its rows are theirs."""
     properties = node.args.get("properties")
-    if not isinstance(properties, exp.Properties) or not node.find(exp.FileFormatProperty):
-        return None
-    for options in properties.find_all(exp.OptionsProperty):
-        for option in options.expressions:
-            value = option.args.get("value") if isinstance(option, exp.Property) else None
-            if option.name.lower() == "path" and isinstance(value, exp.Literal):
-                return path_name(value.name)
-    return None
+    if not isinstance(properties, exp.Properties):
+        return []
+    paths: list[str] = []
+    for prop in properties.expressions:
+        if isinstance(prop, exp.LocationProperty) and isinstance(prop.this, (exp.Literal, exp.Var)):
+            paths.append(prop.this.name)
+        elif isinstance(prop, exp.Property) and prop.name.lower() == "uris":
+            paths.extend(v.name for v in prop.find_all(exp.Literal) if v.is_string)
+        elif isinstance(prop, exp.OptionsProperty) and node.find(exp.FileFormatProperty):
+            for option in prop.expressions:
+                value = option.args.get("value") if isinstance(option, exp.Property) else None
+                if option.name.lower() == "path" and isinstance(value, exp.Literal):
+                    paths.append(value.name)
+    return [path_name(p) for p in paths]
 
 
 def _refresh(node: exp.Refresh, ev: QueryEvaluator, warnings: list[str]) -> list[Write]:
