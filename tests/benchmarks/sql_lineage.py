@@ -6,6 +6,10 @@ process. Needs the [bench] extra for openlineage-sql, which prints a Rust panic
 to stderr for some statements (scored as an empty result).
 
     .venv/bin/python tests/benchmarks/sql_lineage.py [--repeat 5] [--failures] [--blind] [--cpu-time]
+        [--by-dialect] [--by-file]
+
+`--by-dialect` and `--by-file` add Headwater's exact-match rates per dialect and per corpus file
+(each file is one construct or dialect).
 
 On a machine shared with other work, `--cpu-time` times the runs by this process' CPU time
 instead of the wall clock, so that other processes' load does not count.
@@ -94,6 +98,7 @@ def score(
     return {
         "tables": sum(tables) / len(cases),
         "columns": sum(columns) / len(cases),
+        "per_case": list(zip(cases, tables, columns, strict=True)),
         "seconds": best,
         "failures": [
             (c, r) for c, r, t, k in zip(cases, results, tables, columns, strict=True) if not (t and k)
@@ -112,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cpu-time", action="store_true", help="time by this process' CPU time, not the wall clock"
     )
+    parser.add_argument("--by-dialect", action="store_true", help="Headwater's rates per dialect")
+    parser.add_argument("--by-file", action="store_true", help="Headwater's rates per corpus file")
     args = parser.parse_args(argv)
     clock = time.process_time if args.cpu_time else time.perf_counter
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -126,11 +133,30 @@ def main(argv: list[str] | None = None) -> int:
         scores[name] = s = score(tool, cases, args.repeat, clock)
         rate = statements / s["seconds"]
         print(f"| {name} | {s['tables']:.1%} | {s['columns']:.1%} | {rate:,.0f} |")
+    if args.by_dialect:
+        _print_groups("dialect", scores["Headwater"]["per_case"], lambda c: c.dialect or "generic")
+    if args.by_file:
+        _print_groups("file", scores["Headwater"]["per_case"], lambda c: c.id.rsplit(":", 1)[0])
     if args.failures:
         for case, result in scores["Headwater"]["failures"]:
             print(f"\n{case.id} ({case.dialect}){' xfail: ' + case.xfail if case.xfail else ''}")
             print(f"  expected {case.expected}\n  got      {result}")
     return 0
+
+
+def _print_groups(
+    title: str, per_case: list[tuple[Case, bool, bool]], group: Callable[[Case], str]
+) -> None:
+    """Headwater's exact-match rates for each group of cases, largest group first."""
+    groups: dict[str, list[tuple[bool, bool]]] = {}
+    for case, table, column in per_case:
+        groups.setdefault(group(case), []).append((table, column))
+    print(f"\n| {title} | cases | table level (exact) | column level (exact) |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, results in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])):
+        tables = sum(t for t, _ in results) / len(results)
+        columns = sum(c for _, c in results) / len(results)
+        print(f"| {name} | {len(results)} | {tables:.1%} | {columns:.1%} |")
 
 
 if __name__ == "__main__":
