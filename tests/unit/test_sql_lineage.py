@@ -448,6 +448,16 @@ def test_jsonl_line_without_sql_is_answered_with_an_error() -> None:
             "OPENQUERY runs a query on another server: its lineage is not derived at line 1, column 1",
         ),
         (
+            "\\i load_orders.sql\nSELECT 1",
+            "postgres",
+            "a script run by the client: its lineage is not derived at line 1, column 1",
+        ),
+        (
+            "CREATE TRIGGER t AFTER INSERT ON s FOR EACH ROW EXECUTE FUNCTION audit.log_row()",
+            "postgres",
+            "call of audit.log_row: the lineage of what it runs is not derived at line 1, column 66",
+        ),
+        (
             "CREATE PROCEDURE dbo.p AS\nEXEC dbo.load_orders @day = 1",
             "tsql",
             "call of dbo.load_orders: the lineage of what it runs is not derived at line 2, column 6",

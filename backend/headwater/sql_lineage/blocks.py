@@ -37,7 +37,10 @@ _STRINGS = {
     TokenType.NATIONAL_STRING,
 }
 _QUERY_WORDS = {"SELECT", "WITH"}
-_ROUTINES = {"PROCEDURE", "PROC", "FUNCTION", "TRIGGER", "PACKAGE"}
+_ROUTINES = {"PROCEDURE", "PROC", "FUNCTION", "TRIGGER", "PACKAGE", "EVENT"}
+_PARAMETER_MODES = {"IN", "OUT", "INOUT", "VARIADIC"}
+# Declarations of other things than variables.
+_NOT_VARIABLES = {"CURSOR", "TYPE", "SUBTYPE", "PRAGMA", "PROCEDURE", "FUNCTION", "EXCEPTION"}
 # Words after END that close a construct: END IF, END LOOP, END TRY …
 _ENDED = {"IF", "LOOP", "WHILE", "FOR", "CASE", "TRY", "CATCH", "REPEAT"}
 # A condition runs up to the word that opens its branch.
@@ -200,14 +203,60 @@ class Flattened:
 
     statements: list[list[Token]]
     warnings: list[SqlError]
-    records: dict[int, set[str]]
+    records: dict[int, set[str]] = field(default_factory=dict)
+    # Variables a script or routine declares (lower-cased): a bare name in a query is one of
+    # these rather than a column, unless a table is known to have such a column.
+    variables: set[str] = field(default_factory=set)
 
 
 def split_statements(tokens: list[Token], sql: str, dialect: Dialect) -> Flattened:
     """The statements to parse, in order, with the control flow of blocks dropped, and warnings."""
     flattener = _Flattener(sql, dialect)
-    flattener.script(tokens)
-    return Flattened(flattener.out, flattener.warnings, flattener.records)
+    flattener.script(flattener.client_commands(tokens))
+    return Flattened(flattener.out, flattener.warnings, flattener.records, flattener.variables)
+
+
+def without_client_delimiters(sql: str) -> str:
+    """A script with the mysql client's `DELIMITER //` lines blanked and each `//` after them
+    made a semicolon, at the same offsets so that positions still point into the script."""
+    if not _DELIMITER_LINE.search(sql):
+        return sql
+    out: list[str] = []
+    delimiter = ";"
+    for line in sql.splitlines(keepends=True):
+        match = _DELIMITER_LINE.match(line)
+        if match:
+            delimiter = match.group(1)
+            out.append(re.sub(r"[^\n]", " ", line))
+        else:
+            out.append(_replace_unquoted(line, delimiter) if delimiter != ";" else line)
+    return "".join(out)
+
+
+_DELIMITER_LINE = re.compile(r"^[ \t]*DELIMITER[ \t]+(\S+)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _replace_unquoted(line: str, delimiter: str) -> str:
+    """`line` with `delimiter` outside quotes and comments replaced by `;` and spaces."""
+    out = []
+    i = 0
+    quote = ""
+    while i < len(line):
+        char = line[i]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"`":
+            quote = char
+        elif line.startswith("--", i) or char == "#":
+            out.append(line[i:])
+            break
+        elif line.startswith(delimiter, i):
+            out.append(";" + " " * (len(delimiter) - 1))
+            i += len(delimiter)
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 def _split(tokens: list[Token]) -> list[list[Token]]:
@@ -265,6 +314,8 @@ class _Flattener:
     records: dict[int, set[str]] = field(default_factory=dict)
     # The statement of each declared cursor's query, by the cursor's lower-cased name.
     cursors: dict[str, int] = field(default_factory=dict)
+    # Declared variables and routine parameters, lower-cased.
+    variables: set[str] = field(default_factory=set)
 
     @property
     def _tsql(self) -> bool:
@@ -276,6 +327,31 @@ class _Flattener:
             chunk = self._uncommand(chunk)
             for statement in self._tsql_statements(chunk) if self._tsql else [chunk]:
                 self._piece(statement)
+
+    def client_commands(self, tokens: list[Token]) -> list[Token]:
+        """psql's backslash commands, which end at the end of their line: `\\copy` is COPY run by
+        the client (a statement of its own), `\\i file` runs another script (a warning), the
+        others change no table."""
+        out: list[Token] = []
+        i = 0
+        while i < len(tokens):
+            token = tokens[i]
+            if token.token_type != TokenType.BACKSLASH or i + 1 >= len(tokens):
+                out.append(token)
+                i += 1
+                continue
+            end = i + 1
+            while end < len(tokens) and tokens[end].line == token.line:
+                end += 1
+            command = tokens[i + 1].text.lower()
+            if command == "copy":
+                last = tokens[end - 1]
+                ending = Token(TokenType.SEMICOLON, ";", last.line, last.col, last.end, last.end)
+                out.extend([tokens[i + 1], *tokens[i + 2 : end], ending])
+            elif command in {"i", "ir", "include", "include_relative"}:
+                self._warn(token, "a script run by the client: its lineage is not derived")
+            i = end
+        return out
 
     def _warn(self, token: Token, message: str) -> None:
         line = self.sql.count("\n", 0, token.start) + 1
@@ -444,6 +520,8 @@ class _Flattener:
             or (second is not None and second.token_type == TokenType.EQ)
             or _find(tokens, {":="}) is not None
         ):
+            if word == "LET" and second is not None and second.token_type in _NAMES:
+                self.variables.add(second.text.lower())
             self._reads(tokens[1:])
             return []
         if self.declaring and word not in _STATEMENT_WORDS:
@@ -462,16 +540,12 @@ class _Flattener:
         head = {_word(t) for t in tokens[: min(opening, 8)]}
         if not _ROUTINES & head:
             return None
-        language = _find(tokens, {"LANGUAGE"})
-        if language is not None and language + 1 < len(tokens):
-            name = tokens[language + 1].text.lower()
-            if name not in _SQL_LANGUAGES:
-                language_name = tokens[language + 1].text
-                self._warn(
-                    tokens[0],
-                    f"the body of this routine is in {language_name}: its lineage is not derived",
-                )
-                return []
+        if "EVENT" in head or ("TRIGGER" in head and _find(tokens, {"EACH"}) is not None):
+            return self._event(tokens) if "EVENT" in head else self._row_trigger(tokens)
+        if opening < len(tokens):
+            self._parameters(tokens, opening)
+        if self._other_language(tokens):
+            return []
         for i, token in enumerate(tokens):
             if token.token_type in _STRINGS and i > 0 and _word(tokens[i - 1]) == "AS":
                 self._body(token)
@@ -490,6 +564,84 @@ class _Flattener:
             self._reads(body)
             return []
         return body
+
+    def _other_language(self, tokens: list[Token]) -> bool:
+        """Whether a routine's body is in another language than SQL (a warning says so)."""
+        language = _find(tokens, {"LANGUAGE"})
+        if language is None or language + 1 >= len(tokens):
+            return False
+        name = tokens[language + 1].text
+        if name.lower() in _SQL_LANGUAGES:
+            return False
+        self._warn(tokens[0], f"the body of this routine is in {name}: its lineage is not derived")
+        return True
+
+    def _row_trigger(self, tokens: list[Token]) -> list[Token]:
+        """`CREATE TRIGGER t {BEFORE|AFTER} … ON tbl FOR EACH ROW body` (MySQL, PostgreSQL,
+        Oracle): the body runs for each changed row of tbl, which it reads through NEW and OLD."""
+        on = _find(tokens, {"ON"})
+        each = _find(tokens, {"EACH"})
+        if on is None or each is None or each + 1 >= len(tokens):
+            return []
+        name_end = on + 1
+        while name_end < len(tokens) and tokens[name_end].token_type in {*_NAMES, TokenType.DOT}:
+            name_end += 1
+        on_token = tokens[on]
+        query = len(self.out)
+        self._statement(
+            [
+                Token(
+                    TokenType.SELECT, "SELECT", on_token.line, on_token.col, on_token.start, on_token.end
+                ),
+                Token(TokenType.STAR, "*", on_token.line, on_token.col, on_token.start, on_token.end),
+                Token(TokenType.FROM, "FROM", on_token.line, on_token.col, on_token.start, on_token.end),
+                *tokens[on + 1 : name_end],
+            ]
+        )
+        self.records.setdefault(query, set()).update({"NEW", "OLD"})
+        body = tokens[each + 2 :]
+        if body and _word(body[0]) in {"FOLLOWS", "PRECEDES"}:
+            body = body[2:]
+        if (
+            body
+            and _word(body[0]) == "WHEN"
+            and len(body) > 1
+            and body[1].token_type == TokenType.L_PAREN
+        ):
+            close = matching_paren(body, 1)
+            body = body[close + 1 :] if close is not None else []
+        if len(body) > 2 and _word(body[0]) == "EXECUTE":
+            self._bare_call(body[2:])  # PostgreSQL's EXECUTE FUNCTION f(): the body is elsewhere
+            return []
+        self.procedural = True
+        return body
+
+    def _event(self, tokens: list[Token]) -> list[Token]:
+        """MySQL's `CREATE EVENT e ON SCHEDULE … DO statement | DO BEGIN … END`."""
+        do = _find(tokens, {"DO"})
+        if do is None:
+            return []
+        self.procedural = True
+        return tokens[do + 1 :]
+
+    def _parameters(self, tokens: list[Token], opening: int) -> None:
+        """A routine's parameter names: each first name after `(` or `,` in its parameter list."""
+        close = matching_paren(tokens, opening)
+        if close is None:
+            return
+        expecting = True
+        depth = 0
+        for token in tokens[opening + 1 : close]:
+            if token.token_type == TokenType.L_PAREN:
+                depth += 1
+            elif token.token_type == TokenType.R_PAREN:
+                depth -= 1
+            elif depth == 0 and token.token_type == TokenType.COMMA:
+                expecting = True
+            elif depth == 0 and expecting and _word(token) not in _PARAMETER_MODES:
+                if token.token_type in _NAMES:
+                    self.variables.add(token.text.lower())
+                expecting = False
 
     def _loop(self, tokens: list[Token]) -> list[Token]:
         """FOR r IN (query) LOOP, FOR r IN query DO, FORALL i IN 1 .. n statement."""
@@ -515,6 +667,9 @@ class _Flattener:
 
     def _declaration(self, tokens: list[Token], start: int) -> None:
         """A declaration's queries; a cursor's query is remembered for the loops over it."""
+        self._declared(
+            tokens[start - 1 : start] if start == 1 and _word(tokens[0]) != "DECLARE" else tokens[start:]
+        )
         query = len(self.out)
         self._reads(tokens[start:])
         cursor = _find(tokens, {"CURSOR"})
@@ -523,6 +678,17 @@ class _Flattener:
         name = _cursor_name(tokens, cursor)
         if name is not None:
             self.cursors[name.lower()] = query
+
+    def _declared(self, names: list[Token]) -> None:
+        """The variables a declaration names: `a, b INT64 …` (BigQuery), `v NUMBER := …`."""
+        for i, token in enumerate(names):
+            if _word(token) in _NOT_VARIABLES:
+                return
+            if token.token_type not in _NAMES or (i > 0 and names[i - 1].token_type != TokenType.COMMA):
+                if i > 0:
+                    return
+                continue
+            self.variables.add(token.text.lower())
 
     def _reads(self, tokens: list[Token], *, query: bool = False) -> None:
         """Keep the queries in an expression: `(SELECT …)` groups, or `SELECT …` to the end."""
@@ -619,8 +785,30 @@ class _Flattener:
             # INSERT INTO t EXEC proc: the rows come from what the procedure runs.
             call = _find(tokens, {"EXEC", "EXECUTE"})
             if call is not None:
+                query = self._exec_query(tokens[call + 1 :])
+                if query is not None:
+                    # INSERT INTO t EXEC('SELECT …'): the rows are the query's.
+                    self.out.append(tokens[:call] + query)
+                    return
                 self._call(tokens[call:])
         self.out.append(tokens)
+
+    def _exec_query(self, argument: list[Token]) -> list[Token] | None:
+        """The query of `EXEC('SELECT …')` or `EXEC sp_executesql N'SELECT …'`, if it is one query."""
+        if argument and _word(argument[0]) == "SP_EXECUTESQL":
+            argument = argument[1:2]
+        if len(argument) == 3 and argument[0].token_type == TokenType.L_PAREN:
+            argument = argument[1:2]
+        if len(argument) != 1 or argument[0].token_type not in _STRINGS:
+            return None
+        token = argument[0]
+        quote = re.match(r"[Nn]?'", self.sql[token.start : token.end + 1])
+        inner = self._tokens_at(token.start + (quote.end() if quote else 0), token.text)
+        if not inner or _word(inner[0]) not in {"SELECT", "WITH"}:
+            return None
+        if any(t.token_type == TokenType.SEMICOLON for t in inner[:-1]):
+            return None
+        return inner[:-1] if inner[-1].token_type == TokenType.SEMICOLON else inner
 
     # T-SQL -------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from headwater.sql_lineage.blocks import split_statements
+from headwater.sql_lineage.blocks import split_statements, without_client_delimiters
 from headwater.sql_lineage.dialects import HeadwaterAthena, get_dialect
 from headwater.sql_lineage.model import SqlError
 from headwater.sql_lineage.rewrites import moves_data, normalize, rewrite_statement
@@ -55,6 +55,8 @@ class ParsedScript:
     firsts: list[Token] = field(default_factory=list)
     # Loop queries (by statement index) and the record variables their rows are read through.
     records: dict[int, set[str]] = field(default_factory=dict)
+    # Variables and parameters the script declares, lower-cased.
+    variables: frozenset[str] = frozenset()
 
     def add(self, statements: list[exp.Expr], first: Token) -> None:
         self.statements.extend(statements)
@@ -72,12 +74,14 @@ class ParsedScript:
 
 def parse_script(sql: str, dialect: str | None) -> ParsedScript:
     """Parse every statement of `sql`, keeping the ones that parse and locating the others."""
+    sql = without_client_delimiters(sql)
     result = ParsedScript(sql)
     target = get_dialect(dialect)
     tokens = _tokenize(sql, target, result.errors)
     parser = target.parser(error_level=ErrorLevel.IMMEDIATE)
     flattened = split_statements(tokens, sql, target)
     result.warnings = flattened.warnings
+    result.variables = frozenset(flattened.variables)
     for index, chunk in enumerate(flattened.statements):
         before = len(result.statements)
         _parse_chunk(chunk, sql, target, parser, result)

@@ -74,6 +74,9 @@ class QueryEvaluator:
         self.side_writes: list[Write] = []
         # What the statement reads that the SQL does not show (a remote query).
         self.warnings: list[str] = []
+        # The script's declared variables and parameters (lower-cased): a bare name that is one
+        # of them is the variable, unless a source is known to have such a column.
+        self.variables: frozenset[str] = frozenset()
 
     def read(self, name: str) -> None:
         """Record that the statement reads table `name`."""
@@ -362,6 +365,8 @@ class QueryEvaluator:
         name = _positional(column.this) or column.name
         qualifier = column.table
         if not qualifier:
+            if key(name) in self.variables and not _known(scope, name):
+                return frozenset(), IDENTITY
             return scope.resolve_unqualified(name)
         parts = [p.name for p in column.parts[:-1]]
         source = scope.lookup(".".join(parts))
@@ -398,6 +403,16 @@ class QueryEvaluator:
             refs, kind = self.expression(alias, scope, ctes)
             replaced[key(alias.output_name)] = Field(alias.output_name, refs, kind)
         return [replaced.get(key(f.name), f) for f in fields if key(f.name) not in excluded]
+
+
+def _known(scope: Scope, name: str) -> bool:
+    """Whether a source in `scope` or around it is known to have a column called `name`."""
+    current: Scope | None = scope
+    while current is not None:
+        if any(source.knows(name) for source in current.sources.values()):
+            return True
+        current = current.parent
+    return False
 
 
 def _unwrapped(node: exp.Expr) -> exp.Expr:

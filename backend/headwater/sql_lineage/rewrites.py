@@ -38,12 +38,10 @@ def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
     first = chunk[0].text.upper()
     if first in _DML_WORDS:
         chunk = _without_top(chunk)
-    if isinstance(dialect, TSQL) and first in _ASSIGNING:
-        chunk = _compound_assignments(chunk)
-    if isinstance(dialect, TSQL) and first == "CREATE":
-        chunk = _without_table_options(chunk)
     if isinstance(dialect, TSQL):
-        chunk = _bulk_rowsets(chunk)
+        chunk = _tsql(chunk, first)
+    if first == "LOCKING":
+        chunk = _without_locking(chunk)
     if first == "MERGE":
         chunk = _without_merge_deletes(chunk)
     if isinstance(dialect, BigQuery):
@@ -53,6 +51,17 @@ def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
     if isinstance(dialect, Teradata):
         chunk = _without_column_attributes(chunk)
     return chunk
+
+
+def _tsql(chunk: list[Token], first: str) -> list[Token]:
+    """T-SQL's forms: `+=`, Synapse's CTAS options, OPENROWSET(BULK …), target table hints."""
+    if first in _ASSIGNING:
+        chunk = _compound_assignments(chunk)
+    if first == "CREATE":
+        chunk = _without_table_options(chunk)
+    if first in {"INSERT", "MERGE"}:
+        chunk = _without_target_hints(chunk)
+    return _bulk_rowsets(chunk)
 
 
 _DML_WORDS = {"UPDATE", "DELETE", "INSERT", "MERGE"}
@@ -115,6 +124,41 @@ def _without_expectations(chunk: list[Token]) -> list[Token]:
             ):
                 start, end = start - 1, end + 1  # the list held only expectations
             return _without_expectations(chunk[:start] + chunk[end:])
+    return chunk
+
+
+def _without_target_hints(chunk: list[Token]) -> list[Token]:
+    """T-SQL's `INSERT [INTO] t WITH (TABLOCK) …`: how the target is locked, which sqlglot reads
+    as the start of a CTE."""
+    start = 2 if len(chunk) > 2 and chunk[1].token_type == TokenType.INTO else 1
+    _, after = _table_at(chunk, start)
+    if (
+        after + 1 < len(chunk)
+        and chunk[after].token_type == TokenType.WITH
+        and chunk[after + 1].token_type == TokenType.L_PAREN
+    ):
+        close = matching_paren(chunk, after + 1)
+        if close is not None:
+            return chunk[:after] + chunk[close + 1 :]
+    return chunk
+
+
+# Teradata's lock modes: LOCKING [TABLE|ROW|…] [name] FOR|IN <mode> [MODE] [NOWAIT].
+_LOCK_MODES = {"ACCESS", "READ", "WRITE", "EXCLUSIVE", "SHARE", "CHECKSUM", "LOAD"}
+
+
+def _without_locking(chunk: list[Token]) -> list[Token]:
+    """Teradata's `LOCKING TABLE t FOR ACCESS <statement>`: how rows are locked while the
+    statement runs; sqlglot reads it only before a SELECT."""
+    while chunk and chunk[0].text.upper() == "LOCKING":
+        words = [t.text.upper() for t in chunk]
+        mode = next((i for i, w in enumerate(words) if w in _LOCK_MODES and i > 1), None)
+        if mode is None:
+            return chunk
+        end = mode + 1
+        while end < len(chunk) and words[end] in {"MODE", "NOWAIT"}:
+            end += 1
+        chunk = chunk[end:]
     return chunk
 
 
@@ -382,7 +426,9 @@ _REWRITES: dict[str, Callable[[list[Token], str, Dialect], list[exp.Expr] | None
     "APPLY": lambda chunk, _sql, _dialect: _apply_changes(chunk),
     "BULK": lambda chunk, _sql, _dialect: _load_file(chunk),
     "MERGE": lambda chunk, sql, dialect: _output_into(chunk, sql, dialect),
-    "ALTER": lambda chunk, _sql, _dialect: _alter_refresh(chunk) or _alter_moves(chunk),
+    "ALTER": lambda chunk, sql, _dialect: (
+        _alter_refresh(chunk) or _alter_update(chunk, sql) or _alter_moves(chunk)
+    ),
 }
 
 
@@ -941,3 +987,18 @@ def _external_stage_table(chunk: list[Token], sql: str) -> list[exp.Expr] | None
         expressions=[exp.ExternalProperty(), exp.LocationProperty(this=exp.Literal.string(location))]
     )
     return [exp.Create(this=table, kind="TABLE", properties=properties)]
+
+
+def _alter_update(chunk: list[Token], sql: str) -> list[exp.Expr] | None:
+    """ClickHouse's mutation `ALTER TABLE t UPDATE a = x WHERE …`: an UPDATE of t."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    if words[1:2] != ["TABLE"]:
+        return None
+    table, after = _table_at(chunk, 2)
+    if table is None or after >= len(chunk) or words[after] != "UPDATE":
+        return None
+    update = chunk[after]
+    set_ = Token(TokenType.SET, "SET", update.line, update.col, update.start, update.end)
+    tokens = [update, *chunk[2:after], set_, *chunk[after + 1 :]]
+    statement = get_dialect(None).parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, sql)[0]
+    return [statement] if isinstance(statement, exp.Update) else None

@@ -49,7 +49,14 @@ def extract_lineage(
     for index, statement in enumerate(parsed.statements):
         try:
             binds = parsed.records.get(index, ())
-            lineage = statement_lineage(statement, catalog, records, binds, lateral_aliases=lateral)
+            lineage = statement_lineage(
+                statement,
+                catalog,
+                records,
+                binds,
+                lateral_aliases=lateral,
+                variables=parsed.variables,
+            )
         except Exception:
             errors.append(parsed.lineage_failure(index))
             continue

@@ -47,17 +47,23 @@ def statement_lineage(
     binds: Collection[str] = (),
     *,
     lateral_aliases: bool = False,
+    variables: frozenset[str] = frozenset(),
 ) -> StatementLineage:
     """Lineage of one parsed statement; `catalog` learns the columns of tables it creates.
 
     `records` are the script's loop record variables (lower-cased), `binds` those whose rows
     this statement's query gives; `lateral_aliases` whether a select item may name an earlier
-    item's alias.
+    item's alias; `variables` the script's declared variables (lower-cased).
     """
     evaluator = QueryEvaluator(catalog, records, lateral_aliases=lateral_aliases)
+    evaluator.variables = variables
     evaluator.modifying = lambda node: _modifying(node, evaluator)
     handler = _HANDLERS.get(type(statement))
     lineage = StatementLineage(reads=evaluator.reads)
+    if isinstance(statement, exp.LockingStatement) and isinstance(statement.expression, exp.Expr):
+        # Teradata's LOCKING … FOR ACCESS SELECT …: the statement's lineage.
+        statement = statement.expression
+        handler = _HANDLERS.get(type(statement))
     if isinstance(statement, exp.Refresh):
         lineage.writes = _refresh(statement, evaluator, lineage.warnings)
     elif isinstance(statement, _MODIFYING):
@@ -333,6 +339,10 @@ def _cache(node: exp.Cache, ev: QueryEvaluator) -> list[Write]:
 def _alter(node: exp.Alter, ev: QueryEvaluator) -> list[Write]:
     old = node.this
     for action in node.args.get("actions") or []:
+        if isinstance(action, exp.Delete) and isinstance(old, exp.Table):
+            # ClickHouse's mutation ALTER TABLE t DELETE WHERE …: rows of t removed.
+            name = table_name(old)
+            return [Write(name)] if name else []
         if isinstance(action, exp.SwapTable) and isinstance(action.this, exp.Table):
             return _swap(old, action.this, ev)
         source = action.args.get("source") if isinstance(action, exp.ReplacePartition) else None
