@@ -59,7 +59,7 @@ def _tsql(chunk: list[Token], first: str) -> list[Token]:
         chunk = _compound_assignments(chunk)
     if first == "CREATE":
         chunk = _without_table_options(chunk)
-    if first in {"INSERT", "MERGE"}:
+    if first in {"INSERT", "MERGE", "WITH"}:
         chunk = _without_target_hints(chunk)
     return _bulk_rowsets(chunk)
 
@@ -130,7 +130,12 @@ def _without_expectations(chunk: list[Token]) -> list[Token]:
 def _without_target_hints(chunk: list[Token]) -> list[Token]:
     """T-SQL's `INSERT [INTO] t WITH (TABLOCK) …`: how the target is locked, which sqlglot reads
     as the start of a CTE."""
-    start = 2 if len(chunk) > 2 and chunk[1].token_type == TokenType.INTO else 1
+    # After the WITH clause, if the statement has one.
+    insert = _top_level(chunk, {TokenType.INSERT, TokenType.MERGE})
+    if not insert:
+        return chunk
+    at = min(insert.values())
+    start = at + (2 if len(chunk) > at + 2 and chunk[at + 1].token_type == TokenType.INTO else 1)
     _, after = _table_at(chunk, start)
     if (
         after + 1 < len(chunk)
