@@ -271,7 +271,7 @@ def _run_summary(run: dict[str, Any], job: str) -> RunSummary:
 
 async def _run_summaries(conn: asyncpg.Connection, runs: list[catalog.RunRecord]) -> list[RunSummary]:
     documents = await runs_json(conn, runs)
-    jobs = await catalog.fetch_jobs_by_uuids(conn, list({r.job_uuid for r in runs}))
+    jobs = await catalog.fetch_nodes_by_uuids(catalog.JOBS, conn, list({r.job_uuid for r in runs}))
     return [
         _run_summary(doc, format_node_id("JOB", jobs[r.job_uuid].namespace, jobs[r.job_uuid].name))
         for r, doc in zip(runs, documents, strict=True)
@@ -288,7 +288,7 @@ async def get_dataset(
     async with _Reading(_reads(ctx), node_id) as conn:
         root = await _resolve(conn, node_id, "DATASET")
         key = (root.namespace, root.name)
-        record = (await catalog.fetch_datasets_by_keys(conn, [key]))[key]
+        record = (await catalog.fetch_nodes_by_keys(catalog.DATASETS, conn, [key]))[key]
         document = (await datasets_json(conn, [record]))[0]
         writers = await catalog.fetch_runs_writing_datasets(conn, [record.dataset_uuid], runs)
         recent = await _run_summaries(conn, writers[record.dataset_uuid])
@@ -325,7 +325,7 @@ async def get_job(
     async with _Reading(_reads(ctx), node_id) as conn:
         root = await _resolve(conn, node_id, "JOB")
         key = (root.namespace, root.name)
-        record = (await catalog.fetch_jobs_by_keys(conn, [key]))[key]
+        record = (await catalog.fetch_nodes_by_keys(catalog.JOBS, conn, [key]))[key]
         document = (await jobs_json(conn, [record]))[0]
         page = await catalog.page_job_runs(conn, record.job_uuid, limit=runs_limit, offset=runs_offset)
         total = await catalog.count_job_runs(conn, record.job_uuid)
@@ -370,7 +370,8 @@ async def get_run(
         if record is None:
             raise RunNotFoundError(run_id)
         document = (await runs_json(conn, [record]))[0]
-        job = (await catalog.fetch_jobs_by_uuids(conn, [record.job_uuid]))[record.job_uuid]
+        jobs = await catalog.fetch_nodes_by_uuids(catalog.JOBS, conn, [record.job_uuid])
+        job = jobs[record.job_uuid]
         states = (await catalog.fetch_run_states(conn, [key]))[key]
     answer = RunAnswer(
         run=_with_summarised_facets(document),

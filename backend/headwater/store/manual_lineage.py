@@ -224,7 +224,7 @@ async def remove_manual_edge(
         job = None
         if kind == "FLOW":
             key = (destination.namespace, MANUAL_JOB_PREFIX + destination.name)
-            found = (await catalog.fetch_jobs_by_keys(conn, [key])).get(key)
+            found = (await catalog.fetch_nodes_by_keys(catalog.JOBS, conn, [key])).get(key)
             if found is None or not found.manual:
                 raise ManualEdgeNotFoundError(origin.id, destination.id)
             job = NodeRef(found.node_id, "JOB", found.job_uuid, found.namespace, found.name)

@@ -6,7 +6,6 @@ import datetime as dt
 import re
 import uuid
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from headwater.db.queries import QUERIES
@@ -63,14 +62,8 @@ async def fetch_node_tags(
     shape: catalog.NodeShape[Any, Any], conn: asyncpg.Connection, uuids: list[uuid.UUID]
 ) -> dict[uuid.UUID, list[TagRecord]]:
     """The tags of each dataset or job, by name."""
-    out: dict[uuid.UUID, list[TagRecord]] = {u: [] for u in uuids}
-    for r in await conn.fetch(QUERIES["fetch_node_tags"], shape.kind, uuids):
-        out[r["node_uuid"]].append(_tag(r))
-    return out
-
-
-fetch_dataset_tags = partial(fetch_node_tags, catalog.DATASETS)
-fetch_job_tags = partial(fetch_node_tags, catalog.JOBS)
+    rows = await conn.fetch(QUERIES["fetch_node_tags"], shape.kind, uuids)
+    return catalog.grouped(uuids, rows, "node_uuid", _tag)
 
 
 async def fetch_dataset_field_tags(
@@ -141,10 +134,6 @@ async def set_node_tag(
             node_id = format_node_id(shape.kind, node.namespace, node.name)
             await insert_changes(conn, [_tag_change(node_id, node.namespace, tag, tagged, field, at)])
     return node
-
-
-set_dataset_tag = partial(set_node_tag, catalog.DATASETS)
-set_job_tag = partial(set_node_tag, catalog.JOBS)
 
 
 def _tag_change(

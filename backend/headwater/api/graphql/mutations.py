@@ -49,19 +49,21 @@ def _mutation(description: str) -> Any:
     return strawberry.mutation(permission_classes=[CanWrite], description=description)
 
 
-async def _dataset_tag(
+async def _node_tag(
     info: Info,
+    node_type: type[Dataset] | type[Job],
     namespace: str,
     name: str,
     tag: str,
     *,
     tagged: bool,
-    field: str | None,
+    field: str | None = None,
     description: str | None,
 ) -> Any:
     try:
         async with info.context.pool.acquire() as conn:
-            record = await tags.set_dataset_tag(
+            record = await tags.set_node_tag(
+                node_type.shape,
                 conn,
                 namespace,
                 name,
@@ -73,20 +75,7 @@ async def _dataset_tag(
             )
     except AppError as exc:
         return problem_from_error(exc)
-    return Dataset.from_record(record)
-
-
-async def _job_tag(
-    info: Info, namespace: str, name: str, tag: str, *, tagged: bool, description: str | None
-) -> Any:
-    try:
-        async with info.context.pool.acquire() as conn:
-            record = await tags.set_job_tag(
-                conn, namespace, name, tag, tagged=tagged, description=description, at=_now()
-            )
-    except AppError as exc:
-        return problem_from_error(exc)
-    return Job.from_record(record)
+    return node_type.from_record(record)
 
 
 async def _manual_edge(
@@ -117,24 +106,17 @@ async def _manual_edge(
     )
 
 
-async def _dataset_deleted(info: Info, namespace: str, name: str, *, deleted: bool) -> Any:
+async def _node_deleted(
+    info: Info, node_type: type[Dataset] | type[Job], namespace: str, name: str, *, deleted: bool
+) -> Any:
     try:
         async with info.context.pool.acquire() as conn:
-            record = await catalog.mark_dataset_deleted(
-                conn, namespace, name, deleted=deleted, at=_now()
+            record = await catalog.mark_node_deleted(
+                node_type.shape, conn, namespace, name, deleted=deleted, at=_now()
             )
     except AppError as exc:
         return problem_from_error(exc)
-    return Dataset.from_record(record)
-
-
-async def _job_deleted(info: Info, namespace: str, name: str, *, deleted: bool) -> Any:
-    try:
-        async with info.context.pool.acquire() as conn:
-            record = await catalog.mark_job_deleted(conn, namespace, name, deleted=deleted, at=_now())
-    except AppError as exc:
-        return problem_from_error(exc)
-    return Job.from_record(record)
+    return node_type.from_record(record)
 
 
 FieldArg = Annotated[
@@ -155,27 +137,27 @@ class Mutation:
         field: FieldArg = None,
         description: TagDescription = None,
     ) -> DatasetResult:
-        return await _dataset_tag(
-            info, namespace, name, tag, tagged=True, field=field, description=description
+        return await _node_tag(
+            info, Dataset, namespace, name, tag, tagged=True, field=field, description=description
         )
 
     @_mutation("Remove a tag from a dataset or one of its fields.")
     async def untag_dataset(
         self, info: Info, namespace: str, name: str, tag: str, field: FieldArg = None
     ) -> DatasetResult:
-        return await _dataset_tag(
-            info, namespace, name, tag, tagged=False, field=field, description=None
+        return await _node_tag(
+            info, Dataset, namespace, name, tag, tagged=False, field=field, description=None
         )
 
     @_mutation("Tag a job; an unknown tag is created.")
     async def tag_job(
         self, info: Info, namespace: str, name: str, tag: str, description: TagDescription = None
     ) -> JobResult:
-        return await _job_tag(info, namespace, name, tag, tagged=True, description=description)
+        return await _node_tag(info, Job, namespace, name, tag, tagged=True, description=description)
 
     @_mutation("Remove a tag from a job.")
     async def untag_job(self, info: Info, namespace: str, name: str, tag: str) -> JobResult:
-        return await _job_tag(info, namespace, name, tag, tagged=False, description=None)
+        return await _node_tag(info, Job, namespace, name, tag, tagged=False, description=None)
 
     @_mutation(
         "Declare lineage by hand: dataset -> job, job -> dataset, or dataset -> dataset (through the "
@@ -198,19 +180,19 @@ class Mutation:
 
     @_mutation("Soft-delete a dataset: hidden from listings and search, kept with its history.")
     async def delete_dataset(self, info: Info, namespace: str, name: str) -> DatasetResult:
-        return await _dataset_deleted(info, namespace, name, deleted=True)
+        return await _node_deleted(info, Dataset, namespace, name, deleted=True)
 
     @_mutation("Restore a soft-deleted dataset.")
     async def restore_dataset(self, info: Info, namespace: str, name: str) -> DatasetResult:
-        return await _dataset_deleted(info, namespace, name, deleted=False)
+        return await _node_deleted(info, Dataset, namespace, name, deleted=False)
 
     @_mutation("Soft-delete a job: hidden from listings and search, kept with its history.")
     async def delete_job(self, info: Info, namespace: str, name: str) -> JobResult:
-        return await _job_deleted(info, namespace, name, deleted=True)
+        return await _node_deleted(info, Job, namespace, name, deleted=True)
 
     @_mutation("Restore a soft-deleted job.")
     async def restore_job(self, info: Info, namespace: str, name: str) -> JobResult:
-        return await _job_deleted(info, namespace, name, deleted=False)
+        return await _node_deleted(info, Job, namespace, name, deleted=False)
 
     @_mutation(
         "Declare a dataset's classification (without field) or a field's, replacing what the API "

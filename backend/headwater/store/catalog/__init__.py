@@ -2,27 +2,19 @@
 
 Every read takes lists of keys and answers in one query, so the API's DataLoaders cost one
 statement per batch however many objects a response holds. The modules hold one concept each;
-this package re-exports them (nodes.py: what datasets and jobs share), so ``catalog.fetch_datasets_by_keys`` and the like work as one API.
+this package re-exports them (nodes.py: what datasets and jobs share, each function taking the
+kind's shape, DATASETS or JOBS, first), so ``catalog.fetch_nodes_by_keys`` and the like work as one
+API.
 """
 
 from headwater.store.catalog.datasets import (
     ColumnInputRecord,
     fetch_column_inputs_by_datasets,
-    fetch_dataset_versions,
-    fetch_dataset_versions_by_uuids,
-    fetch_datasets_by_keys,
-    fetch_datasets_by_uuids,
     fetch_fields_by_datasets,
     fetch_runs_writing_datasets,
-    mark_dataset_deleted,
 )
 from headwater.store.catalog.jobs import (
     fetch_child_jobs,
-    fetch_job_versions,
-    fetch_job_versions_by_uuids,
-    fetch_jobs_by_keys,
-    fetch_jobs_by_uuids,
-    mark_job_deleted,
     page_jobs_by_last_run_state,
 )
 from headwater.store.catalog.namespaces import fetch_namespaces_by_names, list_namespaces
@@ -59,7 +51,7 @@ from headwater.store.catalog.records import (
     SearchHit,
     page_key,
 )
-from headwater.store.catalog.rows import like_fragment
+from headwater.store.catalog.rows import grouped, like_fragment
 from headwater.store.catalog.runs import (
     count_job_runs,
     fetch_run_datasets_by_runs,
@@ -96,15 +88,7 @@ __all__ = [
     "count_search_nodes",
     "fetch_child_jobs",
     "fetch_column_inputs_by_datasets",
-    "fetch_dataset_versions",
-    "fetch_dataset_versions_by_uuids",
-    "fetch_datasets_by_keys",
-    "fetch_datasets_by_uuids",
     "fetch_fields_by_datasets",
-    "fetch_job_versions",
-    "fetch_job_versions_by_uuids",
-    "fetch_jobs_by_keys",
-    "fetch_jobs_by_uuids",
     "fetch_namespaces_by_names",
     "fetch_node",
     "fetch_node_version",
@@ -117,10 +101,9 @@ __all__ = [
     "fetch_runs_by_uuids",
     "fetch_runs_writing_datasets",
     "fetch_versions_by_uuids",
+    "grouped",
     "like_fragment",
     "list_namespaces",
-    "mark_dataset_deleted",
-    "mark_job_deleted",
     "mark_node_deleted",
     "page_job_runs",
     "page_jobs_by_last_run_state",

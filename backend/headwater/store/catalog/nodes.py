@@ -32,6 +32,7 @@ from headwater.store.catalog.rows import (
     dataset_from_row,
     dataset_version_from_row,
     filter_args,
+    grouped,
     job_from_row,
     job_version_from_row,
     page_args,
@@ -116,10 +117,8 @@ async def fetch_node_versions(
     shape: NodeShape[R, V], conn: asyncpg.Connection, uuids: list[uuid.UUID], limit: int
 ) -> dict[uuid.UUID, list[V]]:
     """The latest ``limit`` versions of each dataset or job, newest first."""
-    out: dict[uuid.UUID, list[V]] = {u: [] for u in uuids}
-    for r in await conn.fetch(QUERIES["fetch_node_versions"], shape.kind, uuids, limit):
-        out[r["node_uuid"]].append(shape.version(r))
-    return out
+    rows = await conn.fetch(QUERIES["fetch_node_versions"], shape.kind, uuids, limit)
+    return grouped(uuids, rows, "node_uuid", shape.version)
 
 
 async def page_node_versions(

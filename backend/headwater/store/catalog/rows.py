@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, TypeVar
 
 from headwater.store.catalog.records import (
     DatasetRecord,
     DatasetVersionRecord,
+    FieldRecord,
     JobRecord,
     JobVersionRecord,
     NodeFilter,
     NodeKey,
     NodeOrder,
+    RunDatasetRecord,
     RunRecord,
+    RunStateRecord,
 )
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+def grouped(
+    keys: Iterable[K], rows: Iterable[Any], column: str, record: Callable[[Any], V]
+) -> dict[K, list[V]]:
+    """The record of each row under the row's ``column``, in row order: what a read by many keys
+    answers, every key asked for present (with [] when no row has it)."""
+    out: dict[K, list[V]] = {k: [] for k in keys}
+    for r in rows:
+        out[r[column]].append(record(r))
+    return out
 
 
 def like_fragment(text: str) -> str:
@@ -84,6 +102,10 @@ def job_from_row(r: Any) -> JobRecord:
     )
 
 
+def field_from_row(r: Any) -> FieldRecord:
+    return FieldRecord(r["dataset_uuid"], r["name"], r["type"], r["description"], r["position"])
+
+
 def run_from_row(r: Any) -> RunRecord:
     return RunRecord(
         r["run_uuid"],
@@ -103,6 +125,14 @@ def run_from_row(r: Any) -> RunRecord:
         r["updated_at"],
         r["reported_run_id"],
     )
+
+
+def run_state_from_row(r: Any) -> RunStateRecord:
+    return RunStateRecord(r["run_uuid"], r["state"], r["event_time"])
+
+
+def run_dataset_from_row(r: Any) -> RunDatasetRecord:
+    return RunDatasetRecord(r["run_uuid"], r["dataset_uuid"], r["direction"], r["dataset_version_uuid"])
 
 
 def dataset_version_from_row(r: Any) -> DatasetVersionRecord:

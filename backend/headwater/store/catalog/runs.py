@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from headwater.db.queries import QUERIES
 from headwater.store.catalog.records import RunDatasetRecord, RunRecord, RunStateRecord
-from headwater.store.catalog.rows import run_from_row
+from headwater.store.catalog.rows import grouped, run_dataset_from_row, run_from_row, run_state_from_row
 
 if TYPE_CHECKING:
     import asyncpg
@@ -30,7 +30,6 @@ async def fetch_runs_by_jobs(
     before: tuple[dt.datetime, uuid.UUID] | None = None,
 ) -> dict[uuid.UUID, list[RunRecord]]:
     """The latest ``limit`` runs of each job, newest first; older than ``before`` when given."""
-    out: dict[uuid.UUID, list[RunRecord]] = {u: [] for u in uuids}
     rows = await conn.fetch(
         QUERIES["fetch_runs_by_jobs"],
         uuids,
@@ -38,9 +37,7 @@ async def fetch_runs_by_jobs(
         before[0] if before else None,
         before[1] if before else None,
     )
-    for r in rows:
-        out[r["job_uuid"]].append(run_from_row(r))
-    return out
+    return grouped(uuids, rows, "job_uuid", run_from_row)
 
 
 async def page_job_runs(
@@ -59,19 +56,13 @@ async def fetch_run_states(
     conn: asyncpg.Connection, uuids: list[uuid.UUID]
 ) -> dict[uuid.UUID, list[RunStateRecord]]:
     """Every state transition of runs, oldest first."""
-    out: dict[uuid.UUID, list[RunStateRecord]] = {u: [] for u in uuids}
-    for r in await conn.fetch(QUERIES["fetch_run_states"], uuids):
-        out[r["run_uuid"]].append(RunStateRecord(r["run_uuid"], r["state"], r["event_time"]))
-    return out
+    rows = await conn.fetch(QUERIES["fetch_run_states"], uuids)
+    return grouped(uuids, rows, "run_uuid", run_state_from_row)
 
 
 async def fetch_run_datasets_by_runs(
     conn: asyncpg.Connection, uuids: list[uuid.UUID]
 ) -> dict[uuid.UUID, list[RunDatasetRecord]]:
     """The datasets each run read and wrote."""
-    out: dict[uuid.UUID, list[RunDatasetRecord]] = {u: [] for u in uuids}
-    for r in await conn.fetch(QUERIES["fetch_run_datasets_by_runs"], uuids):
-        out[r["run_uuid"]].append(
-            RunDatasetRecord(r["run_uuid"], r["dataset_uuid"], r["direction"], r["dataset_version_uuid"])
-        )
-    return out
+    rows = await conn.fetch(QUERIES["fetch_run_datasets_by_runs"], uuids)
+    return grouped(uuids, rows, "run_uuid", run_dataset_from_row)

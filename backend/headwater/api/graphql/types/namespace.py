@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import strawberry
 
@@ -13,6 +14,24 @@ from headwater.api.graphql.types.paging import CatalogOrder, OrderBy
 from headwater.store.catalog import NamespaceRecord, NodeFilter
 
 
+def _page_field(connection: type[DatasetConnection] | type[JobConnection], description: str) -> Any:
+    """A field of a namespace's datasets or jobs, a page at a time: both take the same arguments."""
+
+    async def page(
+        self: Namespace,
+        info: Info,
+        first: int = 50,
+        after: str | None = None,
+        name_contains: str | None = None,
+        include_deleted: bool = False,
+        order_by: OrderBy = CatalogOrder.NAME,
+    ) -> Any:
+        f = NodeFilter(self.name, name_contains, include_deleted)
+        return await connection.page(info, f, first, after, order_by)
+
+    return strawberry.field(resolver=page, graphql_type=connection, description=description)
+
+
 @strawberry.type(
     description="A namespace of datasets (postgres://host:5432, s3://bucket ...) or of jobs."
 )
@@ -21,38 +40,14 @@ class Namespace:
     created_at: dt.datetime
     updated_at: dt.datetime = strawberry.field(description="When a dataset or job in it last changed.")
 
-    @strawberry.field(
-        description="Its datasets, by name unless `orderBy` says otherwise (first: default 50, at "
-        "most 500)."
+    datasets = _page_field(
+        DatasetConnection,
+        "Its datasets, by name unless `orderBy` says otherwise (first: default 50, at most 500).",
     )
-    async def datasets(
-        self,
-        info: Info,
-        first: int = 50,
-        after: str | None = None,
-        name_contains: str | None = None,
-        include_deleted: bool = False,
-        order_by: OrderBy = CatalogOrder.NAME,
-    ) -> DatasetConnection:
-        return await DatasetConnection.page(
-            info, NodeFilter(self.name, name_contains, include_deleted), first, after, order_by
-        )
-
-    @strawberry.field(
-        description="Its jobs, by name unless `orderBy` says otherwise (first: default 50, at most 500)."
+    jobs = _page_field(
+        JobConnection,
+        "Its jobs, by name unless `orderBy` says otherwise (first: default 50, at most 500).",
     )
-    async def jobs(
-        self,
-        info: Info,
-        first: int = 50,
-        after: str | None = None,
-        name_contains: str | None = None,
-        include_deleted: bool = False,
-        order_by: OrderBy = CatalogOrder.NAME,
-    ) -> JobConnection:
-        return await JobConnection.page(
-            info, NodeFilter(self.name, name_contains, include_deleted), first, after, order_by
-        )
 
     @classmethod
     def from_record(cls, r: NamespaceRecord) -> Namespace:

@@ -83,7 +83,9 @@ async def get_run_facets(
     if of.lower() == "run":
         return {"runId": str(record.run_uuid), "facets": record.facets}
     async with state.pool.acquire() as conn:
-        job = (await catalog.fetch_jobs_by_uuids(conn, [record.job_uuid]))[record.job_uuid]
+        job = (await catalog.fetch_nodes_by_uuids(catalog.JOBS, conn, [record.job_uuid]))[
+            record.job_uuid
+        ]
     return {"runId": str(record.run_uuid), "facets": job.facets}
 
 

@@ -99,7 +99,7 @@ async def datasets_json(conn: asyncpg.Connection, records: list[DatasetRecord]) 
     """Marquez dataset objects, with fields, tags and column lineage loaded for all of them."""
     uuids = [r.dataset_uuid for r in records]
     fields = await catalog.fetch_fields_by_datasets(conn, uuids)
-    tags = await tag_store.fetch_dataset_tags(conn, uuids)
+    tags = await tag_store.fetch_node_tags(catalog.DATASETS, conn, uuids)
     field_tags = await tag_store.fetch_dataset_field_tags(conn, uuids)
     column_lineage = await _column_lineage(conn, uuids)
     return [
@@ -148,7 +148,9 @@ async def dataset_versions_json(
     )
     runs_by_uuid = dict(zip(runs, await runs_json(conn, list(runs.values())), strict=True))
     tags = _names(
-        (await tag_store.fetch_dataset_tags(conn, [dataset.dataset_uuid]))[dataset.dataset_uuid]
+        (await tag_store.fetch_node_tags(catalog.DATASETS, conn, [dataset.dataset_uuid]))[
+            dataset.dataset_uuid
+        ]
     )
     out = []
     for v in versions:
@@ -188,15 +190,17 @@ async def dataset_versions_json(
 
 async def runs_json(conn: asyncpg.Connection, runs: list[RunRecord]) -> list[dict[str, Any]]:
     """Marquez run objects, with job versions and dataset versions loaded for all of them at once."""
-    versions = await catalog.fetch_job_versions_by_uuids(
-        conn, [r.job_version_uuid for r in runs if r.job_version_uuid]
+    versions = await catalog.fetch_versions_by_uuids(
+        catalog.JOBS, conn, [r.job_version_uuid for r in runs if r.job_version_uuid]
     )
-    jobs = await catalog.fetch_jobs_by_uuids(conn, list({r.job_uuid for r in runs}))
+    jobs = await catalog.fetch_nodes_by_uuids(catalog.JOBS, conn, list({r.job_uuid for r in runs}))
     touched = await catalog.fetch_run_datasets_by_runs(conn, [r.run_uuid for r in runs])
     every = [t for ts in touched.values() for t in ts]
-    datasets = await catalog.fetch_datasets_by_uuids(conn, list({t.dataset_uuid for t in every}))
-    dataset_versions = await catalog.fetch_dataset_versions_by_uuids(
-        conn, list({t.dataset_version_uuid for t in every if t.dataset_version_uuid})
+    datasets = await catalog.fetch_nodes_by_uuids(
+        catalog.DATASETS, conn, list({t.dataset_uuid for t in every})
+    )
+    dataset_versions = await catalog.fetch_versions_by_uuids(
+        catalog.DATASETS, conn, list({t.dataset_version_uuid for t in every if t.dataset_version_uuid})
     )
 
     def version_id(t: catalog.RunDatasetRecord) -> dict[str, Any]:
@@ -252,7 +256,7 @@ async def _dataset_ids(
 ) -> dict[uuid.UUID, dict[str, str]]:
     """The ``{namespace, name}`` of every input and output of job versions."""
     io = {u for v in versions for u in v.input_uuids + v.output_uuids}
-    datasets = await catalog.fetch_datasets_by_uuids(conn, list(io))
+    datasets = await catalog.fetch_nodes_by_uuids(catalog.DATASETS, conn, list(io))
     return {u: node_id_json(d.namespace, d.name) for u, d in datasets.items()}
 
 
@@ -268,16 +272,16 @@ async def jobs_json(conn: asyncpg.Connection, records: list[JobRecord]) -> list[
     ``jobType`` is that facet's own job type (QUERY, DAG, TASK ...; MANUAL for jobs declared by hand).
     """
     uuids = [r.job_uuid for r in records]
-    versions = await catalog.fetch_job_versions_by_uuids(
-        conn, [r.current_version_uuid for r in records if r.current_version_uuid]
+    versions = await catalog.fetch_versions_by_uuids(
+        catalog.JOBS, conn, [r.current_version_uuid for r in records if r.current_version_uuid]
     )
     ids = await _dataset_ids(conn, list(versions.values()))
     latest = await catalog.fetch_runs_by_jobs(conn, uuids, LATEST_RUNS)
     every_run = [r for rs in latest.values() for r in rs]
     run_json = dict(zip([r.run_uuid for r in every_run], await runs_json(conn, every_run), strict=True))
-    tags = await tag_store.fetch_job_tags(conn, uuids)
-    parents = await catalog.fetch_jobs_by_uuids(
-        conn, [r.parent_job_uuid for r in records if r.parent_job_uuid]
+    tags = await tag_store.fetch_node_tags(catalog.JOBS, conn, uuids)
+    parents = await catalog.fetch_nodes_by_uuids(
+        catalog.JOBS, conn, [r.parent_job_uuid for r in records if r.parent_job_uuid]
     )
 
     out = []
