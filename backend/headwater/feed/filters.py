@@ -30,6 +30,12 @@ class ChangeFilter:
     def scopes(self) -> list[ScopeSpec]:
         return [s for s in (self.upstream_of, self.downstream_of) if s is not None]
 
+    @cached_property
+    def kinds_only(self) -> bool:
+        """Whether it asks nothing but kinds, which the feed's index of subscriptions by kind
+        already judges: its live changes need no other look."""
+        return self.namespaces is None and self.node_ids is None and not self.scopes
+
 
 class ChangeMatcher:
     """A filter bound to the shared lineage scopes; ``close`` when the subscription ends."""

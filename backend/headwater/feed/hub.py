@@ -125,7 +125,7 @@ class ChangeFeed:
 
         ``refuses`` says, without waiting, that the subscriber does not want a change: such a change
         is never queued and does not wake it. With ``kinds``, live changes of other kinds are not
-        even offered (changes read back from the log still go through ``refuses``).
+        even offered. Changes read back from the log reach the subscriber unjudged: it judges them.
         """
         sub = Subscription(self, refuses)
         sub.last = after

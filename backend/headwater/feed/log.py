@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from headwater.db.queries import QUERIES
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
+
     import asyncpg
 
 
@@ -33,6 +35,12 @@ class ChangeRecord:
 
     # Read once per change, not once per subscription judging it: the feed offers every change to
     # every subscription.
+
+    @cached_property
+    def renders(self) -> dict[Hashable, Any]:
+        """What subscribers made of this change, by what they asked for: the feed offers the same
+        record to every subscription, so subscribers asking the same share one rendering."""
+        return {}
 
     @cached_property
     def touched(self) -> frozenset[str]:

@@ -20,7 +20,7 @@ from headwater.api.graphql.graphiql import ENDPOINT, graphiql_html
 from headwater.api.graphql.limits import limit_extensions
 from headwater.api.graphql.mutations import Mutation
 from headwater.api.graphql.queries import Query
-from headwater.api.graphql.subscriptions import Subscription
+from headwater.api.graphql.subscriptions import SharedRenderingExecutor, Subscription, encode_message
 from headwater.api.rest.body import check_json_values
 from headwater.errors import AppError, PayloadTooLargeError
 
@@ -34,6 +34,7 @@ schema = HeadwaterSchema(
     subscription=Subscription,
     extensions=[*limit_extensions(), LoadersPerOperation],
     config=StrawberryConfig(disable_field_suggestions=True),
+    execution_context_class=SharedRenderingExecutor,
 )
 
 _StrawberryController = make_graphql_controller(
@@ -68,6 +69,10 @@ class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
     @property
     def graphql_ide_html(self) -> str:
         return graphiql_html()
+
+    def encode_json(self, data: object) -> str | bytes:
+        # A change sent to many subscribers is encoded once for them all.
+        return encode_message(data, super().encode_json)
 
     def decode_json(self, data: str | bytes) -> object:
         # A 64 MB body of `[]` would decode into gigabytes of lists: count before decoding.

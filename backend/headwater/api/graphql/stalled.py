@@ -50,7 +50,9 @@ def guard_websockets(app: Litestar, stall_s: float) -> Litestar:
 
         async def send_or_disconnect(message: Message) -> None:
             try:
-                await asyncio.wait_for(send(message), stall_s)
+                # A timer, not wait_for's task per message: sends are many, and most never wait.
+                async with asyncio.timeout(stall_s):
+                    await send(message)
                 return
             except TimeoutError:
                 pass

@@ -30,6 +30,8 @@ class LineageChange:
     )
     recorded_at: dt.datetime | None = strawberry.field(description="When the server recorded it.")
     details: JSON = strawberry.field(description="What changed; the shape depends on the kind.")
+    # The change as the feed read it: subscribers asking the same of it share one rendering.
+    record: strawberry.Private[ChangeRecord | None] = None
 
     @classmethod
     def from_record(cls, r: ChangeRecord) -> LineageChange:
@@ -43,6 +45,7 @@ class LineageChange:
             at=r.at,
             recorded_at=r.recorded_at,
             details=JSON(r.details),
+            record=r,
         )
 
 
