@@ -204,16 +204,17 @@ class Flattened:
     statements: list[list[Token]]
     warnings: list[SqlError]
     records: dict[int, set[str]] = field(default_factory=dict)
-    # Variables a script or routine declares (lower-cased): a bare name in a query is one of
-    # these rather than a column, unless a table is known to have such a column.
-    variables: set[str] = field(default_factory=set)
+    # The variables (lower-cased) declared where each statement runs (by index in `statements`):
+    # a bare name in its query that is one of these is the variable rather than a column, unless a
+    # table is known to have such a column.
+    variables: dict[int, frozenset[str]] = field(default_factory=dict)
 
 
 def split_statements(tokens: list[Token], sql: str, dialect: Dialect) -> Flattened:
     """The statements to parse, in order, with the control flow of blocks dropped, and warnings."""
     flattener = _Flattener(sql, dialect)
     flattener.script(flattener.client_commands(tokens))
-    return Flattened(flattener.out, flattener.warnings, flattener.records, flattener.variables)
+    return Flattened(flattener.out, flattener.warnings, flattener.records, flattener.scopes)
 
 
 def without_client_delimiters(sql: str) -> str:
@@ -314,8 +315,10 @@ class _Flattener:
     records: dict[int, set[str]] = field(default_factory=dict)
     # The statement of each declared cursor's query, by the cursor's lower-cased name.
     cursors: dict[str, int] = field(default_factory=dict)
-    # Declared variables and routine parameters, lower-cased.
+    # Declared variables and routine parameters in scope, lower-cased; and for each statement
+    # (index in `out`) those in scope where it runs.
     variables: set[str] = field(default_factory=set)
+    scopes: dict[int, frozenset[str]] = field(default_factory=dict)
 
     @property
     def _tsql(self) -> bool:
@@ -542,13 +545,14 @@ class _Flattener:
             return None
         if "EVENT" in head or ("TRIGGER" in head and _find(tokens, {"EACH"}) is not None):
             return self._event(tokens) if "EVENT" in head else self._row_trigger(tokens)
-        if opening < len(tokens):
-            self._parameters(tokens, opening)
+        self.variables = set()  # a routine's names are its own
         if self._other_language(tokens):
             return []
         for i, token in enumerate(tokens):
             if token.token_type in _STRINGS and i > 0 and _word(tokens[i - 1]) == "AS":
+                self._parameters(tokens, opening)
                 self._body(token)
+                self.variables = set()  # the body's names end with it
                 return []
         found = _find(tokens, {"AS", "IS", "BEGIN"})
         while found is not None and _word(tokens[found - 1]) == "EXECUTE":
@@ -563,6 +567,7 @@ class _Flattener:
             # A function of one expression: AS (x + 1), AS (SELECT …).
             self._reads(body)
             return []
+        self._parameters(tokens, opening)
         return body
 
     def _other_language(self, tokens: list[Token]) -> bool:
@@ -626,6 +631,8 @@ class _Flattener:
 
     def _parameters(self, tokens: list[Token], opening: int) -> None:
         """A routine's parameter names: each first name after `(` or `,` in its parameter list."""
+        if opening >= len(tokens):
+            return
         close = matching_paren(tokens, opening)
         if close is None:
             return
@@ -788,9 +795,14 @@ class _Flattener:
                 query = self._exec_query(tokens[call + 1 :])
                 if query is not None:
                     # INSERT INTO t EXEC('SELECT …'): the rows are the query's.
-                    self.out.append(tokens[:call] + query)
+                    self._emit(tokens[:call] + query)
                     return
                 self._call(tokens[call:])
+        self._emit(tokens)
+
+    def _emit(self, tokens: list[Token]) -> None:
+        if self.variables:
+            self.scopes[len(self.out)] = frozenset(self.variables)
         self.out.append(tokens)
 
     def _exec_query(self, argument: list[Token]) -> list[Token] | None:

@@ -55,8 +55,8 @@ class ParsedScript:
     firsts: list[Token] = field(default_factory=list)
     # Loop queries (by statement index) and the record variables their rows are read through.
     records: dict[int, set[str]] = field(default_factory=dict)
-    # Variables and parameters the script declares, lower-cased.
-    variables: frozenset[str] = frozenset()
+    # The variables and parameters declared where each statement runs (by statement index).
+    variables: dict[int, frozenset[str]] = field(default_factory=dict)
 
     def add(self, statements: list[exp.Expr], first: Token) -> None:
         self.statements.extend(statements)
@@ -81,12 +81,14 @@ def parse_script(sql: str, dialect: str | None) -> ParsedScript:
     parser = target.parser(error_level=ErrorLevel.IMMEDIATE)
     flattened = split_statements(tokens, sql, target)
     result.warnings = flattened.warnings
-    result.variables = frozenset(flattened.variables)
     for index, chunk in enumerate(flattened.statements):
         before = len(result.statements)
         _parse_chunk(chunk, sql, target, parser, result)
         if index in flattened.records and len(result.statements) == before + 1:
             result.records[before] = flattened.records[index]
+        if index in flattened.variables:
+            for statement in range(before, len(result.statements)):
+                result.variables[statement] = flattened.variables[index]
     return result
 
 

@@ -55,7 +55,7 @@ def extract_lineage(
                 records,
                 binds,
                 lateral_aliases=lateral,
-                variables=parsed.variables,
+                variables=parsed.variables.get(index, frozenset()),
             )
         except Exception:
             errors.append(parsed.lineage_failure(index))
