@@ -14,6 +14,7 @@ from headwater.api.graphql.types.chunks import in_chunks
 from headwater.api.graphql.types.common import NodeType
 from headwater.api.graphql.types.dataset import Dataset
 from headwater.api.graphql.types.job import Job
+from headwater.api.graphql.types.node import named_node_field
 from headwater.lineage.graph import LineageGraph as Graph
 from headwater.lineage.graph import LineageNode as GraphNode
 
@@ -68,17 +69,12 @@ class LineageNode:
     in_pairs: strawberry.Private[list[tuple[str, str]]]
     out_pairs: strawberry.Private[list[tuple[str, str]]]
 
-    @strawberry.field(description="The dataset, when the node is one.")
-    async def dataset(self, info: Info) -> Dataset | None:
-        if self.type is not NodeType.DATASET:
-            return None
-        return await Dataset.by_key(info, self.namespace, self.name)
+    @property
+    def names_kind(self) -> str:
+        return self.type.value
 
-    @strawberry.field(description="The job, when the node is one.")
-    async def job(self, info: Info) -> Job | None:
-        if self.type is not NodeType.JOB:
-            return None
-        return await Job.by_key(info, self.namespace, self.name)
+    dataset = named_node_field(Dataset, "The dataset, when the node is one.")
+    job = named_node_field(Job, "The job, when the node is one.")
 
     @strawberry.field
     async def in_edges(self, info: Info) -> list[LineageEdge]:

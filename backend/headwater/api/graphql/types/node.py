@@ -101,6 +101,18 @@ class CatalogNode:
         return cls.version_type.from_record(record) if record else None
 
 
+def named_node_field(node_type: type[CatalogNode], description: str) -> Any:
+    """The field of the dataset, or the job, that a lineage node or a search hit names: null when
+    what it names (its ``names_kind``) is of the other kind."""
+
+    async def resolve(self: Any, info: Info) -> Any:
+        if self.names_kind != node_type.shape.kind:
+            return None
+        return await node_type.by_key(info, self.namespace, self.name)
+
+    return strawberry.field(resolver=resolve, graphql_type=node_type | None, description=description)
+
+
 def owners(self: CatalogNode) -> list[str]:
     return owner_names(self.record.facets)
 

@@ -7,10 +7,10 @@ from enum import Enum
 
 import strawberry
 
-from headwater.api.graphql.context import Info
 from headwater.api.graphql.types.common import HEAT_DESCRIPTION, NodeType
 from headwater.api.graphql.types.dataset import Dataset
 from headwater.api.graphql.types.job import Job
+from headwater.api.graphql.types.node import named_node_field
 from headwater.lineage.node_ids import format_field_id, format_node_id
 from headwater.store.catalog import SearchHit as HitRecord
 from headwater.store.questions import FoundNode as FoundRecord
@@ -25,17 +25,12 @@ class SearchHit:
     updated_at: dt.datetime
     heat: float | None = strawberry.field(description=HEAT_DESCRIPTION)
 
-    @strawberry.field(description="The dataset, when the hit is one.")
-    async def dataset(self, info: Info) -> Dataset | None:
-        if self.type is not NodeType.DATASET:
-            return None
-        return await Dataset.by_key(info, self.namespace, self.name)
+    dataset = named_node_field(Dataset, "The dataset, when the hit is one.")
+    job = named_node_field(Job, "The job, when the hit is one.")
 
-    @strawberry.field(description="The job, when the hit is one.")
-    async def job(self, info: Info) -> Job | None:
-        if self.type is not NodeType.JOB:
-            return None
-        return await Job.by_key(info, self.namespace, self.name)
+    @property
+    def names_kind(self) -> str:
+        return self.type.value
 
     @classmethod
     def from_record(cls, r: HitRecord) -> SearchHit:
@@ -80,17 +75,13 @@ class FoundNode:
     updated_at: dt.datetime
     heat: float | None = strawberry.field(description="The dataset's or job's heat (see Dataset.heat).")
 
-    @strawberry.field(description="The dataset, when the hit is one or a column of one.")
-    async def dataset(self, info: Info) -> Dataset | None:
-        if self.kind is FindKind.JOB:
-            return None
-        return await Dataset.by_key(info, self.namespace, self.name)
+    dataset = named_node_field(Dataset, "The dataset, when the hit is one or a column of one.")
+    job = named_node_field(Job, "The job, when the hit is one.")
 
-    @strawberry.field(description="The job, when the hit is one.")
-    async def job(self, info: Info) -> Job | None:
-        if self.kind is not FindKind.JOB:
-            return None
-        return await Job.by_key(info, self.namespace, self.name)
+    @property
+    def names_kind(self) -> str:
+        """A column hit names its dataset."""
+        return "JOB" if self.kind is FindKind.JOB else "DATASET"
 
     @classmethod
     def from_record(cls, r: FoundRecord) -> FoundNode:

@@ -1,18 +1,20 @@
 """Namespaces, datasets and jobs: lists, one by name, versions, tags and soft deletes.
 
-Datasets and jobs answer the same requests under their own paths; each handler pair calls one
-function with the kind's ``NodeShape`` and JSON shape.
+Datasets and jobs answer the same requests under their own paths: ``node_operations`` makes a
+kind's handlers, named for the kind (Litestar makes OpenAPI operation ids of the names), from one
+definition; tagging a field is a dataset's own.
 """
-
-from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import asyncpg
 from litestar import delete, get, post
 from litestar.datastructures import State
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import PathParameter
 
 from headwater.api.rest.catalog.routing import PROBLEMS, Limit, Offset, name
 from headwater.api.rest.catalog.shapes import (
@@ -27,12 +29,34 @@ from headwater.store import catalog
 from headwater.store import tags as tag_store
 from headwater.store.catalog import NamespaceNotFoundError, NodeFilter, NodeShape
 
-DATASET = "/api/v1/namespaces/{namespace:str}/datasets/{dataset:str}"
-JOB = "/api/v1/namespaces/{namespace:str}/jobs/{job:str}"
-
 # What a kind's JSON is made of: its records (and one node with its versions) in Marquez's shape.
 NodesJson = Callable[[asyncpg.Connection, list[Any]], Awaitable[list[dict[str, Any]]]]
 VersionsJson = Callable[[asyncpg.Connection, Any, list[Any]], Awaitable[list[dict[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class NodeKind:
+    """What the operations of datasets and of jobs differ by."""
+
+    one: str  # "dataset": the path parameter naming one, and the word of the operations' names
+    many: str  # "datasets"
+    shape: NodeShape[Any, Any]
+    nodes_json: NodesJson
+    versions_json: VersionsJson
+
+    @property
+    def list_path(self) -> str:
+        return f"/api/v1/namespaces/{{namespace:str}}/{self.many}"
+
+    @property
+    def path(self) -> str:
+        return f"{self.list_path}/{{{self.one}:str}}"
+
+
+DATASETS = NodeKind("dataset", "datasets", catalog.DATASETS, datasets_json, dataset_versions_json)
+JOBS = NodeKind("job", "jobs", catalog.JOBS, jobs_json, job_versions_json)
+DATASET = DATASETS.path
+JOB = JOBS.path
 
 
 class VersionNotFoundError(NotFoundError):
@@ -52,69 +76,22 @@ async def _require_namespace(conn: asyncpg.Connection, namespace: str) -> None:
 
 
 async def page_json(
-    state: State,
-    shape: NodeShape[Any, Any],
-    as_json: NodesJson,
-    key: str,
-    f: NodeFilter,
-    limit: int,
-    offset: int,
+    state: State, kind: NodeKind, f: NodeFilter, limit: int, offset: int
 ) -> dict[str, Any]:
+    """A page of datasets or jobs as Marquez lists them: ``{totalCount, datasets|jobs}``."""
     async with state.pool.acquire() as conn:
         if f.namespace is not None:
             await _require_namespace(conn, f.namespace)
-        records = await catalog.page_nodes(shape, conn, f, after=None, limit=limit, offset=offset)
+        records = await catalog.page_nodes(kind.shape, conn, f, after=None, limit=limit, offset=offset)
         return {
-            "totalCount": await catalog.count_nodes(shape, conn, f),
-            key: await as_json(conn, records),
+            "totalCount": await catalog.count_nodes(kind.shape, conn, f),
+            kind.many: await kind.nodes_json(conn, records),
         }
-
-
-async def _one(
-    state: State, shape: NodeShape[Any, Any], as_json: NodesJson, namespace: str, node: str
-) -> dict[str, Any]:
-    async with state.pool.acquire() as conn:
-        record = await catalog.fetch_node(shape, conn, name(namespace), name(node))
-        return (await as_json(conn, [record]))[0]
-
-
-async def _versions(
-    state: State,
-    shape: NodeShape[Any, Any],
-    as_json: VersionsJson,
-    namespace: str,
-    node: str,
-    limit: int,
-    offset: int,
-) -> dict[str, Any]:
-    async with state.pool.acquire() as conn:
-        record = await catalog.fetch_node(shape, conn, name(namespace), name(node))
-        versions, total = await catalog.page_node_versions(
-            shape, conn, record.node_uuid, limit=limit, offset=offset
-        )
-        return {"totalCount": total, "versions": await as_json(conn, record, versions)}
-
-
-async def _version(
-    state: State,
-    shape: NodeShape[Any, Any],
-    as_json: VersionsJson,
-    namespace: str,
-    node: str,
-    version: str,
-) -> dict[str, Any]:
-    async with state.pool.acquire() as conn:
-        record = await catalog.fetch_node(shape, conn, name(namespace), name(node))
-        found = await catalog.fetch_node_version(shape, conn, record.node_uuid, name(version))
-        if found is None:
-            raise VersionNotFoundError(record.namespace, record.name, name(version))
-        return (await as_json(conn, record, [found]))[0]
 
 
 async def _tag(
     state: State,
-    shape: NodeShape[Any, Any],
-    as_json: NodesJson,
+    kind: NodeKind,
     namespace: str,
     node: str,
     tag: str,
@@ -124,26 +101,111 @@ async def _tag(
 ) -> dict[str, Any]:
     async with state.pool.acquire() as conn:
         record = await tag_store.set_node_tag(
-            shape,
+            kind.shape,
             conn,
             name(namespace),
-            name(node),
+            node,
             name(tag),
             tagged=tagged,
             field=None if field is None else name(field),
             at=_now(),
         )
-        return (await as_json(conn, [record]))[0]
+        return (await kind.nodes_json(conn, [record]))[0]
 
 
-async def _delete(
-    state: State, shape: NodeShape[Any, Any], as_json: NodesJson, namespace: str, node: str
-) -> dict[str, Any]:
-    async with state.pool.acquire() as conn:
-        record = await catalog.mark_node_deleted(
-            shape, conn, name(namespace), name(node), deleted=True, at=_now()
-        )
-        return (await as_json(conn, [record]))[0]
+def _operation(
+    route: type[get] | type[post] | type[delete],
+    path: str,
+    operation: str,
+    summary: str,
+    handler: Callable[..., Any],
+) -> HTTPRouteHandler:
+    """``handler`` as the route of ``operation``, its name."""
+    handler.__name__ = handler.__qualname__ = operation
+    return route(path, summary=summary, tags=["catalog"], responses=PROBLEMS, status_code=200)(handler)
+
+
+def node_operations(kind: NodeKind) -> list[HTTPRouteHandler]:
+    """The kind's operations: list, get, versions, one version, tag, untag and soft-delete.
+
+    An unknown dataset or job answers 404 dataset_not_found or job_not_found; a dataset's alias
+    finds it too.
+    """
+
+    # The dataset or job of a path: its {dataset} or {job} parameter.
+    Node = Annotated[str, PathParameter(name=kind.one)]  # noqa: N806 (a type)
+
+    async def list_nodes(
+        state: State, namespace: str, limit: Limit = 100, offset: Offset = 0
+    ) -> dict[str, Any]:
+        """The namespace's datasets or jobs by name (not deleted), with the total count."""
+        return await page_json(state, kind, NodeFilter(namespace=name(namespace)), limit, offset)
+
+    async def get_node(state: State, namespace: str, node: Node) -> dict[str, Any]:
+        """One dataset or job."""
+        async with state.pool.acquire() as conn:
+            record = await catalog.fetch_node(kind.shape, conn, name(namespace), name(node))
+            return (await kind.nodes_json(conn, [record]))[0]
+
+    async def list_versions(
+        state: State,
+        namespace: str,
+        node: Node,
+        limit: Limit = 100,
+        offset: Offset = 0,
+    ) -> dict[str, Any]:
+        """Its versions, newest first: {totalCount, versions}."""
+        async with state.pool.acquire() as conn:
+            record = await catalog.fetch_node(kind.shape, conn, name(namespace), name(node))
+            versions, total = await catalog.page_node_versions(
+                kind.shape, conn, record.node_uuid, limit=limit, offset=offset
+            )
+            return {"totalCount": total, "versions": await kind.versions_json(conn, record, versions)}
+
+    async def get_version(state: State, namespace: str, node: Node, version: str) -> dict[str, Any]:
+        """One version, by its version string or its uuid; 404 version_not_found."""
+        async with state.pool.acquire() as conn:
+            record = await catalog.fetch_node(kind.shape, conn, name(namespace), name(node))
+            found = await catalog.fetch_node_version(kind.shape, conn, record.node_uuid, name(version))
+            if found is None:
+                raise VersionNotFoundError(record.namespace, record.name, name(version))
+            return (await kind.versions_json(conn, record, [found]))[0]
+
+    async def tag_node(state: State, namespace: str, node: Node, tag: str) -> dict[str, Any]:
+        """Adds the tag (created if new) and answers the dataset or job."""
+        return await _tag(state, kind, namespace, name(node), tag, tagged=True)
+
+    async def untag_node(state: State, namespace: str, node: Node, tag: str) -> dict[str, Any]:
+        """Removes the tag and answers the dataset or job."""
+        return await _tag(state, kind, namespace, name(node), tag, tagged=False)
+
+    async def delete_node(state: State, namespace: str, node: Node) -> dict[str, Any]:
+        """Hides it from lists, search and lineage until it is restored (GraphQL ``restoreDataset``
+        or ``restoreJob``); answers it. Needs the write scope."""
+        async with state.pool.acquire() as conn:
+            record = await catalog.mark_node_deleted(
+                kind.shape, conn, name(namespace), name(node), deleted=True, at=_now()
+            )
+            return (await kind.nodes_json(conn, [record]))[0]
+
+    one, path, tag_path = kind.one, kind.path, f"{kind.path}/tags/{{tag:str}}"
+    return [
+        _operation(get, kind.list_path, f"list_{kind.many}", f"List {kind.many}", list_nodes),
+        _operation(get, path, f"get_{one}", f"Get a {one}", get_node),
+        _operation(
+            get, f"{path}/versions", f"list_{one}_versions", f"List a {one}'s versions", list_versions
+        ),
+        _operation(
+            get,
+            f"{path}/versions/{{version:str}}",
+            f"get_{one}_version",
+            f"Get a {one} version",
+            get_version,
+        ),
+        _operation(post, tag_path, f"tag_{one}", f"Tag a {one}", tag_node),
+        _operation(delete, tag_path, f"untag_{one}", f"Untag a {one}", untag_node),
+        _operation(delete, path, f"delete_{one}", f"Soft-delete a {one}", delete_node),
+    ]
 
 
 # -- namespaces ----------------------------------------------------------------------------------
@@ -169,74 +231,7 @@ async def get_namespace(state: State, namespace: str) -> dict[str, Any]:
     return namespace_json(found[ns])
 
 
-# -- datasets ------------------------------------------------------------------------------------
-
-
-@get(
-    "/api/v1/namespaces/{namespace:str}/datasets",
-    summary="List datasets",
-    tags=["catalog"],
-    responses=PROBLEMS,
-)
-async def list_datasets(
-    state: State, namespace: str, limit: Limit = 100, offset: Offset = 0
-) -> dict[str, Any]:
-    """The namespace's datasets by name (not deleted), with the total count."""
-    f = NodeFilter(namespace=name(namespace))
-    return await page_json(state, catalog.DATASETS, datasets_json, "datasets", f, limit, offset)
-
-
-@get(DATASET, summary="Get a dataset", tags=["catalog"], responses=PROBLEMS)
-async def get_dataset(state: State, namespace: str, dataset: str) -> dict[str, Any]:
-    """One dataset (an alias finds it too); 404 dataset_not_found."""
-    return await _one(state, catalog.DATASETS, datasets_json, namespace, dataset)
-
-
-@get(f"{DATASET}/versions", summary="List a dataset's versions", tags=["catalog"], responses=PROBLEMS)
-async def list_dataset_versions(
-    state: State, namespace: str, dataset: str, limit: Limit = 100, offset: Offset = 0
-) -> dict[str, Any]:
-    """The dataset's versions, newest first: {totalCount, versions}."""
-    return await _versions(
-        state, catalog.DATASETS, dataset_versions_json, namespace, dataset, limit, offset
-    )
-
-
-@get(
-    f"{DATASET}/versions/{{version:str}}",
-    summary="Get a dataset version",
-    tags=["catalog"],
-    responses=PROBLEMS,
-)
-async def get_dataset_version(
-    state: State, namespace: str, dataset: str, version: str
-) -> dict[str, Any]:
-    """One version, by its version string or its uuid; 404 version_not_found."""
-    return await _version(state, catalog.DATASETS, dataset_versions_json, namespace, dataset, version)
-
-
-@post(
-    f"{DATASET}/tags/{{tag:str}}",
-    summary="Tag a dataset",
-    tags=["catalog"],
-    responses=PROBLEMS,
-    status_code=200,
-)
-async def tag_dataset(state: State, namespace: str, dataset: str, tag: str) -> dict[str, Any]:
-    """Adds the tag (created if new) and answers the dataset."""
-    return await _tag(state, catalog.DATASETS, datasets_json, namespace, dataset, tag, tagged=True)
-
-
-@delete(
-    f"{DATASET}/tags/{{tag:str}}",
-    summary="Untag a dataset",
-    tags=["catalog"],
-    responses=PROBLEMS,
-    status_code=200,
-)
-async def untag_dataset(state: State, namespace: str, dataset: str, tag: str) -> dict[str, Any]:
-    """Removes the tag and answers the dataset."""
-    return await _tag(state, catalog.DATASETS, datasets_json, namespace, dataset, tag, tagged=False)
+# -- a dataset's fields ---------------------------------------------------------------------------
 
 
 @post(
@@ -250,9 +245,7 @@ async def tag_dataset_field(
     state: State, namespace: str, dataset: str, field: str, tag: str
 ) -> dict[str, Any]:
     """Adds the tag to a field of the dataset's current schema; 404 dataset_field_not_found."""
-    return await _tag(
-        state, catalog.DATASETS, datasets_json, namespace, dataset, tag, tagged=True, field=field
-    )
+    return await _tag(state, DATASETS, namespace, name(dataset), tag, tagged=True, field=field)
 
 
 @delete(
@@ -266,98 +259,14 @@ async def untag_dataset_field(
     state: State, namespace: str, dataset: str, field: str, tag: str
 ) -> dict[str, Any]:
     """Removes the tag from the field and answers the dataset."""
-    return await _tag(
-        state, catalog.DATASETS, datasets_json, namespace, dataset, tag, tagged=False, field=field
-    )
-
-
-@delete(DATASET, summary="Soft-delete a dataset", tags=["catalog"], responses=PROBLEMS, status_code=200)
-async def delete_dataset(state: State, namespace: str, dataset: str) -> dict[str, Any]:
-    """Hides the dataset from lists, search and lineage until it is restored (GraphQL
-    ``restoreDataset``); answers it. Needs the write scope."""
-    return await _delete(state, catalog.DATASETS, datasets_json, namespace, dataset)
-
-
-# -- jobs ----------------------------------------------------------------------------------------
-
-
-@get(
-    "/api/v1/namespaces/{namespace:str}/jobs", summary="List jobs", tags=["catalog"], responses=PROBLEMS
-)
-async def list_jobs(
-    state: State, namespace: str, limit: Limit = 100, offset: Offset = 0
-) -> dict[str, Any]:
-    """The namespace's jobs by name (not deleted), with the total count."""
-    f = NodeFilter(namespace=name(namespace))
-    return await page_json(state, catalog.JOBS, jobs_json, "jobs", f, limit, offset)
-
-
-@get(JOB, summary="Get a job", tags=["catalog"], responses=PROBLEMS)
-async def get_job(state: State, namespace: str, job: str) -> dict[str, Any]:
-    """One job; 404 job_not_found."""
-    return await _one(state, catalog.JOBS, jobs_json, namespace, job)
-
-
-@get(f"{JOB}/versions", summary="List a job's versions", tags=["catalog"], responses=PROBLEMS)
-async def list_job_versions(
-    state: State, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
-) -> dict[str, Any]:
-    """The job's versions, newest first: {totalCount, versions}."""
-    return await _versions(state, catalog.JOBS, job_versions_json, namespace, job, limit, offset)
-
-
-@get(
-    f"{JOB}/versions/{{version:str}}", summary="Get a job version", tags=["catalog"], responses=PROBLEMS
-)
-async def get_job_version(state: State, namespace: str, job: str, version: str) -> dict[str, Any]:
-    """One version, by its version string or its uuid; 404 version_not_found."""
-    return await _version(state, catalog.JOBS, job_versions_json, namespace, job, version)
-
-
-@post(
-    f"{JOB}/tags/{{tag:str}}", summary="Tag a job", tags=["catalog"], responses=PROBLEMS, status_code=200
-)
-async def tag_job(state: State, namespace: str, job: str, tag: str) -> dict[str, Any]:
-    """Adds the tag (created if new) and answers the job."""
-    return await _tag(state, catalog.JOBS, jobs_json, namespace, job, tag, tagged=True)
-
-
-@delete(
-    f"{JOB}/tags/{{tag:str}}",
-    summary="Untag a job",
-    tags=["catalog"],
-    responses=PROBLEMS,
-    status_code=200,
-)
-async def untag_job(state: State, namespace: str, job: str, tag: str) -> dict[str, Any]:
-    """Removes the tag and answers the job."""
-    return await _tag(state, catalog.JOBS, jobs_json, namespace, job, tag, tagged=False)
-
-
-@delete(JOB, summary="Soft-delete a job", tags=["catalog"], responses=PROBLEMS, status_code=200)
-async def delete_job(state: State, namespace: str, job: str) -> dict[str, Any]:
-    """Hides the job from lists, search and lineage until it is restored (GraphQL ``restoreJob``);
-    answers it. Needs the write scope."""
-    return await _delete(state, catalog.JOBS, jobs_json, namespace, job)
+    return await _tag(state, DATASETS, namespace, name(dataset), tag, tagged=False, field=field)
 
 
 node_handlers = [
     list_namespaces,
     get_namespace,
-    list_datasets,
-    get_dataset,
-    list_dataset_versions,
-    get_dataset_version,
-    tag_dataset,
-    untag_dataset,
+    *node_operations(DATASETS),
     tag_dataset_field,
     untag_dataset_field,
-    delete_dataset,
-    list_jobs,
-    get_job,
-    list_job_versions,
-    get_job_version,
-    tag_job,
-    untag_job,
-    delete_job,
+    *node_operations(JOBS),
 ]

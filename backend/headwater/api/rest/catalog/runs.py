@@ -9,7 +9,7 @@ from litestar import get
 from litestar.datastructures import State
 from litestar.params import QueryParameter
 
-from headwater.api.rest.catalog.nodes import JOB, page_json
+from headwater.api.rest.catalog.nodes import JOB, JOBS, page_json
 from headwater.api.rest.catalog.routing import PROBLEMS, Limit, Offset, name
 from headwater.api.rest.catalog.shapes import jobs_json, runs_json
 from headwater.errors import InvalidRequestError, RunNotFoundError
@@ -83,10 +83,8 @@ async def get_run_facets(
     if of.lower() == "run":
         return {"runId": str(record.run_uuid), "facets": record.facets}
     async with state.pool.acquire() as conn:
-        job = (await catalog.fetch_nodes_by_uuids(catalog.JOBS, conn, [record.job_uuid]))[
-            record.job_uuid
-        ]
-    return {"runId": str(record.run_uuid), "facets": job.facets}
+        jobs = await catalog.fetch_nodes_by_uuids(catalog.JOBS, conn, [record.job_uuid])
+    return {"runId": str(record.run_uuid), "facets": jobs[record.job_uuid].facets}
 
 
 @get("/api/v1/jobs", summary="List jobs of every namespace", tags=["catalog"], responses=PROBLEMS)
@@ -103,7 +101,7 @@ async def list_all_jobs(
 ) -> dict[str, Any]:
     """Jobs (not deleted) of every namespace by (namespace, name): {totalCount, jobs}."""
     if not last_run_states:
-        return await page_json(state, catalog.JOBS, jobs_json, "jobs", NodeFilter(), limit, offset)
+        return await page_json(state, JOBS, NodeFilter(), limit, offset)
     stored = [s for state_ in last_run_states for s in _STORED_STATES[state_]]
     async with state.pool.acquire() as conn:
         records, total = await catalog.page_jobs_by_last_run_state(
