@@ -335,6 +335,8 @@ class _Flattener:
         """psql's backslash commands, which end at the end of their line: `\\copy` is COPY run by
         the client (a statement of its own), `\\i file` runs another script (a warning), the
         others change no table."""
+        if "\\" not in self.sql:
+            return tokens
         out: list[Token] = []
         i = 0
         while i < len(tokens):
