@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import uuid
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from headwater.ingest.fold import (
+    RunState,
+    VersionDataset,
+    job_version_hash,
+    names_unknown_fields,
+    run_lineage,
+    run_state_after,
+)
 from headwater.ingest.normalize import TERMINAL_STATES, ColumnEdgeDef, DatasetDef, NormalizedEvent
 from headwater.lineage.node_ids import format_node_id
 from headwater.store import datasets as dataset_store
@@ -20,6 +27,22 @@ if TYPE_CHECKING:
     from headwater.ingest.dataset_writes import DatasetWriter
     from headwater.ingest.rounds import Rounds
     from headwater.store.datasets import DatasetRow
+
+
+class JobVersion(NamedTuple):
+    uuid: uuid.UUID
+    hash: str
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """A run in a terminal state after an event (or a job event), with the job version it defines."""
+
+    state: str
+    at: dt.datetime
+    version: JobVersion
+    inputs: list[VersionDataset]
+    outputs: list[VersionDataset]
 
 
 def dataset_node_id(namespace: str, name: str) -> str:
@@ -78,39 +101,13 @@ class JobWriter:
         if job.created:
             self.changes.append(Change("JOB_CREATED", node, n.job_namespace, n.event_time))
 
-        # The run's state after this event and since when: a late START of a finished run still
-        # versions the job as of the run's end.
-        run_state, state_at = "COMPLETE", n.event_time
+        finished: FinishedRun | None
         if n.kind == "RUN":
-            assert n.run_id is not None
-            warnings = [{"path": w.path, "message": w.message} for w in n.warnings]
-            touched = [
-                (self.row_of(d).dataset_uuid, "INPUT", versions.get(self.row_of(d).dataset_uuid))
-                for d in n.inputs
-            ]
-            touched += [
-                (self.row_of(d).dataset_uuid, "OUTPUT", versions.get(self.row_of(d).dataset_uuid))
-                for d in n.outputs
-            ]
-            state = await self.db(
-                run_store.write_run_events,
-                run_store.RunEventWrite(n, job.job_uuid, warnings, _unique(touched)),
-            )
-            run_state, state_at = state.current_state or "", state.current_state_at or n.event_time
-            if state.previous_state != state.current_state:
-                self.changes.append(
-                    Change(
-                        "RUN_STATE_CHANGED",
-                        node,
-                        n.job_namespace,
-                        n.event_time,
-                        {
-                            "runId": str(n.run_id),
-                            "previousState": state.previous_state,
-                            "state": state.current_state,
-                        },
-                    )
-                )
+            finished = await self._write_run(job.job_uuid, node, versions)
+        else:  # a job event defines its job as a completed run would
+            inputs, outputs = run_lineage([], self._reported())
+            version = await self._upsert_job_version(job.job_uuid, inputs, outputs, n.event_time)
+            finished = FinishedRun("COMPLETE", n.event_time, version, inputs, outputs)
 
         edges = [
             (self.row_of(d).node_id, job.node_id, self.row_of(d).dataset_uuid, "READ", d.derived)
@@ -137,8 +134,66 @@ class JobWriter:
                 )
             )
         await self._write_column_lineage(job.job_uuid, node)
-        if run_state in TERMINAL_STATES:
-            await self._write_job_version(job.job_uuid, node, run_state, state_at)
+        # A failed or aborted run is versioned, but does not redefine the job's lineage.
+        if finished is not None and finished.state == "COMPLETE":
+            await self._move_current_version(job.job_uuid, node, finished)
+
+    async def _write_run(
+        self, job_uuid: uuid.UUID, node: str, versions: dict[uuid.UUID, uuid.UUID | None]
+    ) -> FinishedRun | None:
+        """Fold the event into its run as stored and write the run once, with its state after the
+        event and, once the run is finished, the job version it ran as: a late START of a finished
+        run still versions the job as of the run's end, from every dataset the run touched."""
+        n = self.n
+        assert n.run_id is not None
+        assert n.job_namespace is not None
+        so_far = await self.db(run_store.read_runs, n.run_id)
+        before = RunState(so_far.state, so_far.state_at)
+        after = run_state_after(before, n.event_type, n.event_time)
+        finished = None
+        if after.state in TERMINAL_STATES and after.at is not None:
+            inputs, outputs = run_lineage(
+                [((t.namespace, t.name, t.dataset_uuid), t.direction) for t in so_far.datasets],
+                self._reported(),
+            )
+            version = await self._upsert_job_version(job_uuid, inputs, outputs, after.at)
+            finished = FinishedRun(after.state, after.at, version, inputs, outputs)
+        touched = [
+            (self.row_of(d).dataset_uuid, direction, versions.get(self.row_of(d).dataset_uuid))
+            for direction, defs in (("INPUT", n.inputs), ("OUTPUT", n.outputs))
+            for d in defs
+        ]
+        await self.db(
+            run_store.write_run_events,
+            run_store.RunEventWrite(
+                n,
+                job_uuid,
+                [{"path": w.path, "message": w.message} for w in n.warnings],
+                _unique(touched),
+                after.state,
+                after.at,
+                finished.version.uuid if finished else None,
+            ),
+        )
+        if before.state != after.state:
+            self.changes.append(
+                Change(
+                    "RUN_STATE_CHANGED",
+                    node,
+                    n.job_namespace,
+                    n.event_time,
+                    {"runId": str(n.run_id), "previousState": before.state, "state": after.state},
+                )
+            )
+        return finished
+
+    def _reported(self) -> list[tuple[VersionDataset, str]]:
+        """The event's datasets as job versions name them, with INPUT or OUTPUT."""
+        return [
+            ((row.namespace, row.name, row.dataset_uuid), direction)
+            for direction, defs in (("INPUT", self.n.inputs), ("OUTPUT", self.n.outputs))
+            for row in map(self.row_of, defs)
+        ]
 
     async def _write_column_lineage(self, job_uuid: uuid.UUID, node: str) -> None:
         """Store reported and SQL-derived column edges; per output, mark the less trusted superseded.
@@ -152,7 +207,7 @@ class JobWriter:
         for d, schema in zip(n.outputs, schemas, strict=True):
             reported = self._column_rows(d, d.column_edges)
             derived = self._column_rows(d, d.derived_column_edges)
-            prefer_derived = bool(derived) and _names_unknown_fields(d.column_edges, schema)
+            prefer_derived = bool(derived) and names_unknown_fields(d.column_edges, schema)
             rows += [(row, False, prefer_derived) for row in reported]
             rows += [(row, True, bool(reported) and not prefer_derived) for row in derived]
         if not rows:
@@ -228,25 +283,15 @@ class JobWriter:
             for e in edges
         ]
 
-    async def _write_job_version(
-        self, job_uuid: uuid.UUID, node: str, run_state: str, at: dt.datetime
-    ) -> None:
-        """Version the job from everything its finished run reported; a COMPLETE makes it current."""
+    async def _upsert_job_version(
+        self,
+        job_uuid: uuid.UUID,
+        inputs: list[VersionDataset],
+        outputs: list[VersionDataset],
+        at: dt.datetime,
+    ) -> JobVersion:
+        """The job version a finished run (or a job event) defines, created on first sight."""
         n = self.n
-        if n.kind == "RUN":
-            assert n.run_id is not None
-            touched = await self.db(run_store.fetch_run_datasets, n.run_id)
-            inputs = sorted(
-                {(t.namespace, t.name, t.dataset_uuid) for t in touched if t.direction == "INPUT"}
-            )
-            outputs = sorted(
-                {(t.namespace, t.name, t.dataset_uuid) for t in touched if t.direction == "OUTPUT"}
-            )
-        else:
-            inputs = sorted({(r.namespace, r.name, r.dataset_uuid) for r in map(self.row_of, n.inputs)})
-            outputs = sorted(
-                {(r.namespace, r.name, r.dataset_uuid) for r in map(self.row_of, n.outputs)}
-            )
         version = job_version_hash([i[:2] for i in inputs], [o[:2] for o in outputs], n.code_hash)
         version_uuid, _ = await self.db(
             job_store.upsert_job_versions,
@@ -260,13 +305,23 @@ class JobWriter:
                 at,
             ),
         )
-        # A failed or aborted run is versioned, but does not redefine the job's lineage.
+        return JobVersion(version_uuid, version)
+
+    async def _move_current_version(
+        self,
+        job_uuid: uuid.UUID,
+        node: str,
+        finished: FinishedRun,
+    ) -> None:
+        """Make a completed run's version its job's current one, unless a later run already defined
+        the job; close the edges it no longer has and announce the change."""
+        n = self.n
+        version, inputs, outputs, at = finished.version, finished.inputs, finished.outputs, finished.at
         move = await self.db(
-            job_store.set_job_versions,
-            job_store.VersionWritten(job_uuid, version_uuid, at, n.run_id, run_state == "COMPLETE"),
+            job_store.set_job_versions, job_store.VersionWritten(job_uuid, version.uuid, at, n.run_id)
         )
         if move is None:
-            return  # not completed, or a later run already defined the current lineage
+            return
         input_uuids = [i[2] for i in inputs]
         output_uuids = [o[2] for o in outputs]
         closed = await self.db(
@@ -288,14 +343,14 @@ class JobWriter:
         ]
         if any(s.output_uuids for s in stale):
             await self.db(edge_store.close_stale_column_lineage, stale)
-        if move.previous_version_uuid == version_uuid and not closed:
+        if move.previous_version_uuid == version.uuid and not closed:
             return
         added_inputs = [i for i in inputs if i[2] not in set(move.previous_input_uuids)]
         added_outputs = [o for o in outputs if o[2] not in set(move.previous_output_uuids)]
         if move.previous_version_uuid is None:
             added_inputs, added_outputs = inputs, outputs
         details = {
-            "version": version,
+            "version": version.hash,
             "previousVersion": move.previous_version,
             "addedEdges": [
                 {"origin": dataset_node_id(i[0], i[1]), "destination": node} for i in added_inputs
@@ -322,29 +377,6 @@ class JobWriter:
             else:
                 described.append({"origin": job_node, "destination": dataset})
         return described
-
-
-def job_version_hash(
-    inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], code_hash: str | None
-) -> str:
-    """A job version: SHA-256 over its sorted input and output identities and its code (SQL/source)."""
-    body = json.dumps(
-        {"inputs": sorted(inputs), "outputs": sorted(outputs), "code": code_hash}, sort_keys=True
-    )
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
-def _names_unknown_fields(column_edges: list[ColumnEdgeDef], schema: set[str] | None) -> bool:
-    """Whether the producer's column lineage names output fields the output's schema does not have.
-
-    Some producers name SQL projections instead of target columns (``_0`` for ``SUM(x)``); their
-    lineage then loses to the lineage derived from the SQL itself.
-    """
-    if not column_edges:
-        return True
-    if schema is None:
-        return False
-    return any(e.output_field not in schema for e in column_edges)
 
 
 def _node(row: DatasetRow) -> str:

@@ -109,28 +109,26 @@ class CurrentVersionMove:
 
 @dataclass(frozen=True)
 class VersionWritten:
-    """A job version computed from a finished run's datasets: attached to the run and, for a
-    completed run, made the job's current version if the run is the job's latest."""
+    """A job version computed from a completed run's datasets (or a job event's), to be made the
+    job's current version if the run is the job's latest."""
 
     job_uuid: uuid.UUID
     version_uuid: uuid.UUID
     at: dt.datetime
     run_uuid: uuid.UUID | None
-    completed: bool
 
 
 async def set_job_versions(
     conn: asyncpg.Connection, requests: list[VersionWritten]
 ) -> list[CurrentVersionMove | None]:
-    """Attach versions to runs and move current versions; None where the current version did not
-    move (a failed run, or a later run already defined the job)."""
+    """Move current versions; None where the current version did not move (a later run already
+    defined the job)."""
     rows = await conn.fetch(
         QUERIES["set_job_versions"],
         [r.job_uuid for r in requests],
         [r.version_uuid for r in requests],
         [r.at for r in requests],
         [r.run_uuid for r in requests],
-        [r.completed for r in requests],
     )
     moved = {
         row["job_uuid"]: CurrentVersionMove(
@@ -141,4 +139,4 @@ async def set_job_versions(
         )
         for row in rows
     }
-    return [moved.get(r.job_uuid) if r.completed else None for r in requests]
+    return [moved.get(r.job_uuid) for r in requests]

@@ -15,13 +15,6 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RunStateChange:
-    previous_state: str | None
-    current_state: str | None
-    current_state_at: dt.datetime | None
-
-
-@dataclass(frozen=True)
 class RunDataset:
     dataset_uuid: uuid.UUID
     direction: str
@@ -52,34 +45,56 @@ class RunEvent(Protocol):
 
 
 @dataclass(frozen=True)
+class RunSoFar:
+    """What is stored of a run before an event of it is written (state None: a new run)."""
+
+    state: str | None
+    state_at: dt.datetime | None
+    datasets: list[RunDataset]
+
+
+async def read_runs(conn: asyncpg.Connection, requests: list[uuid.UUID]) -> list[RunSoFar]:
+    """Each run's state and every dataset it touched so far; the runs' rows stay locked until the
+    transaction ends, so that what is folded into them is what they hold when written."""
+    found: dict[uuid.UUID, RunSoFar] = {}
+    for r in await conn.fetch(QUERIES["read_runs"], requests):
+        run = found.setdefault(r["run_uuid"], RunSoFar(r["current_state"], r["current_state_at"], []))
+        if r["dataset_uuid"] is not None:
+            run.datasets.append(
+                RunDataset(r["dataset_uuid"], r["direction"], r["node_id"], r["namespace"], r["name"])
+            )
+    return [found.get(run, RunSoFar(None, None, [])) for run in requests]
+
+
+@dataclass(frozen=True)
 class RunEventWrite:
-    """One event of a run: the run's job, its warnings, the (dataset, INPUT|OUTPUT, version) touched."""
+    """One event of a run: the run's job, its warnings, the (dataset, INPUT|OUTPUT, version)
+    touched, the run's state after the event (and since when) and, once the run is finished, the
+    job version it ran as."""
 
     event: RunEvent
     job_uuid: uuid.UUID
     warnings: list[dict[str, Any]]
     datasets: list[tuple[uuid.UUID, str, uuid.UUID | None]]
+    state: str | None
+    state_at: dt.datetime | None
+    job_version_uuid: uuid.UUID | None
 
 
-async def write_run_events(
-    conn: asyncpg.Connection, requests: list[RunEventWrite]
-) -> list[RunStateChange]:
+async def write_run_events(conn: asyncpg.Connection, requests: list[RunEventWrite]) -> list[None]:
     """Upsert the runs, record the state events, merge the datasets touched into the runs'."""
     events = [r.event for r in requests]
-    # The state before, read (and the rows locked) by a statement of its own: within the upsert, a
-    # row it has already updated is no longer visible to a locking read.
-    previous = {
-        r["run_uuid"]: r["current_state"]
-        for r in await conn.fetch(QUERIES["lock_runs"], [e.run_id for e in events])
-    }
     runs = [
         {
             "run_uuid": e.run_id,
             "job_uuid": r.job_uuid,
             "parent_run_uuid": e.parent_run_id,
             "root_run_uuid": e.root_run_id,
-            "state": e.event_type,
+            "event_type": e.event_type,
             "at": e.event_time,
+            "state": r.state,
+            "state_at": r.state_at,
+            "job_version_uuid": r.job_version_uuid,
             "nominal_start_time": e.nominal_start_time,
             "nominal_end_time": e.nominal_end_time,
             "error_message": e.error_message,
@@ -96,24 +111,5 @@ async def write_run_events(
         for r in requests
         for d in r.datasets
     ]
-    rows = await conn.fetch(QUERIES["write_run_events"], json_text(runs), json_text(touched))
-    found = {
-        r["run_uuid"]: RunStateChange(
-            previous.get(r["run_uuid"]), r["current_state"], r["current_state_at"]
-        )
-        for r in rows
-    }
-    return [found[e.run_id] for e in events]
-
-
-async def fetch_run_datasets(
-    conn: asyncpg.Connection, requests: list[uuid.UUID]
-) -> list[list[RunDataset]]:
-    """Every dataset each run touched so far, over all its events."""
-    rows = await conn.fetch(QUERIES["fetch_run_datasets"], requests)
-    found: dict[uuid.UUID, list[RunDataset]] = {run: [] for run in requests}
-    for r in rows:
-        found[r["run_uuid"]].append(
-            RunDataset(r["dataset_uuid"], r["direction"], r["node_id"], r["namespace"], r["name"])
-        )
-    return [found[run] for run in requests]
+    await conn.execute(QUERIES["write_run_events"], json_text(runs), json_text(touched))
+    return [None] * len(requests)

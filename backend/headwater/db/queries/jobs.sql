@@ -85,27 +85,22 @@ FROM unnest($1::uuid[], $2::text[]) AS t(job_uuid, version)
 JOIN job_versions v ON v.job_uuid = t.job_uuid AND v.version = t.version;
 
 -- name: set_job_versions
--- Attaches to each run ($4) the job version ($2) computed from its datasets, and, for a completed run
--- ($5), makes that version its job's current one if the run is the job's latest completed one by
--- eventTime ($3). Returns, for each job that moved, the previous current version with its inputs and
--- outputs (to tell which edges the change added); no row for a job that did not move.
+-- Makes each job version ($2), computed from a completed run's datasets, its job's current one if the
+-- run ($4) is the job's latest completed one by eventTime ($3). Returns, for each job that moved, the
+-- previous current version with its inputs and outputs (to tell which edges the change added); no row
+-- for a job that did not move. (The run's row got its version when its event was written.)
 WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::uuid[], $5::boolean[])
-        AS t(job_uuid, version_uuid, at, run_uuid, completed)
-),
-run_versions AS (
-    UPDATE runs r SET job_version_uuid = i.version_uuid
-    FROM input i
-    WHERE r.run_uuid = i.run_uuid AND r.job_version_uuid IS DISTINCT FROM i.version_uuid
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::uuid[])
+        AS t(job_uuid, version_uuid, at, run_uuid)
 ),
 previous AS (
     SELECT j.job_uuid, j.current_version_uuid, v.version, v.input_uuids, v.output_uuids
     FROM jobs j LEFT JOIN job_versions v ON v.job_version_uuid = j.current_version_uuid
-    WHERE j.job_uuid = ANY(ARRAY(SELECT job_uuid FROM input WHERE completed)) FOR UPDATE OF j
+    WHERE j.job_uuid = ANY(ARRAY(SELECT job_uuid FROM input)) FOR UPDATE OF j
 )
 UPDATE jobs j SET current_version_uuid = i.version_uuid, current_version_at = i.at,
                   latest_run_uuid = coalesce(i.run_uuid, j.latest_run_uuid)
 FROM input i JOIN previous p USING (job_uuid)
-WHERE j.job_uuid = i.job_uuid AND i.completed AND (j.current_version_at IS NULL OR j.current_version_at <= i.at)
+WHERE j.job_uuid = i.job_uuid AND (j.current_version_at IS NULL OR j.current_version_at <= i.at)
 RETURNING j.job_uuid, p.current_version_uuid AS previous_version_uuid, p.version AS previous_version,
           p.input_uuids AS previous_input_uuids, p.output_uuids AS previous_output_uuids;

@@ -1,26 +1,34 @@
--- name: lock_runs
--- Locks the runs an event is about to update, and tells their current state.
-SELECT run_uuid, current_state FROM runs WHERE run_uuid = ANY($1::uuid[]) FOR UPDATE;
+-- name: read_runs
+-- The runs an event is about to update, locked: each run's state and every dataset it touched so far
+-- (one row per dataset; a run that touched none has one row with NULL datasets).
+SELECT r.run_uuid, r.current_state, r.current_state_at, rd.dataset_uuid, rd.direction, d.node_id,
+       d.namespace, d.name
+FROM runs r
+LEFT JOIN run_datasets rd USING (run_uuid)
+LEFT JOIN datasets d USING (dataset_uuid)
+WHERE r.run_uuid = ANY($1::uuid[])
+FOR UPDATE OF r;
 
 -- name: write_run_events
 -- Creates or updates runs from events ($1, one per run), records the state events, and merges each
--- event's datasets ($2: run, dataset, INPUT|OUTPUT, version) into the run's (the latest version wins). The state follows eventTime, except that a terminal state (COMPLETE, FAIL, ABORT) is
--- never replaced by a non-terminal one, and OTHER never sets the state of a run that has one.
--- Returns each run's state after (lock_runs tells the state before).
+-- event's datasets ($2: run, dataset, INPUT|OUTPUT, version) into the run's (the latest version wins).
+-- The run's state after the event and the job version of a finished run come decided by ingest's fold
+-- (over the row read_runs locked): the row is written once per event, with its final values.
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
-        AS t(run_uuid uuid, job_uuid uuid, parent_run_uuid uuid, root_run_uuid uuid, state text, at timestamptz,
+        AS t(run_uuid uuid, job_uuid uuid, parent_run_uuid uuid, root_run_uuid uuid, event_type text,
+             at timestamptz, state text, state_at timestamptz, job_version_uuid uuid,
              nominal_start_time timestamptz, nominal_end_time timestamptz, error_message text, error_language text,
              error_stack_trace text, facets jsonb, warnings jsonb, reported_run_id text)
 ),
 upserted AS (
     INSERT INTO runs AS r (run_uuid, job_uuid, parent_run_uuid, root_run_uuid, current_state, current_state_at,
-                           started_at, ended_at, nominal_start_time, nominal_end_time, error_message, error_language,
-                           error_stack_trace, facets, facets_at, warnings, created_at, updated_at,
-                           reported_run_id)
-    SELECT run_uuid, job_uuid, parent_run_uuid, root_run_uuid, state, at,
-           CASE WHEN state IN ('START', 'RUNNING') THEN at END,
-           CASE WHEN state IN ('COMPLETE', 'FAIL', 'ABORT') THEN at END,
+                           job_version_uuid, started_at, ended_at, nominal_start_time, nominal_end_time,
+                           error_message, error_language, error_stack_trace, facets, facets_at, warnings,
+                           created_at, updated_at, reported_run_id)
+    SELECT run_uuid, job_uuid, parent_run_uuid, root_run_uuid, state, state_at, job_version_uuid,
+           CASE WHEN event_type IN ('START', 'RUNNING') THEN at END,
+           CASE WHEN event_type IN ('COMPLETE', 'FAIL', 'ABORT') THEN at END,
            nominal_start_time, nominal_end_time, error_message, error_language, error_stack_trace, facets, at,
            warnings, at, at, reported_run_id
     FROM input
@@ -28,18 +36,9 @@ upserted AS (
         parent_run_uuid = coalesce(r.parent_run_uuid, excluded.parent_run_uuid),
         root_run_uuid = coalesce(r.root_run_uuid, excluded.root_run_uuid),
         reported_run_id = coalesce(r.reported_run_id, excluded.reported_run_id),
-        (current_state, current_state_at) = (
-            SELECT CASE WHEN wins THEN excluded.current_state ELSE r.current_state END,
-                   CASE WHEN wins THEN excluded.current_state_at ELSE r.current_state_at END
-            FROM (SELECT
-                r.current_state IS NULL
-                OR (excluded.current_state IN ('COMPLETE', 'FAIL', 'ABORT')
-                    AND (r.current_state NOT IN ('COMPLETE', 'FAIL', 'ABORT')
-                         OR excluded.current_state_at >= r.current_state_at))
-                OR (excluded.current_state IN ('START', 'RUNNING')
-                    AND r.current_state NOT IN ('COMPLETE', 'FAIL', 'ABORT')
-                    AND (r.current_state = 'OTHER' OR excluded.current_state_at >= r.current_state_at))
-                AS wins) w),
+        current_state = excluded.current_state,
+        current_state_at = excluded.current_state_at,
+        job_version_uuid = coalesce(excluded.job_version_uuid, r.job_version_uuid),
         started_at = least(r.started_at, excluded.started_at),
         ended_at = CASE WHEN excluded.ended_at IS NULL THEN r.ended_at
                         WHEN r.ended_at IS NULL THEN excluded.ended_at
@@ -54,11 +53,11 @@ upserted AS (
         warnings = r.warnings || excluded.warnings,
         created_at = least(r.created_at, excluded.created_at),
         updated_at = greatest(r.updated_at, excluded.updated_at)
-    RETURNING r.run_uuid, r.current_state, r.current_state_at
+    RETURNING r.run_uuid
 ),
 state_event AS (
     INSERT INTO run_states (run_uuid, state, event_time)
-    SELECT run_uuid, state, at FROM input
+    SELECT run_uuid, event_type, at FROM input
     ON CONFLICT DO NOTHING
 ),
 touched AS (
@@ -80,10 +79,5 @@ touched AS (
                 ELSE coalesce(rd.dataset_version_uuid, excluded.dataset_version_uuid) END)
           IS DISTINCT FROM rd.dataset_version_uuid
 )
-SELECT run_uuid, current_state, current_state_at FROM upserted;
+SELECT count(*) FROM upserted;
 
--- name: fetch_run_datasets
--- Every dataset the runs touched so far, with its canonical identity, for job versioning.
-SELECT rd.run_uuid, rd.dataset_uuid, rd.direction, d.node_id, d.namespace, d.name
-FROM run_datasets rd JOIN datasets d USING (dataset_uuid)
-WHERE rd.run_uuid = ANY($1::uuid[]);

@@ -30,24 +30,30 @@ class NamespaceRecord:
 
 
 @dataclass(frozen=True)
-class DatasetRecord:
-    dataset_uuid: uuid.UUID
+class NodeRecord:
+    """What datasets and jobs both have: identity, facets, current version, soft delete and heat."""
+
+    node_uuid: uuid.UUID
     node_id: int
     namespace: str
     name: str
-    source_name: str | None
     description: str | None
     facets: dict[str, Any]
     created_at: dt.datetime
     updated_at: dt.datetime
     current_version_uuid: uuid.UUID | None
-    last_modified_at: dt.datetime | None
     deleted_at: dt.datetime | None
     heat: float | None
 
+
+@dataclass(frozen=True)
+class DatasetRecord(NodeRecord):
+    source_name: str | None
+    last_modified_at: dt.datetime | None
+
     @property
-    def node_uuid(self) -> uuid.UUID:
-        return self.dataset_uuid
+    def dataset_uuid(self) -> uuid.UUID:
+        return self.node_uuid
 
 
 @dataclass(frozen=True)
@@ -60,49 +66,39 @@ class FieldRecord:
 
 
 @dataclass(frozen=True)
-class DatasetVersionRecord:
-    dataset_version_uuid: uuid.UUID
-    dataset_uuid: uuid.UUID
+class VersionRecord:
+    """What versions of datasets and of jobs both have."""
+
+    version_uuid: uuid.UUID
+    node_uuid: uuid.UUID
     version: str
-    schema_fields: list[dict[str, Any]] | None
-    storage_version: str | None
     created_by_run_uuid: uuid.UUID | None
     created_at: dt.datetime
 
 
 @dataclass(frozen=True)
-class JobRecord:
-    job_uuid: uuid.UUID
-    node_id: int
-    namespace: str
-    name: str
-    parent_job_uuid: uuid.UUID | None
-    job_type: str | None
-    description: str | None
-    facets: dict[str, Any]
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    current_version_uuid: uuid.UUID | None
-    latest_run_uuid: uuid.UUID | None
-    deleted_at: dt.datetime | None
-    manual: bool
-    heat: float | None
-
-    @property
-    def node_uuid(self) -> uuid.UUID:
-        return self.job_uuid
+class DatasetVersionRecord(VersionRecord):
+    schema_fields: list[dict[str, Any]] | None
+    storage_version: str | None
 
 
 @dataclass(frozen=True)
-class JobVersionRecord:
-    job_version_uuid: uuid.UUID
-    job_uuid: uuid.UUID
-    version: str
+class JobRecord(NodeRecord):
+    parent_job_uuid: uuid.UUID | None
+    job_type: str | None
+    latest_run_uuid: uuid.UUID | None
+    manual: bool
+
+    @property
+    def job_uuid(self) -> uuid.UUID:
+        return self.node_uuid
+
+
+@dataclass(frozen=True)
+class JobVersionRecord(VersionRecord):
     input_uuids: list[uuid.UUID]
     output_uuids: list[uuid.UUID]
     code_hash: str | None
-    created_by_run_uuid: uuid.UUID | None
-    created_at: dt.datetime
 
 
 @dataclass(frozen=True)
@@ -169,7 +165,7 @@ class NodeKey:
     value: float | dt.datetime | None = None
 
 
-def page_key(r: DatasetRecord | JobRecord, order: NodeOrder) -> NodeKey:
+def page_key(r: NodeRecord, order: NodeOrder) -> NodeKey:
     """The key of ``r`` in a listing in ``order``: the next page starts after it."""
     value = r.heat if order == "HEAT" else r.updated_at if order == "UPDATED_AT" else None
     return NodeKey(r.namespace, r.name, value)

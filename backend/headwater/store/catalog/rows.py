@@ -62,43 +62,38 @@ def page_args(
     return args
 
 
+def _node_fields(r: Any) -> dict[str, Any]:
+    """A NodeRecord's fields from a catalog_nodes row."""
+    return {
+        "node_uuid": r["node_uuid"],
+        "node_id": r["node_id"],
+        "namespace": r["namespace"],
+        "name": r["name"],
+        "description": r["description"],
+        "facets": r["facets"] or {},
+        "created_at": r["created_at"],
+        "updated_at": r["updated_at"],
+        "current_version_uuid": r["current_version_uuid"],
+        "deleted_at": r["deleted_at"],
+        "heat": r["heat"],
+    }
+
+
 def dataset_from_row(r: Any) -> DatasetRecord:
-    """A dataset from a catalog_nodes row."""
+    """A dataset from a catalog_nodes row: last modified when its current version was written."""
     return DatasetRecord(
-        r["node_uuid"],
-        r["node_id"],
-        r["namespace"],
-        r["name"],
-        r["source_name"],
-        r["description"],
-        r["facets"] or {},
-        r["created_at"],
-        r["updated_at"],
-        r["current_version_uuid"],
-        r["current_version_at"],
-        r["deleted_at"],
-        r["heat"],
+        **_node_fields(r), source_name=r["source_name"], last_modified_at=r["current_version_at"]
     )
 
 
 def job_from_row(r: Any) -> JobRecord:
     """A job from a catalog_nodes row."""
     return JobRecord(
-        r["node_uuid"],
-        r["node_id"],
-        r["namespace"],
-        r["name"],
-        r["parent_job_uuid"],
-        r["job_type"],
-        r["description"],
-        r["facets"] or {},
-        r["created_at"],
-        r["updated_at"],
-        r["current_version_uuid"],
-        r["latest_run_uuid"],
-        r["deleted_at"],
-        r["manual"],
-        r["heat"],
+        **_node_fields(r),
+        parent_job_uuid=r["parent_job_uuid"],
+        job_type=r["job_type"],
+        latest_run_uuid=r["latest_run_uuid"],
+        manual=r["manual"],
     )
 
 
@@ -135,28 +130,29 @@ def run_dataset_from_row(r: Any) -> RunDatasetRecord:
     return RunDatasetRecord(r["run_uuid"], r["dataset_uuid"], r["direction"], r["dataset_version_uuid"])
 
 
+def _version_fields(r: Any) -> dict[str, Any]:
+    """A VersionRecord's fields from a catalog_versions row."""
+    return {
+        "version_uuid": r["version_uuid"],
+        "node_uuid": r["node_uuid"],
+        "version": r["version"],
+        "created_by_run_uuid": r["created_by_run_uuid"],
+        "created_at": r["created_at"],
+    }
+
+
 def dataset_version_from_row(r: Any) -> DatasetVersionRecord:
     """A dataset version from a catalog_versions row."""
     return DatasetVersionRecord(
-        r["version_uuid"],
-        r["node_uuid"],
-        r["version"],
-        r["schema_fields"],
-        r["storage_version"],
-        r["created_by_run_uuid"],
-        r["created_at"],
+        **_version_fields(r), schema_fields=r["schema_fields"], storage_version=r["storage_version"]
     )
 
 
 def job_version_from_row(r: Any) -> JobVersionRecord:
     """A job version from a catalog_versions row."""
     return JobVersionRecord(
-        r["version_uuid"],
-        r["node_uuid"],
-        r["version"],
-        list(r["input_uuids"]),
-        list(r["output_uuids"]),
-        r["code_hash"],
-        r["created_by_run_uuid"],
-        r["created_at"],
+        **_version_fields(r),
+        input_uuids=list(r["input_uuids"]),
+        output_uuids=list(r["output_uuids"]),
+        code_hash=r["code_hash"],
     )
