@@ -48,25 +48,36 @@ def history() -> list[dict[str, Any]]:
 
 
 async def fill_marquez(url: str, events: list[dict[str, Any]], *, duplicates: int = 0) -> None:
-    """Store events as Marquez does, in a scrambled physical order; created_at keeps their order."""
-    received = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
-    rows = [
-        (
-            _time(e),
-            json.dumps(e),
-            e.get("eventType"),
-            e.get("job", {}).get("name"),
-            e.get("job", {}).get("namespace"),
-            e.get("producer"),
-            received + dt.timedelta(seconds=i),
-        )
-        for i, e in enumerate(events)
-    ]
-    rows += rows[:duplicates]  # Marquez stores a retried event again
-    random.Random(7).shuffle(rows)
+    """Create Marquez's table and store events in it (``add_to_marquez``)."""
     conn = await asyncpg.connect(url)
     try:
         await conn.execute(MARQUEZ_DDL)
+    finally:
+        await conn.close()
+    await add_to_marquez(url, events, duplicates=duplicates)
+
+
+async def add_to_marquez(url: str, events: list[dict[str, Any]], *, duplicates: int = 0) -> None:
+    """Store events as Marquez does, in a scrambled physical order; created_at keeps their order,
+    after the events stored before."""
+    conn = await asyncpg.connect(url)
+    try:
+        latest = await conn.fetchval("SELECT max(created_at) FROM lineage_events")
+        received = (latest or dt.datetime(2026, 6, 1, tzinfo=dt.UTC)) + dt.timedelta(seconds=1)
+        rows = [
+            (
+                _time(e),
+                json.dumps(e),
+                e.get("eventType"),
+                e.get("job", {}).get("name"),
+                e.get("job", {}).get("namespace"),
+                e.get("producer"),
+                received + dt.timedelta(seconds=i),
+            )
+            for i, e in enumerate(events)
+        ]
+        rows += rows[:duplicates]  # Marquez stores a retried event again
+        random.Random(7).shuffle(rows)
         await conn.executemany(
             "INSERT INTO lineage_events (event_time, event, event_type, job_name, job_namespace,"
             " producer, created_at) VALUES ($1, $2::jsonb, $3, $4, $5, $6, $7)",

@@ -52,7 +52,7 @@ async def test_the_import_builds_the_model_posting_builds(
     events = history()
     await fill_marquez(marquez, events, duplicates=3)
     await post_all(client, in_ingest_order(events))
-    async with migrated_database(pg_server, "headwater_import") as target:
+    async with migrated_database(pg_server, "headwater_mqz_target") as target:
         err = finish(headwater_import(target, "--from", marquez, "--batch-size", "7", cwd=tmp_path))
         assert f"read {len(events) + 3:,} of {len(events) + 3:,} events" in err
         assert f"imported {len(events) - 1:,}, already stored 4, refused 0" in err  # the tie is one
@@ -77,8 +77,8 @@ async def test_killed_half_way_and_run_again_it_ends_the_same(marquez, pg_server
     ]
     await fill_marquez(marquez, events)
     async with (
-        migrated_database(pg_server, "headwater_import") as whole,
-        migrated_database(pg_server, "headwater_import") as interrupted,
+        migrated_database(pg_server, "headwater_mqz_target") as whole,
+        migrated_database(pg_server, "headwater_mqz_target") as interrupted,
     ):
         finish(headwater_import(whole, "--from", marquez, "--batch-size", "5", cwd=tmp_path))
 
@@ -105,7 +105,7 @@ async def test_refused_events_are_counted_and_kept_with_their_reason(marquez, pg
     unknown_type = run_event("load", "FINISHED", inputs=["a"], outputs=["c"], time=1)
     no_job_name = run_event("", inputs=["a"], outputs=["d"], time=2)
     await fill_marquez(marquez, [good, unknown_type, no_job_name])
-    async with migrated_database(pg_server, "headwater_import") as target:
+    async with migrated_database(pg_server, "headwater_mqz_target") as target:
         err = finish(headwater_import(target, "--from", marquez, cwd=tmp_path))
         assert "imported 1, already stored 0, refused 2" in err
         refused = [
@@ -116,7 +116,7 @@ async def test_refused_events_are_counted_and_kept_with_their_reason(marquez, pg
 
 
 async def test_a_database_that_is_not_marquez_is_one_clear_line(pg_server, marquez, tmp_path):
-    async with migrated_database(pg_server, "headwater_import") as target:
+    async with migrated_database(pg_server, "headwater_mqz_target") as target:
         proc = headwater_import(target, "--from", marquez, cwd=tmp_path)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 1
