@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="read everything again instead of resuming (nothing is stored twice)",
     )
     marquez.add_argument(
-        "--batch-size", type=int, default=500, help="events per transaction (default 500)"
+        "--batch-size", type=int, default=None, help="events per transaction (default 1,000)"
     )
     marquez.add_argument(
         "--rejects",
@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_import(args: argparse.Namespace) -> int:
     from headwater.server import apply_migrations, database, load_settings
 
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise CommandError("--batch-size must be 1 or more")
     settings = load_settings()
     with database(settings.database_url, settings.data_dir) as url:
@@ -74,7 +74,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 async def _import(args: argparse.Namespace, url: str, alias_rules_file: Path | None) -> ImportSummary:
     from headwater.db.pool import register_codecs
-    from headwater.imports.marquez import SourceError, import_marquez, source_key
+    from headwater.imports.marquez import BATCH_SIZE, SourceError, import_marquez, source_key
     from headwater.ingest.aliases import load_alias_rules
     from headwater.pipeline.progress import Progress
     from headwater.server import connect
@@ -98,7 +98,7 @@ async def _import(args: argparse.Namespace, url: str, alias_rules_file: Path | N
                     alias_rules=rules,
                     since=args.since,
                     until=args.until,
-                    batch_size=args.batch_size,
+                    batch_size=args.batch_size or BATCH_SIZE,
                     restart=args.restart,
                     rejects=rejects,
                     progress=progress,

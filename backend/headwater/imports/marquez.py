@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import asyncpg
+import msgspec
 
 from headwater.errors import InvalidEventError
 from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
     from headwater.ingest.validate import ValidEvent
     from headwater.pipeline.progress import Progress
 
-BATCH_SIZE = 500
+BATCH_SIZE = 1_000
+# Batches read and prepared ahead of the one being written.
+PREPARED_AHEAD = 1
 # Concurrent writers (another import, the server) can race this one on the same rows.
 _RETRYABLE = (
     asyncpg.exceptions.SerializationError,
@@ -44,6 +47,8 @@ _RETRYABLE = (
 _ATTEMPTS = 5
 
 _REQUIRED_COLUMNS = {"event_time", "event"}
+# PostgreSQL's jsonb holds valid JSON only: decoding it cannot fail.
+_decoder = msgspec.json.Decoder()
 
 
 class SourceError(Exception):
@@ -180,28 +185,29 @@ async def import_marquez(
             progress.set_phase(
                 "importing events in event_time order", total=summary.total, unit="events"
             )
-        # A batch is decoded and prepared (CPU, in a worker thread) while the one before it is
-        # written (mostly PostgreSQL's time): the two overlap, as the backfill's batches do.
-        writing: asyncio.Task[None] | None = None
-        try:
+        # Reading and preparing (CPU, in a worker thread) run ahead of writing (mostly PostgreSQL's
+        # time) by up to PREPARED_AHEAD batches, so that the writer always finds its next batch
+        # ready: a batch that takes long to prepare is absorbed by the one prepared before it.
+        ready: asyncio.Queue[_Batch | None] = asyncio.Queue(maxsize=PREPARED_AHEAD)
+
+        async def read_and_prepare() -> None:
             async for rows in source.pages(start, until, batch_size):
                 prepared = await asyncio.to_thread(_prepare_batch, rows, alias_rules, summary, rejects)
-                if writing is not None:
-                    await writing
-                    if progress is not None:
-                        progress.set_count(summary.read)
-                reached = rows[-1]["event_time"]
-                batch = _Batch(prepared, reached, len(rows))
-                writing = asyncio.create_task(
-                    _write_batch(target, batch, key, since, until, alias_rules, summary)
-                )
-            if writing is not None:
-                await writing
+                await ready.put(_Batch(prepared, rows[-1]["event_time"], len(rows)))
+            await ready.put(None)
+
+        async def write() -> None:
+            while (batch := await ready.get()) is not None:
+                await _write_batch(target, batch, key, since, until, alias_rules, summary)
                 if progress is not None:
                     progress.set_count(summary.read)
-        finally:
-            if writing is not None and not writing.done():
-                writing.cancel()
+
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(read_and_prepare())
+            tasks.create_task(write())
+    except BaseExceptionGroup as group:
+        # One of the two failed (the other was cancelled): raise what it raised, as a plain loop would.
+        raise group.exceptions[0] from None
     finally:
         await source.close()
     return summary
@@ -225,7 +231,7 @@ def _prepare_batch(
 
     valid: list[ValidEvent] = []
     for event_time, text in rows:
-        raw: Any = json.loads(text)
+        raw: Any = _decoder.decode(text)
         try:
             valid.append(validate_event(raw))
         except InvalidEventError as exc:
