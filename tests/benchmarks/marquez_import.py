@@ -5,11 +5,13 @@ rounds to whole runs), stores them in a database laid out as Marquez's `lineage_
 one run, alternating: imports them with ``headwater import marquez`` (a subprocess, end to end:
 migrations, reading, validating, writing) into an empty database, and posts them to ``headwater
 serve`` on another empty database as `/batch` arrays of 500 from 2 clients. Prints events/s of
-each and their ratio.
+each and their ratio. ``--import-src PATH`` (an earlier checkout) times its import too, in the same
+alternation, so that a change to the import is measured against the code before it.
 
-Run: ``python tests/benchmarks/marquez_import.py [--events 100000] [--repeat 1]``. Needs PostgreSQL at
+Run: ``python tests/benchmarks/marquez_import.py [--events 100000] [--repeat 1] [--import-src PATH]``.
+Needs PostgreSQL at
 $HEADWATER_BENCH_SERVER_URL (default postgresql://postgres@127.0.0.1:5432/postgres); creates and
-drops headwater_bench_marquez and headwater_bench_marquez_target.
+drops headwater_mqz_bench_source and headwater_mqz_bench_target.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import asyncpg
 from ingest import (
@@ -35,8 +38,8 @@ from ingest import (
     post,
 )
 
-SOURCE = "headwater_bench_marquez"
-TARGET = "headwater_bench_marquez_target"  # its own: the ingest benchmark may run meanwhile
+SOURCE = "headwater_mqz_bench_source"
+TARGET = "headwater_mqz_bench_target"  # its own: the ingest benchmark may run meanwhile
 MARQUEZ_DDL = """
 CREATE TABLE lineage_events (
     event_time timestamptz, event jsonb, event_type text, run_uuid uuid, job_name text,
@@ -91,10 +94,12 @@ async def fresh_target() -> None:
         await admin.close()
 
 
-async def time_import(n: int) -> float:
+async def time_import(n: int, src: Path | None = None) -> float:
     await fresh_target()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
     env["HEADWATER_DATABASE_URL"] = _url(TARGET)
+    if src is not None:
+        env["PYTHONPATH"] = str(src / "backend")
     with tempfile.TemporaryDirectory() as tmp:
         start = time.monotonic()
         done = subprocess.run(
@@ -136,6 +141,7 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--import-src", type=Path, default=None, help="an earlier checkout to time too")
     args = parser.parse_args()
     runs = max(1, args.events // (JOBS * 4))
     events = ingest_events(runs=runs)
@@ -145,11 +151,14 @@ async def main() -> int:
     bodies = _encode(events)
     rows = []
     for i in range(args.repeat):
-        imported = await time_import(n)
-        batched = await time_batch(bodies)
-        rows.append((i + 1, n / imported, n / batched))
+        before = n / await time_import(n, args.import_src) if args.import_src else None
+        imported = n / await time_import(n)
+        batched = n / await time_batch(bodies)
+        rows.append((i + 1, before, imported, batched))
         print(
-            f"run {i + 1}: import {n / imported:,.0f} events/s, /batch {n / batched:,.0f} events/s",
+            f"run {i + 1}: "
+            + (f"import before {before:,.0f} events/s, " if before else "")
+            + f"import {imported:,.0f} events/s, /batch {batched:,.0f} events/s",
             file=sys.stderr,
         )
     admin = await asyncpg.connect(SERVER_URL)
@@ -158,11 +167,16 @@ async def main() -> int:
             await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
     finally:
         await admin.close()
+    before_head = "`--import-src`'s import | " if args.import_src else ""
     print(
-        "| run | `headwater import marquez` | `/batch` of 500, 2 clients | import / batch |\n|---|---:|---:|---:|"
+        f"| run | {before_head}`headwater import marquez` | `/batch` of 500, 2 clients | import / batch |"
+        f"\n|---|{'---:|' * (4 if args.import_src else 3)}"
     )
-    for run, imp, batch in rows:
-        print(f"| {run} | {imp:,.0f} events/s | {batch:,.0f} events/s | {imp / batch:.2f} |")
+    for run, before, imp, batch in rows:
+        before_cell = f"{before:,.0f} events/s | " if before else ""
+        print(
+            f"| {run} | {before_cell}{imp:,.0f} events/s | {batch:,.0f} events/s | {imp / batch:.2f} |"
+        )
     return 0
 
 
