@@ -687,14 +687,14 @@ def _insert_directory(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
 
 # Refreshes that run a stored query again: the kind of object, as REFRESH and ALTER … REFRESH
 # name it. Spark's REFRESH TABLE only reloads cached metadata, and moves no rows.
-_REFRESHED = {"MATERIALIZED VIEW", "STREAMING TABLE", "DYNAMIC TABLE", "MATERIALIZED TABLE"}
+REFRESHED = {"MATERIALIZED VIEW", "STREAMING TABLE", "DYNAMIC TABLE", "MATERIALIZED TABLE"}
 
 
 def _refresh(chunk: list[Token]) -> list[exp.Expr] | None:
     """`REFRESH MATERIALIZED VIEW [CONCURRENTLY] v [WITH [NO] DATA]` (PostgreSQL, Redshift …)."""
     words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
     kind = " ".join(words[1:3])
-    if kind not in _REFRESHED:
+    if kind not in REFRESHED:
         return None
     start = 4 if words[3:4] == ["CONCURRENTLY"] else 3
     table, _ = _table_at(chunk, start)
@@ -705,7 +705,7 @@ def _alter_refresh(chunk: list[Token]) -> list[exp.Expr] | None:
     """Snowflake's `ALTER DYNAMIC TABLE t REFRESH` and `ALTER MATERIALIZED VIEW v REFRESH`."""
     words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
     kind = " ".join(words[1:3])
-    if kind not in _REFRESHED or words[-1] != "REFRESH":
+    if kind not in REFRESHED or words[-1] != "REFRESH":
         return None
     table, after = _table_at(chunk, 3)
     if table is None or after != len(chunk) - 1:

@@ -23,6 +23,7 @@ from headwater.sql_lineage.dml import (
 )
 from headwater.sql_lineage.names import Catalog, key, path_name, qualify_like, table_name
 from headwater.sql_lineage.queries import Ctes, QueryEvaluator
+from headwater.sql_lineage.rewrites import REFRESHED
 from headwater.sql_lineage.scope import Field, Scope, Source, star_field
 from headwater.sql_lineage.transfers import copy_writes, export_writes, load_writes
 from headwater.sql_lineage.writes import Write, known_names, map_columns
@@ -296,7 +297,7 @@ def _refresh(node: exp.Refresh, ev: QueryEvaluator, warnings: list[str]) -> list
     """
     kind = str(node.args.get("kind") or "").upper()
     name = table_name(node.this) if isinstance(node.this, exp.Table) else None
-    if name is None or kind not in _REFRESHED:
+    if name is None or kind not in REFRESHED:
         return []
     stored = ev.catalog.stored_query(name)
     if stored is None:
@@ -309,9 +310,6 @@ def _refresh(node: exp.Refresh, ev: QueryEvaluator, warnings: list[str]) -> list
     for table in reads.values():
         ev.read(table)
     return [Write(name, dict(columns), creates=True)]
-
-
-_REFRESHED = {"MATERIALIZED VIEW", "STREAMING TABLE", "DYNAMIC TABLE", "MATERIALIZED TABLE"}
 
 
 def _copy_of(table: exp.Table, ev: QueryEvaluator) -> list[Field]:
