@@ -133,3 +133,16 @@ class BeforeRetentionHorizonError(InvalidRequestError):
             "horizon on."
         )
         self.horizon = horizon
+
+
+class ChangesRemovedError(InvalidRequestError):
+    """A change cursor older than what retention kept of the change log."""
+
+    code = "before_retention_horizon"
+
+    def __init__(self, cursor: int, removed_through: int) -> None:
+        super().__init__(
+            f"Changes after cursor {cursor} up to {removed_through} were removed by retention, so "
+            "resuming there would miss them. Read the current state, then subscribe from "
+            "Query.latestChangeCursor."
+        )

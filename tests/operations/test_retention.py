@@ -13,9 +13,16 @@ from typing import Any
 
 import asyncpg
 import pytest
+from litestar.datastructures import State
 from litestar.testing import AsyncTestClient
 
+from headwater.api.graphql.context import Context
+from headwater.api.graphql.loaders import Loaders
+from headwater.api.graphql.schema import schema
 from headwater.app import create_app
+from headwater.db.pool import register_codecs
+from headwater.feed.hub import ChangeFeed
+from headwater.feed.scopes import LineageScopes
 from headwater.lineage.columns import fetch_column_lineage
 from headwater.lineage.graph import fetch_lineage
 from headwater.operations import retention
@@ -325,3 +332,57 @@ async def test_the_parent_of_a_kept_run_is_kept(ops: asyncpg.Connection) -> None
         "SELECT count(*) FROM runs c WHERE c.parent_run_uuid IS NOT NULL"
         " AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.run_uuid = c.parent_run_uuid)"
     )
+
+
+async def test_old_changes_go_and_a_cursor_before_them_is_refused(
+    ops: asyncpg.Connection, ops_url: str, settings: Settings
+) -> None:
+    await ingest(ops, history())
+    ids = [r["change_id"] for r in await ops.fetch("SELECT change_id FROM change_log ORDER BY 1")]
+    # The log keeps when a change was recorded, not the event's time: the first half is made old.
+    old = ids[: len(ids) // 2]
+    await ops.execute(
+        "UPDATE change_log SET created_at = now() - interval '400 days' WHERE change_id = ANY($1)", old
+    )
+    planned = await run_retention(ops, KEEP_DAYS, dry_run=True)
+    assert planned.rows["change_log"] == len(old)
+    removed = await run_retention(ops, KEEP_DAYS, batch_size=2)
+    assert removed.rows["change_log"] == len(old)
+    kept = [r["change_id"] for r in await ops.fetch("SELECT change_id FROM change_log ORDER BY 1")]
+    assert kept[:-1] == ids[len(old) :]
+    assert (await ops.fetchval("SELECT kind FROM change_log WHERE change_id = $1", kept[-1])) == (
+        "RETENTION_APPLIED"
+    )
+
+    # Resuming after a removed change would miss the rest of them: refused, naming retention. From
+    # the last removed one on, nothing is missed.
+    pool = await asyncpg.create_pool(ops_url, min_size=1, max_size=2, init=register_codecs)
+    feed = ChangeFeed(pool)
+    await feed.start()
+    context = Context(
+        state=State(
+            {
+                "pool": pool,
+                "settings": settings,
+                "feed": feed,
+                "lineage_scopes": LineageScopes(pool, feed),
+            }
+        ),
+        loaders=Loaders(pool),
+    )
+    try:
+        for cursor, refused in ((old[0], True), (old[-2], True), (old[-1], False)):
+            stream = await schema.subscribe(
+                "subscription($after: String) { lineageChanges(after: $after) { cursor kind } }",
+                variable_values={"after": str(cursor)},
+                context_value=context,
+            )
+            first = await asyncio.wait_for(anext(stream), 10)  # type: ignore[arg-type]
+            await stream.aclose()  # type: ignore[union-attr]
+            errors = [e.extensions["code"] for e in first.errors or []]  # type: ignore[union-attr]
+            assert errors == (["before_retention_horizon"] if refused else []), cursor
+            if not refused:
+                assert first.data["lineageChanges"]["cursor"] == str(ids[len(old)])  # type: ignore[union-attr]
+    finally:
+        await feed.close()
+        await pool.close()

@@ -8,7 +8,9 @@ A pass with ``keep_days`` removes, before ``now - keep_days``:
   something current points to them: the latest run of a job, the last run of an open edge or column
   edge, the run that made a current job or dataset version, the parent of a recent or latest run;
 - job and dataset versions made before the horizon that are not current and that no kept run uses;
-- edges and column edges closed before the horizon (valid at no time from the horizon on).
+- edges and column edges closed before the horizon (valid at no time from the horizon on);
+- change-log entries recorded before the horizon: the highest id removed is recorded first, so that
+  a subscriber resuming from an older cursor is refused instead of silently missing changes.
 
 Every dataset and job keeps its current version and its current lineage (open edges), however old.
 The pass is recorded (``retention_passes``) before anything is removed, so that from then on a
@@ -62,6 +64,7 @@ TABLES = (
     "dataset_versions",
     "lineage_edges",
     "column_lineage",
+    "change_log",
 )
 
 
@@ -133,6 +136,11 @@ async def _remove(conn: asyncpg.Connection, report: RetentionReport, batch_size:
             await _delete_runs(conn, report, total, batch_size)
         else:
             report.rows[table] = await _delete_collected(conn, table, total, batch_size)
+    through = await changes_recorded_before(conn, report.horizon)
+    if through is not None:
+        await conn.execute(QUERIES["set_retention_changes_through"], pass_id, through)
+        while deleted := await _deleted(conn, "delete_retention_changes", through, batch_size):
+            report.rows["change_log"] += deleted
     await conn.execute(QUERIES["finish_retention_pass"], pass_id, json.dumps(report.as_json()))
     async with conn.transaction():
         await insert_changes(
@@ -157,6 +165,34 @@ async def _plan(conn: asyncpg.Connection, report: RetentionReport) -> None:
     assert links is not None
     report.rows["run_states"] = int(links["run_states"])
     report.rows["run_datasets"] = int(links["run_datasets"])
+    through = await changes_recorded_before(conn, report.horizon)
+    if through is not None:
+        report.rows["change_log"] = int(await conn.fetchval(QUERIES["count_changes_through"], through))
+
+
+async def changes_recorded_before(conn: asyncpg.Connection, horizon: dt.datetime) -> int | None:
+    """The highest change id recorded before ``horizon``, None if there is none.
+
+    Ids are handed out in time order, so a binary search over the id index finds it in a few dozen
+    lookups however long the log is (a scan of the whole log would read every change ever made).
+    """
+    bounds = await conn.fetchrow(QUERIES["fetch_change_id_bounds"])
+    assert bounds is not None
+    low, high = bounds["low"], bounds["high"]
+    if low is None:
+        return None
+    first = await conn.fetchrow(QUERIES["fetch_change_recorded_from"], low)
+    if first is None or first["created_at"] >= horizon:
+        return None
+    # The change at `low` is before the horizon; every change above `high` is not.
+    while low < high:
+        probe = (low + high + 1) // 2
+        row = await conn.fetchrow(QUERIES["fetch_change_recorded_from"], probe)
+        if row is not None and row["created_at"] < horizon:
+            low = min(int(row["change_id"]), high)
+        else:
+            high = probe - 1
+    return int(low)
 
 
 async def _collect(conn: asyncpg.Connection, query: str, horizon: dt.datetime) -> int:

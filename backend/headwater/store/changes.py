@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
+from headwater.errors import ChangesRemovedError
 
 if TYPE_CHECKING:
     import asyncpg
@@ -36,3 +37,10 @@ async def insert_changes(conn: asyncpg.Connection, changes: list[Change]) -> lis
     )
     assert row is not None
     return list(row["change_ids"] or [])
+
+
+async def check_change_cursor(conn: asyncpg.Connection, after: int) -> None:
+    """Raise ChangesRemovedError when retention removed changes that come after ``after``."""
+    removed_through = await conn.fetchval(QUERIES["fetch_changes_removed_through"])
+    if removed_through is not None and after < removed_through:
+        raise ChangesRemovedError(after, removed_through)

@@ -20,6 +20,7 @@ from headwater.feed.filters import ChangeFilter, ChangeMatcher
 from headwater.feed.scopes import ScopeSpec
 from headwater.lineage.graph import Direction
 from headwater.lineage.node_ids import parse_node_id
+from headwater.store.changes import check_change_cursor
 
 
 def parse_change_cursor(cursor: str) -> int:
@@ -69,10 +70,15 @@ class Subscription:
         filter: LineageChangeFilter | None = None,
     ) -> AsyncGenerator[LineageChange, None]:
         start = None if after is None else parse_change_cursor(after)
+        if start is not None:
+            async with info.context.pool.acquire() as conn:
+                await check_change_cursor(conn, start)
         wanted = change_filter(filter, info.context.settings.max_lineage_depth)
         matcher = ChangeMatcher(wanted, info.context.lineage_scopes)
         refuses = None if wanted.kinds_only else matcher.refuses
-        subscription = info.context.feed.subscribe(start, refuses=refuses, kinds=wanted.kinds)
+        subscription = info.context.feed.subscribe(
+            start, refuses=refuses, kinds=wanted.kinds, scopes=wanted.scopes
+        )
         try:
             async with contextlib.aclosing(subscription.changes()) as changes:
                 async for change in changes:

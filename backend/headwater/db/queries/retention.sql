@@ -6,6 +6,31 @@
 -- The horizon of the latest retention pass: nothing before it is kept for point-in-time answers.
 SELECT max(horizon) FROM retention_passes;
 
+-- name: fetch_changes_removed_through
+-- The highest change id any retention pass removed (or is removing): a cursor below it misses changes.
+SELECT max(changes_through) FROM retention_passes;
+
+-- name: fetch_change_recorded_from
+-- The first change at or after id $1, and when it was recorded (to find the horizon's change id).
+SELECT change_id, created_at FROM change_log WHERE change_id >= $1 ORDER BY change_id LIMIT 1;
+
+-- name: fetch_change_id_bounds
+-- The lowest and highest change ids in the log.
+SELECT min(change_id) AS low, max(change_id) AS high FROM change_log;
+
+-- name: set_retention_changes_through
+-- Pass $1 is about to remove every change up to id $2.
+UPDATE retention_passes SET changes_through = $2 WHERE pass_id = $1;
+
+-- name: count_changes_through
+-- How many changes have an id up to $1.
+SELECT count(*) FROM change_log WHERE change_id <= $1;
+
+-- name: delete_retention_changes
+-- The oldest changes up to id $1, at most $2 of them.
+DELETE FROM change_log
+WHERE change_id IN (SELECT change_id FROM change_log WHERE change_id <= $1 ORDER BY change_id LIMIT $2);
+
 -- name: insert_retention_pass
 -- Records a pass before it removes anything ($1 horizon, $2 days kept); returns its id.
 INSERT INTO retention_passes (horizon, keep_days) VALUES ($1, $2) RETURNING pass_id;
