@@ -46,8 +46,16 @@ Ctes = dict[str, list[Field]]
 
 _MEMBERSHIP = (exp.In, exp.Exists, exp.Any, exp.All)
 _MODIFYING = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
-# T-SQL functions that run a query on a linked server.
-_REMOTE = {"OPENQUERY", "OPENDATASOURCE", "OPENROWSET"}
+# Table functions whose rows come from what the SQL does not show.
+_REMOTE = "runs a query on another server"
+_UNFOLLOWED = {
+    "OPENQUERY": _REMOTE,  # T-SQL's linked servers
+    "OPENDATASOURCE": _REMOTE,
+    "OPENROWSET": _REMOTE,
+    "EXTERNAL_QUERY": _REMOTE,  # BigQuery's federated queries
+    "DBLINK": _REMOTE,  # PostgreSQL's dblink extension
+    "RESULT_SCAN": "reads the result of an earlier query",  # Snowflake
+}
 _NO_LINEAGE_CLAUSES = ("expressions", "from_", "joins", "laterals", "with_", "into")
 
 
@@ -225,6 +233,8 @@ class QueryEvaluator:
             source = Source(fields=self._values(node, ctes, scope.parent))
         elif isinstance(node, (exp.Unnest, exp.Lateral)):
             source = self._function_source(scope, node, ctes)
+        elif self._unfollowed(node.this if isinstance(node, exp.TableFromRows) else node):
+            source = Source(open=Field(STAR, frozenset()))
         else:
             refs, _ = self.expression(node, scope, ctes)
             source = Source(open=Field(STAR, refs, TRANSFORMATION))
@@ -239,11 +249,7 @@ class QueryEvaluator:
             relations = self._relation_arguments(table.this, scope, ctes)
             if relations:
                 return Source(fields=relations)
-            if isinstance(table.this, exp.Anonymous) and table.this.name.upper() in _REMOTE:
-                self.warnings.append(
-                    f"{table.this.name.upper()} runs a query on another server: its lineage is "
-                    "not derived"
-                )
+            if self._unfollowed(table.this):
                 return Source(open=Field(STAR, frozenset()))
             # A table function such as generate_series(…) or FLATTEN(input => t.arr).
             refs, _ = self.expression(table.this, scope, ctes)
@@ -263,6 +269,15 @@ class QueryEvaluator:
         for pivot in table.args.get("pivots") or []:
             source.fields = (source.fields or []) + pivot_fields(pivot, name)
         return source
+
+    def _unfollowed(self, func: exp.Expr | None) -> bool:
+        """Whether a table function reads rows the SQL does not show (a warning says which)."""
+        name = func.name.upper() if isinstance(func, exp.Anonymous) else ""
+        reason = _UNFOLLOWED.get(name)
+        if reason is None:
+            return False
+        self.warnings.append(f"{name} {reason}: its lineage is not derived")
+        return True
 
     def _relation_arguments(self, func: exp.Expr, scope: Scope, ctes: Ctes) -> list[Field]:
         """The columns of the tables and queries a table function takes whole, as BigQuery's

@@ -47,7 +47,7 @@ def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
     if isinstance(dialect, BigQuery):
         chunk = _model_functions(chunk, dialect)
     if first == "CREATE":
-        chunk = _without_expectations(chunk)
+        chunk = _without_distribution(_without_expectations(chunk))
     if isinstance(dialect, Teradata):
         chunk = _without_column_attributes(chunk)
     return chunk
@@ -164,6 +164,19 @@ def _without_locking(chunk: list[Token]) -> list[Token]:
         while end < len(chunk) and words[end] in {"MODE", "NOWAIT"}:
             end += 1
         chunk = chunk[end:]
+    return chunk
+
+
+def _without_distribution(chunk: list[Token]) -> list[Token]:
+    """Greenplum's `CREATE TABLE … AS (query) DISTRIBUTED BY (k)` / `DISTRIBUTED RANDOMLY` at the
+    end: where the rows are stored."""
+    words = [t.text.upper() for t in chunk[-6:]]
+    if "DISTRIBUTED" not in words:
+        return chunk
+    cut = len(chunk) - 6 + words.index("DISTRIBUTED")
+    rest = [t.text.upper() for t in chunk[cut + 1 :]]
+    if rest[:1] == ["RANDOMLY"] or rest[:1] == ["REPLICATED"] or rest[:2] == ["BY", "("]:
+        return chunk[:cut]
     return chunk
 
 
@@ -378,6 +391,8 @@ def _is_attribute_list(inner: list[Token]) -> bool:
 
 def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
     """Rebuild a statement of a known shape that sqlglot could not represent, else None."""
+    if chunk[0].token_type == TokenType.HIVE_TOKEN_STREAM and len(chunk) > 1:
+        chunk = chunk[1:]  # Athena's marker for Hive DDL: the shapes below are read by tokens
     keyword = chunk[0].text.upper()
     rewrite = _REWRITES.get("QUERY" if keyword in _QUERY_WORDS else keyword)
     if rewrite is None:
@@ -426,14 +441,18 @@ _REWRITES: dict[str, Callable[[list[Token], str, Dialect], list[exp.Expr] | None
     ),
     "DELETE": lambda chunk, sql, dialect: _output_into(chunk, sql, dialect),
     "LOAD": lambda chunk, _sql, _dialect: _load_file(chunk),
-    "EXPORT": lambda chunk, _sql, _dialect: _export_table(chunk),
+    "EXPORT": lambda chunk, sql, dialect: _export_table(chunk, sql, dialect),
     "IMPORT": lambda chunk, _sql, _dialect: _import_table(chunk),
     "APPLY": lambda chunk, _sql, _dialect: _apply_changes(chunk),
     "BULK": lambda chunk, _sql, _dialect: _load_file(chunk),
     "MERGE": lambda chunk, sql, dialect: _output_into(chunk, sql, dialect),
     "ALTER": lambda chunk, sql, _dialect: (
-        _alter_refresh(chunk) or _alter_update(chunk, sql) or _alter_moves(chunk)
+        _alter_refresh(chunk)
+        or _alter_update(chunk, sql)
+        or _partition_locations(chunk)
+        or _alter_moves(chunk)
     ),
+    "UPSERT": lambda chunk, sql, dialect: _parse(dialect, "INSERT" + _text(chunk, sql)[6:]),
 }
 
 
@@ -922,9 +941,12 @@ def _load_file(chunk: list[Token]) -> list[exp.Expr] | None:
     return [exp.LoadData(this=table, inpath=exp.Literal.string(chunk[path].text))]
 
 
-def _export_table(chunk: list[Token]) -> list[exp.Expr] | None:
-    """Hive's `EXPORT TABLE t [PARTITION (…)] TO 'path'`: t's rows (and metadata) copied there."""
+def _export_table(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """Hive's `EXPORT TABLE t [PARTITION (…)] TO 'path'`: t's rows (and metadata) copied there;
+    Vertica's `EXPORT TO PARQUET (directory = 'path', …) AS query`: the query's rows."""
     words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    if words[1:2] == ["TO"]:
+        return _export_to(chunk, words, sql, dialect)
     if words[1:2] != ["TABLE"] or "TO" not in words:
         return None
     table, _ = _table_at(chunk, 2)
@@ -932,6 +954,40 @@ def _export_table(chunk: list[Token]) -> list[exp.Expr] | None:
     if table is None or path >= len(chunk) or chunk[path].token_type != TokenType.STRING:
         return None
     return [_directory_insert(chunk[path].text, exp.select("*").from_(table))]
+
+
+def _export_to(
+    chunk: list[Token], words: list[str], sql: str, dialect: Dialect
+) -> list[exp.Expr] | None:
+    directory = next((i for i, w in enumerate(words) if w == "DIRECTORY"), None)
+    query = _top_level(chunk, {TokenType.ALIAS}).get(TokenType.ALIAS)
+    if directory is None or query is None or directory + 2 >= len(chunk):
+        return None
+    path = chunk[directory + 2]
+    if path.token_type != TokenType.STRING:
+        return None
+    parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(chunk[query + 1 :], sql)[0]
+    return [_directory_insert(path.text, parsed)] if isinstance(parsed, exp.Query) else None
+
+
+def _partition_locations(chunk: list[Token]) -> list[exp.Expr] | None:
+    """Hive's and Athena's `ALTER TABLE t ADD [IF NOT EXISTS] PARTITION (…) LOCATION 'path' …`:
+    the files at each location become a partition of t, its rows."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    if words[1:2] != ["TABLE"]:
+        return None
+    table, after = _table_at(chunk, 2)
+    if table is None or words[after : after + 1] != ["ADD"] or "PARTITION" not in words:
+        return None
+    paths = [
+        chunk[i + 1].text
+        for i, word in enumerate(words[:-1])
+        if word == "LOCATION" and chunk[i + 1].token_type == TokenType.STRING
+    ]
+    return [
+        _alter(table, exp.ReplacePartition(source=exp.Table(this=exp.Literal.string(path))))
+        for path in paths
+    ] or None
 
 
 def _import_table(chunk: list[Token]) -> list[exp.Expr] | None:

@@ -341,6 +341,12 @@ def _alter(node: exp.Alter, ev: QueryEvaluator) -> list[Write]:
             # ClickHouse's mutation ALTER TABLE t DELETE WHERE …: rows of t removed.
             name = table_name(old)
             return [Write(name)] if name else []
+        location = action.args.get("location") if isinstance(action, exp.AlterSet) else None
+        if isinstance(location, exp.Literal) and isinstance(old, exp.Table):
+            # ALTER TABLE t SET LOCATION 'path' (Hive, Spark): t's rows are now the files there.
+            name = table_name(old)
+            files = _copy_of(exp.Table(this=location.copy()), ev)
+            return [Write(name, map_columns(files, None), creates=True)] if name else []
         if isinstance(action, exp.SwapTable) and isinstance(action.this, exp.Table):
             return _swap(old, action.this, ev)
         source = action.args.get("source") if isinstance(action, exp.ReplacePartition) else None
