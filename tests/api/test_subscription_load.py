@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.db, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 async def server(pg_server, tmp_path_factory):
-    async with migrated_database(pg_server, "headwater_subscription_load") as url:
+    async with migrated_database(pg_server, "headwater_subs_load") as url:
         conn = await asyncpg.connect(url)
         try:
             graph = await build_layered(conn)

@@ -23,18 +23,20 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from headwater.feed import log as change_log
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Callable
+    from collections.abc import AsyncGenerator, Callable, Collection, Hashable, Iterable
 
     import asyncpg
 
     from headwater.feed.log import ChangeRecord, Snapshot
 
 logger = logging.getLogger("headwater.feed")
+
+_Key = TypeVar("_Key")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class ChangeFeed:
         self.position = 0  # every id up to here is emitted or known never to come
         self.last_edge_change = 0  # the id of the latest emitted change that added or removed edges
         self.on_edge_change: Callable[[ChangeRecord], None] | None = None  # called as each is emitted
+        # The lineage scopes whose subscribers must judge a change (feed/scopes.py).
+        self.scopes_judging: Callable[[ChangeRecord], Iterable[Hashable]] | None = None
         self._held: dict[int, ChangeRecord] = {}  # read, waiting behind a gap
         self._gaps: dict[int, _Gap] = {}
         self._pumps = 0
@@ -72,6 +76,8 @@ class ChangeFeed:
         # offered the others, so a change costs nothing for the many that do not want its kind.
         self._any_kind: set[Subscription] = set()
         self._by_kind: dict[str, set[Subscription]] = {}
+        # Subscriptions within lineage scopes are offered only the changes of scopes judging them.
+        self._by_scope: dict[Hashable, set[Subscription]] = {}
         self._wake = asyncio.Event()
         self.ready = asyncio.Event()  # set once the position is known
         self._task: asyncio.Task[None] | None = None
@@ -120,19 +126,25 @@ class ChangeFeed:
         after: int | None = None,
         refuses: Callable[[ChangeRecord], bool] | None = None,
         kinds: frozenset[str] | None = None,
+        scopes: Collection[Hashable] = (),
     ) -> Subscription:
         """A subscription to changes after ``after`` (default: from now on), registered at once.
 
         ``refuses`` says, without waiting, that the subscriber does not want a change: such a change
-        is never queued and does not wake it. With ``kinds``, live changes of other kinds are not
-        even offered. Changes read back from the log reach the subscriber unjudged: it judges them.
+        is never queued and does not wake it. Live changes it surely does not want are not even
+        offered: with ``kinds``, those of other kinds; with lineage ``scopes`` (it wants changes
+        inside all of them), those no scope of it is judging (``scopes_judging``). Changes read
+        back from the log reach the subscriber unjudged: it judges them.
         """
         sub = Subscription(self, refuses)
         sub.last = after
         if self.ready.is_set():
             sub.start_at(self.position)
         self._subscriptions.add(sub)
-        if kinds is None:
+        if scopes and self.scopes_judging is not None:
+            for scope in scopes:
+                self._by_scope.setdefault(scope, set()).add(sub)
+        elif kinds is None:
             self._any_kind.add(sub)
         else:
             for kind in kinds:
@@ -142,10 +154,8 @@ class ChangeFeed:
     def _unsubscribe(self, sub: Subscription) -> None:
         self._subscriptions.discard(sub)
         self._any_kind.discard(sub)
-        for kind, subs in list(self._by_kind.items()):
-            subs.discard(sub)
-            if not subs:
-                del self._by_kind[kind]
+        _discard(self._by_kind, sub)
+        _discard(self._by_scope, sub)
 
     async def read_between(self, after: int, upto: int) -> list[ChangeRecord]:
         """A page of committed changes in (after, upto], for a subscription catching up."""
@@ -222,11 +232,21 @@ class ChangeFeed:
     def _offer(self, changes: list[ChangeRecord]) -> None:
         any_kind = list(self._any_kind)
         by_kind = {kind: list(subs) for kind, subs in self._by_kind.items()}
+        by_scope = {scope: list(subs) for scope, subs in self._by_scope.items()}
+        judging = self.scopes_judging if by_scope else None
         for change in changes:
             for sub in any_kind:
                 sub.offer(change)
             for sub in by_kind.get(change.kind, ()):
                 sub.offer(change)
+            if judging is None:
+                continue
+            offered: set[Subscription] = set()  # once, whichever of its scopes judge the change
+            for scope in judging(change):
+                for sub in by_scope.get(scope, ()):
+                    if sub not in offered:
+                        offered.add(sub)
+                        sub.offer(change)
 
     def _rolled_back(
         self, change_id: int, snapshot: Snapshot, oldest_writer: int | None, now: float
@@ -244,6 +264,13 @@ class ChangeFeed:
             )
             return True
         return False
+
+
+def _discard(index: dict[_Key, set[Subscription]], sub: Subscription) -> None:
+    for key, subs in list(index.items()):
+        subs.discard(sub)
+        if not subs:
+            del index[key]
 
 
 class Subscription:

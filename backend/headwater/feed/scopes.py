@@ -5,10 +5,14 @@ node's hops from the root. It is walked once, then kept current from the edge ch
 emits, without walking the graph again: an added edge that leaves a scope node (downstream; that
 enters one, upstream) brings its far end in, and only a node that joins or gets nearer is walked
 from, for the hops it has left. That walk is shared by every scope reaching the same node. Only
-a removed edge that touched a scope makes it walk again from its root. Changes are applied
-lazily, when a change is next judged against the scope, so a scope nobody asks about costs ingest
-one list append per edge change, and edges that bring no node in are applied without a walk. The feed emits every row of a transaction before any subscriber looks at them, so
-the changes of one ingested event are all judged against the graph that event made.
+a removed edge that touched a scope makes it walk again from its root. Edge changes are applied
+as the feed emits them, to the scopes they reach (any other scope costs a set lookup), without
+waiting: walks from joining nodes are made lazily, when a change is next judged against the
+scope; a scope being walked keeps the edge changes and applies them on top of the walk. So the
+feed offers a change only to subscribers of the scopes it touches and of those that need a walk
+(``judging``): a scope far from where ingest writes costs nothing per change. The feed emits every
+row of a transaction before any subscriber looks at them, so the changes of one ingested event are
+all judged against the graph that event made.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ class LineageScopes:
         self._scopes: dict[ScopeSpec, _Scope] = {}
         self._reach: dict[tuple[str, Direction], _Reach] = {}  # walks after the latest edge change
         feed.on_edge_change = self._edge_changed
+        feed.scopes_judging = self.judging
 
     def acquire(self, spec: ScopeSpec) -> None:
         self._scopes.setdefault(spec, _Scope()).users += 1
@@ -93,40 +98,62 @@ class LineageScopes:
             self._reach.clear()
 
     def _edge_changed(self, change: ChangeRecord) -> None:
-        for scope in self._scopes.values():
+        """Apply an edge change to the scopes it reaches, as the feed emits it. An edge whose near
+        end is in no scope (the common case) costs each scope one set lookup, and no scope waits:
+        a node that joins is walked from when a subscriber next judges a change against it."""
+        added, removed = change.added_and_removed
+        near = {
+            "DOWNSTREAM": {origin for origin, _ in added + removed},
+            "UPSTREAM": {destination for _, destination in added + removed},
+        }
+        for spec, scope in self._scopes.items():
             if scope.computed_at < 0 or scope.stale:
-                continue
-            if len(scope.pending) >= MAX_PENDING:
-                scope.pending.clear()
-                scope.stale = True
-            else:
-                scope.pending.append(change)
+                continue  # walked from its root when next asked
+            if scope.lock.locked() or scope.pending:
+                # Being walked: applied in order on top of the walk, once it is done.
+                if len(scope.pending) >= MAX_PENDING:
+                    scope.pending.clear()
+                    scope.stale = True
+                else:
+                    scope.pending.append(change)
+            elif not scope.hops.keys().isdisjoint(near[spec.direction]):
+                joined = self._join(scope, spec, [change])
+                if joined is None:
+                    scope.stale = True
+                else:
+                    scope.unwalked.update(joined)
+
+    def judging(self, change: ChangeRecord) -> list[ScopeSpec]:
+        """The scopes whose subscribers must judge ``change``: those it touches, and those that
+        need a walk first. A subscriber of any other scope surely does not want it."""
+        touched = change.touched
+        return [
+            spec
+            for spec, scope in self._scopes.items()
+            if not scope.hops.keys().isdisjoint(touched) or not self._settled(scope)
+        ]
+
+    @staticmethod
+    def _settled(scope: _Scope) -> bool:
+        return not (
+            scope.computed_at < 0
+            or scope.stale
+            or scope.pending
+            or scope.unwalked
+            or scope.lock.locked()
+        )
 
     def current(self, spec: ScopeSpec, change: ChangeRecord) -> dict[str, int] | None:
-        """The scope's nodes if they need no walk before judging ``change``, else None.
-
-        Pending edge changes that bring no node in (edges elsewhere in the graph, the common case)
-        are applied here, without waiting: a scope far from where ingest writes stays current,
-        and its subscribers are not woken for changes they do not want.
-        """
+        """The scope's nodes if they need no walk before judging ``change``, else None."""
         scope = self._scopes.get(spec)
-        if scope is None or scope.lock.locked() or self._needs_walk(scope, spec, change):
+        if scope is None or not self._settled(scope) or self._needs_walk(scope, spec, change):
             return None
-        if scope.pending:
-            joined = self._join(scope, spec, scope.pending)
-            scope.pending = []
-            if joined is None:
-                scope.stale = True
-            else:
-                scope.unwalked.update(joined)
-            if scope.stale or scope.unwalked:
-                return None
         return scope.hops
 
     async def nodes(self, spec: ScopeSpec, change: ChangeRecord) -> dict[str, int]:
         """The scope's nodes (with their hops) as of ``change`` or later."""
         scope = self._scopes.setdefault(spec, _Scope())
-        if not scope.pending and not scope.unwalked and not self._needs_walk(scope, spec, change):
+        if self._settled(scope) and not self._needs_walk(scope, spec, change):
             return scope.hops
         async with scope.lock:
             if self._needs_walk(scope, spec, change):
