@@ -58,7 +58,7 @@ class DatasetVersion(CatalogVersion):
 
     @classmethod
     def from_record(cls, r: DatasetVersionRecord) -> DatasetVersion:
-        return cls(**cls.shared_values(r, r.dataset_version_uuid), storage_version=r.storage_version)
+        return cls(**cls.shared_values(r), storage_version=r.storage_version)
 
     @strawberry.field(description="The schema of this version (null when no run reported one).")
     def fields(self) -> list[SchemaField] | None:
@@ -73,7 +73,7 @@ class DatasetVersion(CatalogVersion):
 
     @strawberry.field
     async def dataset(self, info: Info) -> Dataset:
-        return cast(Dataset, await Dataset.by_uuid(info, self.record.dataset_uuid))
+        return cast(Dataset, await Dataset.by_uuid(info, self.record.node_uuid))
 
 
 @strawberry.type(description="A dataset (table, file, topic ...) as OpenLineage names it.")

@@ -44,7 +44,7 @@ class JobVersion(CatalogVersion):
 
     @classmethod
     def from_record(cls, r: JobVersionRecord) -> JobVersion:
-        return cls(**cls.shared_values(r, r.job_version_uuid), code_hash=r.code_hash)
+        return cls(**cls.shared_values(r), code_hash=r.code_hash)
 
     @strawberry.field
     async def inputs(self, info: Info) -> list[Dataset]:
@@ -74,7 +74,7 @@ class JobVersion(CatalogVersion):
 
     @strawberry.field
     async def job(self, info: Info) -> Job:
-        return cast(Job, await Job.by_uuid(info, self.record.job_uuid))
+        return cast(Job, await Job.by_uuid(info, self.record.node_uuid))
 
 
 @strawberry.type(description="A page of runs, newest first.")

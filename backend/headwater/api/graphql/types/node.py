@@ -21,14 +21,7 @@ from headwater.api.graphql.types.paging import CatalogOrder, PageInfo, check_pag
 from headwater.api.graphql.types.tag import Tag
 from headwater.lineage.node_ids import format_node_id
 from headwater.store import catalog
-from headwater.store.catalog import (
-    DatasetRecord,
-    DatasetVersionRecord,
-    JobRecord,
-    JobVersionRecord,
-    NodeFilter,
-    NodeShape,
-)
+from headwater.store.catalog import NodeFilter, NodeRecord, NodeShape, VersionRecord
 
 if TYPE_CHECKING:
     from headwater.api.graphql.loaders import NodeLoaders
@@ -49,7 +42,7 @@ class CatalogNode:
 
     shape: ClassVar[NodeShape[Any, Any]]
     version_type: ClassVar[Any]  # DatasetVersion or JobVersion, made from the kind's version records
-    record: DatasetRecord | JobRecord
+    record: NodeRecord
 
     def __init_subclass__(cls, *, shape: NodeShape[Any, Any], version_type: Any, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -61,7 +54,7 @@ class CatalogNode:
         raise NotImplementedError
 
     @classmethod
-    def shared_values(cls, r: DatasetRecord | JobRecord) -> dict[str, Any]:
+    def shared_values(cls, r: NodeRecord) -> dict[str, Any]:
         """The values of the fields every node has, for its type's constructor."""
         return {
             "id": strawberry.ID(format_node_id(cls.shape.kind, r.namespace, r.name)),
@@ -154,15 +147,13 @@ def versions_field(version_type: type[CatalogVersion]) -> Any:
 class CatalogVersion:
     """A DatasetVersion or a JobVersion, as the shared resolvers see it."""
 
-    record: DatasetVersionRecord | JobVersionRecord
+    record: VersionRecord
 
     @staticmethod
-    def shared_values(
-        r: DatasetVersionRecord | JobVersionRecord, version_uuid: uuid.UUID
-    ) -> dict[str, Any]:
+    def shared_values(r: VersionRecord) -> dict[str, Any]:
         """The values of the fields every version has, for its type's constructor."""
         return {
-            "id": strawberry.ID(str(version_uuid)),
+            "id": strawberry.ID(str(r.version_uuid)),
             "version": r.version,
             "created_at": r.created_at,
             "record": r,

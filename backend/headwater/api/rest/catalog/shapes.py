@@ -154,7 +154,7 @@ async def dataset_versions_json(
     )
     out = []
     for v in versions:
-        current = v.dataset_version_uuid == dataset.current_version_uuid
+        current = v.version_uuid == dataset.current_version_uuid
         facets = dataset.facets if current else {}
         out.append(
             {
