@@ -80,7 +80,7 @@ _REFRESH_CALLS = {
 _SYSTEM_CALL = re.compile(r"^(dbms_|utl_|apex_|raise_application_error$)", re.IGNORECASE)
 _SQL_LANGUAGES = {"sql", "plpgsql", "plsql", "tsql"}
 # Words some dialects' tokenizers read as an opaque command, taking the rest of the statement as
-# one string (REFRESH: PostgreSQL's and Redshift's REFRESH MATERIALIZED VIEW writes the view).
+# one string (REFRESH MATERIALIZED VIEW writes the view, RENAME moves a table's rows).
 _COMMAND_BLOCKS = {
     "BEGIN",
     "DO",
@@ -92,6 +92,7 @@ _COMMAND_BLOCKS = {
     "FETCH",
     "EXCEPTION",
     "REFRESH",
+    "RENAME",
 }
 # BEGIN followed by these starts a transaction, not a block.
 _TRANSACTION = {"TRAN", "TRANSACTION", "WORK", "DISTRIBUTED", "ISOLATION", "READ"}
@@ -734,6 +735,8 @@ class _Flattener:
         first = _word(rest[0]) if rest else ""
         if first == "AS":
             return  # EXECUTE AS USER: a change of user
+        if first == "SP_RENAME" and self._sp_rename(rest[1:]):
+            return
         # PL/pgSQL's EXECUTE always runs a string.
         dynamic = first in {"IMMEDIATE", "SP_EXECUTESQL"} or (
             self.procedural and _word(tokens[0]) == "EXECUTE" and not self._tsql
@@ -762,6 +765,26 @@ class _Flattener:
             return
         if name and not _SYSTEM_CALL.match(name):
             self._warn(tokens[0], f"call of {name}: the lineage of what it runs is not derived")
+
+    def _sp_rename(self, arguments: list[Token]) -> bool:
+        """T-SQL's `EXEC sp_rename 'schema.old', 'new' [, 'OBJECT']`: a table renamed, as by
+        RENAME; a column's or an index's rename ('COLUMN', 'INDEX') moves no data."""
+        strings = [t for t in arguments if t.token_type in _STRINGS]
+        if len(strings) < 2 or len(strings) > 3:
+            return False
+        if len(strings) == 3:
+            return strings[2].text.upper() != "OBJECT"
+        old, new = strings[:2]
+        first = arguments[0]
+        rename = Token(TokenType.VAR, "RENAME", first.line, first.col, first.start, first.end)
+        to = Token(TokenType.VAR, "TO", new.line, new.col, new.start, new.start)
+        self._emit([rename, *self._string_tokens(old), to, *self._string_tokens(new)])
+        return True
+
+    def _string_tokens(self, token: Token) -> list[Token]:
+        """The text of a string literal, read as SQL where it stands in the script."""
+        quote = re.match(r"[Nn]?'", self.sql[token.start : token.end + 1])
+        return self._tokens_at(token.start + (quote.end() if quote else 0), token.text)
 
     def _refresh_call(self, tokens: list[Token], end: int) -> bool:
         """`DBMS_MVIEW.REFRESH('a, b', …)`, `BQ.REFRESH_MATERIALIZED_VIEW('p.d.v')`: one REFRESH
@@ -815,9 +838,7 @@ class _Flattener:
             argument = argument[1:2]
         if len(argument) != 1 or argument[0].token_type not in _STRINGS:
             return None
-        token = argument[0]
-        quote = re.match(r"[Nn]?'", self.sql[token.start : token.end + 1])
-        inner = self._tokens_at(token.start + (quote.end() if quote else 0), token.text)
+        inner = self._string_tokens(argument[0])
         if not inner or _word(inner[0]) not in {"SELECT", "WITH"}:
             return None
         if any(t.token_type == TokenType.SEMICOLON for t in inner[:-1]):

@@ -131,17 +131,24 @@ def _merge_insert(
     insert: exp.Insert, scope: Scope, ctes: Ctes, ev: QueryEvaluator, source: Source | None
 ) -> dict[str, Field]:
     columns: dict[str, Field] = {}
-    if not isinstance(insert.this, exp.Tuple):
-        # INSERT * (Databricks), INSERT ROW (BigQuery): every source column, by name.
-        for f in source.expand() if source else []:
-            assign(columns, f.name, f)
-        return columns
     values = insert.expression
     if isinstance(values, exp.Values) and values.expressions:
         values = values.expressions[0]
     items = values.expressions if isinstance(values, exp.Tuple) else []
-    for column, value in zip(insert.this.expressions, items, strict=False):
-        assign(columns, column.name, Field(column.name, *ev.expression(value, scope, ctes)))
+    if not isinstance(insert.this, exp.Tuple) and not items:
+        # INSERT * (Databricks), INSERT ROW (BigQuery): every source column, by name.
+        for f in source.expand() if source else []:
+            assign(columns, f.name, f)
+        return columns
+    # INSERT VALUES (s.a, …) without a column list (PostgreSQL): named as an INSERT … SELECT's
+    # columns are when the target's are not listed, after the values.
+    names = (
+        [c.name for c in insert.this.expressions]
+        if isinstance(insert.this, exp.Tuple)
+        else [v.output_name or f"_col_{i}" for i, v in enumerate(items)]
+    )
+    for name, value in zip(names, items, strict=False):
+        assign(columns, name, Field(name, *ev.expression(value, scope, ctes)))
     return columns
 
 

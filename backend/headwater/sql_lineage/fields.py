@@ -4,6 +4,8 @@ the accumulation of one expression's refs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from headwater.sql_lineage.names import key
@@ -16,6 +18,7 @@ from headwater.sql_lineage.scope import (
     Field,
     Ref,
     Scope,
+    through_star,
 )
 
 # Arguments that steer a value without being part of it: CASE conditions, window keys, filters.
@@ -133,13 +136,39 @@ def pivot_alias(table: exp.Table) -> str:
 
 
 def pivot_fields(pivot: exp.Pivot, table: str) -> list[Field]:
-    """Columns a PIVOT or UNPIVOT adds, each computed from the columns it folds."""
-    values = frozenset((table, c.name) for e in pivot.expressions for c in e.find_all(exp.Column))
+    """Columns a PIVOT or UNPIVOT of table `table` adds, each computed from the columns it folds."""
+    return _pivoted(pivot, lambda name: frozenset({(table, name)}))
+
+
+def pivot_relation(pivot: exp.Pivot, fields: list[Field]) -> list[Field]:
+    """A derived table's columns after a PIVOT or UNPIVOT: those it does not fold, then its own."""
+    by_name = {key(f.name): f for f in fields}
+    stars = [f for f in fields if f.name == STAR]
+
+    def refs(name: str) -> frozenset[Ref]:
+        found = by_name.get(key(name))
+        if found is not None:
+            return found.refs
+        return frozenset().union(*(through_star(s, name) for s in stars))
+
+    folded = {key(c.name) for c in pivot.find_all(exp.Column)}
+    if pivot.args.get("unpivot"):
+        folded |= {key(c.output_name) for f in pivot.args.get("fields") or [] for c in f.expressions}
+    kept = [f for f in fields if key(f.name) not in folded]
+    return kept + _pivoted(pivot, refs)
+
+
+def _pivoted(pivot: exp.Pivot, refs: Callable[[str], frozenset[Ref]]) -> list[Field]:
+    values = frozenset().union(
+        *(refs(c.name) for e in pivot.expressions for c in e.find_all(exp.Column))
+    )
+    # The names the dialect gives the new columns (Snowflake's keep the quotes: 'JAN').
+    named = [c.name for c in pivot.args.get("columns") or []]
     fields: list[Field] = []
     for in_ in pivot.args.get("fields") or []:
-        keys = frozenset((table, c.name) for c in in_.this.find_all(exp.Column))
+        keys = frozenset().union(*(refs(c.name) for c in in_.this.find_all(exp.Column)))
         if pivot.args.get("unpivot"):
-            folded = frozenset((table, c.output_name) for c in in_.expressions)
+            folded = frozenset().union(*(refs(c.output_name) for c in in_.expressions))
             fields.extend(
                 Field(e.output_name or e.name, folded, TRANSFORMATION) for e in pivot.expressions
             )
@@ -148,4 +177,6 @@ def pivot_fields(pivot: exp.Pivot, table: str) -> list[Field]:
         for value in in_.expressions:
             name = value.alias_or_name if isinstance(value, exp.PivotAlias) else value.name
             fields.append(Field(name, values | keys, AGGREGATION))
+    if named and len(named) == len(fields) and not pivot.args.get("unpivot"):
+        fields = [Field(n, f.refs, f.kind) for n, f in zip(named, fields, strict=True)]
     return fields

@@ -59,9 +59,28 @@ def table_name(table: exp.Table) -> str | None:
         )
     if isinstance(this, exp.Func):
         uri = _file_argument(this)
-        return path_name(uri) if uri else None
+        return path_name(uri) if uri else _remote_table(this)
     if isinstance(this, exp.Dot):
         return ".".join(part.name for part in table.parts)
+    return None
+
+
+# ClickHouse's table functions that read a table of other servers: (address, db, table) or
+# (address, db.table), the same table as local tables of that name hold.
+_REMOTE_TABLES = {"remote", "remotesecure", "cluster", "clusterallreplicas"}
+
+
+def _remote_table(func: exp.Func) -> str | None:
+    """The table ClickHouse's remote('host', 'db', 'table') or cluster('c', db.table) reads."""
+    if not isinstance(func, exp.Anonymous) or func.name.lower() not in _REMOTE_TABLES:
+        return None
+    args = func.expressions[1:]
+    if len(args) >= 2 and all(isinstance(a, exp.Literal) and a.is_string for a in args[:2]):
+        return f"{args[0].name}.{args[1].name}"
+    if args and isinstance(args[0], (exp.Column, exp.Dot)):
+        return ".".join(part.name for part in args[0].parts)
+    if args and isinstance(args[0], exp.Literal) and args[0].is_string:
+        return args[0].name
     return None
 
 

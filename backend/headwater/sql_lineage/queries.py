@@ -22,6 +22,7 @@ from headwater.sql_lineage.fields import (
     merge,
     pivot_alias,
     pivot_fields,
+    pivot_relation,
     rename,
     values_fields,
 )
@@ -226,22 +227,27 @@ class QueryEvaluator:
             for join in node.args.get("joins") or []:
                 self._join(scope, join, ctes)
             return scope.sources[next(reversed(scope.sources))]
-        if isinstance(node, exp.Subquery):
-            fields = self.query(node.this, self.with_ctes(node, ctes, scope), scope)
-            source = Source(fields=rename(fields, node.alias_column_names))
-        elif isinstance(node, exp.Values):
-            source = Source(fields=self._values(node, ctes, scope.parent))
-        elif isinstance(node, (exp.Unnest, exp.Lateral)):
-            source = self._function_source(scope, node, ctes)
-        elif self._unfollowed(node.this if isinstance(node, exp.TableFromRows) else node):
-            source = Source(open=Field(STAR, frozenset()))
-        else:
-            refs, _ = self.expression(node, scope, ctes)
-            source = Source(open=Field(STAR, refs, TRANSFORMATION))
+        source = self._relation_source(scope, node, ctes)
         scope.add(alias, source)
         for join in node.args.get("joins") or []:
             self._join(scope, join, ctes)
         return source
+
+    def _relation_source(self, scope: Scope, node: exp.Expr, ctes: Ctes) -> Source:
+        """A FROM item that is no table: a derived table, VALUES, UNNEST, a table function."""
+        if isinstance(node, exp.Subquery):
+            fields = self.query(node.this, self.with_ctes(node, ctes, scope), scope)
+            for pivot in node.args.get("pivots") or []:
+                fields = pivot_relation(pivot, fields)
+            return Source(fields=rename(fields, node.alias_column_names))
+        if isinstance(node, exp.Values):
+            return Source(fields=self._values(node, ctes, scope.parent))
+        if isinstance(node, (exp.Unnest, exp.Lateral)):
+            return self._function_source(scope, node, ctes)
+        if self._unfollowed(node.this if isinstance(node, exp.TableFromRows) else node):
+            return Source(open=Field(STAR, frozenset()))
+        refs, _ = self.expression(node, scope, ctes)
+        return Source(open=Field(STAR, refs, TRANSFORMATION))
 
     def _table_source(self, scope: Scope, table: exp.Table, ctes: Ctes, *, read: bool) -> Source:
         name = table_name(table)

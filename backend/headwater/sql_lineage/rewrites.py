@@ -7,7 +7,6 @@ pair. None means "not mine", and the caller reports the original error.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
     from sqlglot.dialects.dialect import Dialect
 
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.VALUES}
-_RENAME = re.compile(r"^RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
-_RENAME_PAIR = re.compile(r"^(.+?)\s+TO\s+(.+)$", re.IGNORECASE | re.DOTALL)
 
 
 def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
@@ -430,7 +427,7 @@ _REWRITES: dict[str, Callable[[list[Token], str, Dialect], list[exp.Expr] | None
     "QUERY": lambda chunk, sql, dialect: _into_file(chunk, sql, dialect),
     "UNLOAD": lambda chunk, sql, dialect: _unload(_text(chunk, sql), dialect),
     "REPLACE": _rewrite_replace,
-    "RENAME": lambda chunk, sql, dialect: _rename_table(_text(chunk, sql), dialect),
+    "RENAME": lambda chunk, _sql, _dialect: _rename_table(chunk),
     "INSERT": lambda chunk, sql, dialect: (
         _insert_directory(chunk, sql, dialect)
         or _insert_exec(chunk, sql, dialect)
@@ -507,20 +504,24 @@ def _unload(text: str, dialect: Dialect) -> list[exp.Expr] | None:
     return [_directory_insert(after[1].text, query[0])]
 
 
-def _rename_table(text: str, dialect: Dialect) -> list[exp.Expr] | None:
-    """MySQL `RENAME TABLE a TO b, c TO d`: one ALTER TABLE ... RENAME per pair."""
-    match = _RENAME.match(text.strip())
-    if not match:
-        return None
+def _rename_table(chunk: list[Token]) -> list[exp.Expr] | None:
+    """MySQL's `RENAME TABLE a TO b, c TO d` and Oracle's `RENAME a TO b`: one ALTER TABLE …
+    RENAME per pair."""
+    i = 2 if len(chunk) > 1 and chunk[1].text.upper() in {"TABLE", "TABLES"} else 1
     statements: list[exp.Expr] = []
-    for pair in match.group(1).split(","):
-        names = _RENAME_PAIR.match(pair.strip())
-        if not names:
+    while i < len(chunk):
+        old, after = _table_at(chunk, i)
+        if old is None or after >= len(chunk) or chunk[after].text.upper() != "TO":
             return None
-        old = exp.to_table(names.group(1).strip(), dialect=dialect)
-        new = exp.to_table(names.group(2).strip(), dialect=dialect)
-        statements.append(exp.Alter(this=old, kind="TABLE", actions=[exp.AlterRename(this=new)]))
-    return statements
+        new, i = _table_at(chunk, after + 1)
+        if new is None:
+            return None
+        statements.append(_alter(old, exp.AlterRename(this=new)))
+        if i < len(chunk) and chunk[i].token_type == TokenType.COMMA:
+            i += 1
+        elif i < len(chunk):
+            return None
+    return statements or None
 
 
 def _top_level(tokens: list[Token], types: set[TokenType]) -> dict[TokenType, int]:

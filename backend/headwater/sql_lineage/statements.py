@@ -207,6 +207,8 @@ def _static_partitions(table: exp.Table) -> set[str]:
 
 def _create(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
     kind = str(node.args.get("kind") or "").upper()
+    if kind == "DICTIONARY":
+        return _dictionary(node, ev)
     if "TABLE" not in kind and "VIEW" not in kind:
         return []
     target, columns = _target(node.this)
@@ -237,6 +239,29 @@ def _create(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
         # tables are inputs, as for LIKE, and no column carries data.
         return [Write(name, creates=True)]
     return [Write(name, mapped, creates=True)]
+
+
+def _dictionary(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
+    """ClickHouse's `CREATE DICTIONARY d (cols) … SOURCE(CLICKHOUSE(TABLE 't' DB 'db'))` (or
+    MYSQL, POSTGRESQL …): d holds the source table's rows, each column from its namesake."""
+    target, columns = _target(node.this)
+    name = table_name(target) if isinstance(target, exp.Table) else None
+    source = next((p for p in node.find_all(exp.DictProperty) if p.name.upper() == "SOURCE"), None)
+    if name is None or source is None:
+        return []
+    settings = {
+        s.name.upper(): s.args["value"].name
+        for s in source.args.get("settings") or []
+        if isinstance(s.args.get("value"), exp.Literal)
+    }
+    table = settings.get("TABLE")
+    if table is None:
+        ev.warnings.append(f"the source of dictionary {name} is not a table: its lineage is not derived")
+        return [Write(name, creates=True)]
+    origin = f"{settings['DB']}.{table}" if settings.get("DB") else table
+    ev.read(origin)
+    fields = [Field(c, frozenset({(origin, c)})) for c in columns] if columns else [star_field(origin)]
+    return [Write(name, map_columns(fields, None), creates=True)]
 
 
 def _created_from(node: exp.Create, ev: QueryEvaluator) -> list[Field] | None:

@@ -47,7 +47,9 @@ def load_writes(node: exp.LoadData, ev: QueryEvaluator) -> list[Write]:
         if isinstance(prop, exp.Property) and prop.name.lower() == "uris":
             for literal in prop.find_all(exp.Literal):
                 ev.read(path_name(literal.name))
-    name = table_name(node.this) if isinstance(node.this, exp.Table) else None
+    # BigQuery's LOAD DATA [OVERWRITE] t (columns) names t's columns as a Schema around it.
+    target = node.this.this if isinstance(node.this, exp.Schema) else node.this
+    name = table_name(target) if isinstance(target, exp.Table) else None
     return [Write(name)] if name else []
 
 
