@@ -737,6 +737,11 @@ class _Flattener:
             return  # EXECUTE AS USER: a change of user
         if first == "SP_RENAME" and self._sp_rename(rest[1:]):
             return
+        if first == "TASK" and len(rest) > 1:
+            # Snowflake's EXECUTE TASK t runs the statement t was created with.
+            task = "".join(t.text for t in rest[1:])
+            self._warn(rest[1], f"run of task {task}: the lineage of what it runs is not derived")
+            return
         # PL/pgSQL's EXECUTE always runs a string.
         dynamic = first in {"IMMEDIATE", "SP_EXECUTESQL"} or (
             self.procedural and _word(tokens[0]) == "EXECUTE" and not self._tsql

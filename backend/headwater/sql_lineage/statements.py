@@ -25,7 +25,7 @@ from headwater.sql_lineage.names import Catalog, key, path_name, qualify_like, t
 from headwater.sql_lineage.queries import Ctes, QueryEvaluator
 from headwater.sql_lineage.rewrites import REFRESHED
 from headwater.sql_lineage.scope import Field, Scope, Source, star_field
-from headwater.sql_lineage.transfers import copy_writes, export_writes, load_writes
+from headwater.sql_lineage.transfers import copy_writes, export_writes, load_writes, stage_writes
 from headwater.sql_lineage.writes import Write, known_names, map_columns
 
 
@@ -448,4 +448,6 @@ _HANDLERS: dict[type[exp.Expr], Callable[..., list[Write]]] = {
     exp.LoadData: load_writes,
     exp.Export: export_writes,
     exp.MultitableInserts: _multitable,
+    exp.Put: stage_writes,
+    exp.Get: stage_writes,
 }

@@ -62,3 +62,16 @@ def export_writes(node: exp.Export, ev: QueryEvaluator) -> list[Write]:
         if isinstance(prop, exp.Property) and prop.name.lower() == "uri":
             return [Write(path_name(prop.args["value"].name))]
     return []
+
+
+def stage_writes(node: exp.Put | exp.Get, ev: QueryEvaluator) -> list[Write]:
+    """Snowflake's `PUT file://… @stage` (local files uploaded to a stage) and `GET @stage
+    file://…` (downloaded from it): files to files."""
+    local = node.this.name if isinstance(node.this, exp.Literal) else None
+    stage = node.args.get("target")
+    staged = stage.name if isinstance(stage, (exp.Var, exp.Literal)) else None
+    if local is None or staged is None:
+        return []
+    source, target = (local, staged) if isinstance(node, exp.Put) else (staged, local)
+    ev.read(path_name(source))
+    return [Write(path_name(target))]
