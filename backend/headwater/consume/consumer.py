@@ -67,6 +67,7 @@ _REPORT_EVERY_S = 30.0
 _RATE_WINDOW_S = 10.0
 # aiokafka's default.
 _FETCH_MAX_BYTES = 50 * 1024 * 1024
+_FETCH_MAX_WAIT_MS = 100
 # After this long without messages the consumer asks the brokers for metadata, to tell an idle topic
 # from brokers that are gone (aiokafka reconnects by itself, quietly).
 _PROBE_AFTER_S = 5.0
@@ -182,6 +183,11 @@ class KafkaConsumer:
             # The client buffers a fetch answer of up to this many bytes on top of what is in flight
             # (a broker may fill it from a single partition): bounded by the same setting.
             fetch_max_bytes=min(_FETCH_MAX_BYTES, options.max_in_flight_bytes),
+            # How long a broker may hold a fetch that finds nothing new. Kafka answers as soon as a
+            # message arrives, but some brokers speaking its protocol hold every fetch this long
+            # (Tansu: 205 ms median from produce to poll at aiokafka's 500 ms, 28 ms at 50 ms); at
+            # 100 ms an idle consumer asks 10 times a second.
+            fetch_max_wait_ms=_FETCH_MAX_WAIT_MS,
             **options.client_options(),
         )
         self.committed: dict[TopicPartition, int] = {}
