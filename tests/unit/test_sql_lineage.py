@@ -448,6 +448,11 @@ def test_jsonl_line_without_sql_is_answered_with_an_error() -> None:
             "OPENQUERY runs a query on another server: its lineage is not derived at line 1, column 1",
         ),
         (
+            "EXEC ('SELECT id FROM sales.orders') AT ERP",
+            "tsql",
+            "SQL run on linked server ERP: its lineage is not derived at line 1, column 1",
+        ),
+        (
             "EXECUTE TASK mart.refresh_totals",
             "snowflake",
             "run of task mart.refresh_totals: the lineage of what it runs is not derived at line 1,"

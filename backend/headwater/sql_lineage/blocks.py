@@ -749,6 +749,12 @@ class _Flattener:
         if first in {"IMMEDIATE", "SP_EXECUTESQL"}:
             rest = rest[1:]
         argument = rest[: _find(rest, {",", "INTO", "USING"})]
+        at = _find(argument, {"AT"})
+        if at is not None and at + 1 < len(argument):
+            # EXEC ('…') AT server: SQL run on a linked server.
+            server = argument[at + 1].text
+            self._warn(tokens[0], f"SQL run on linked server {server}: its lineage is not derived")
+            return
         if argument and argument[0].token_type == TokenType.L_PAREN:
             argument = argument[1:-1]
             dynamic = True
@@ -822,7 +828,8 @@ class _Flattener:
             # INSERT INTO t EXEC proc: the rows come from what the procedure runs.
             call = _find(tokens, {"EXEC", "EXECUTE"})
             if call is not None:
-                query = self._exec_query(tokens[call + 1 :])
+                remote = _find(tokens, {"AT"}, call) is not None
+                query = None if remote else self._exec_query(tokens[call + 1 :])
                 if query is not None:
                     # INSERT INTO t EXEC('SELECT …'): the rows are the query's.
                     self._emit(tokens[:call] + query)

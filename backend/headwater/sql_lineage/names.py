@@ -65,6 +65,16 @@ def table_name(table: exp.Table) -> str | None:
     return None
 
 
+def file_list(func: exp.Func) -> list[str]:
+    """The files a file-reading table function is given as a list: read_csv(['a', 'b'])."""
+    if _file_argument(func) is None:
+        return []
+    first = next(func.iter_expressions(), None)
+    if not isinstance(first, exp.Array):
+        return []
+    return [path_name(v.name) for v in first.expressions if isinstance(v, exp.Literal) and v.is_string]
+
+
 # ClickHouse's table functions that read a table of other servers: (address, db, table) or
 # (address, db.table), the same table as local tables of that name hold.
 _REMOTE_TABLES = {"remote", "remotesecure", "cluster", "clusterallreplicas"}

@@ -26,7 +26,7 @@ from headwater.sql_lineage.fields import (
     rename,
     values_fields,
 )
-from headwater.sql_lineage.names import key, table_name
+from headwater.sql_lineage.names import file_list, key, table_name
 from headwater.sql_lineage.scope import (
     IDENTITY,
     STAR,
@@ -35,6 +35,7 @@ from headwater.sql_lineage.scope import (
     Ref,
     Scope,
     Source,
+    star_field,
 )
 
 if TYPE_CHECKING:
@@ -233,6 +234,15 @@ class QueryEvaluator:
             self._join(scope, join, ctes)
         return source
 
+    def _files(self, table: exp.Table) -> Source | None:
+        """DuckDB's read_csv(['a.csv', 'b.csv']): every file's rows; None for one file or none."""
+        files = file_list(table.this) if isinstance(table.this, exp.Func) else []
+        if len(files) < 2:
+            return None
+        for f in files:
+            self.read(f)
+        return Source(fields=[star_field(f) for f in files])
+
     def _relation_source(self, scope: Scope, node: exp.Expr, ctes: Ctes) -> Source:
         """A FROM item that is no table: a derived table, VALUES, UNNEST, a table function."""
         if isinstance(node, exp.Subquery):
@@ -250,6 +260,9 @@ class QueryEvaluator:
         return Source(open=Field(STAR, refs, TRANSFORMATION))
 
     def _table_source(self, scope: Scope, table: exp.Table, ctes: Ctes, *, read: bool) -> Source:
+        files = self._files(table)
+        if files is not None:
+            return files
         name = table_name(table)
         if name is None:
             relations = self._relation_arguments(table.this, scope, ctes)
@@ -291,7 +304,16 @@ class QueryEvaluator:
         from any of them (a prediction's columns come from the model)."""
         named: list[Field] = []
         stars: list[Field] = []
+        if (
+            _table_argument(func) is None
+            and isinstance(func, exp.Anonymous)
+            and func.expressions
+            and func.name.upper() == "TABLE"
+        ):
+            # Trino's TABLE(f(input => TABLE(t), …)): the polymorphic function inside.
+            func = func.expressions[0]
         for argument in func.iter_expressions():
+            argument = _table_argument(argument) or argument
             if isinstance(argument, exp.Table) and isinstance(argument.this, exp.Identifier):
                 inner = Scope(parent=scope)
                 fields = self.add_source(inner, argument, ctes).expand()
@@ -424,6 +446,21 @@ class QueryEvaluator:
             refs, kind = self.expression(alias, scope, ctes)
             replaced[key(alias.output_name)] = Field(alias.output_name, refs, kind)
         return [replaced.get(key(f.name), f) for f in fields if key(f.name) not in excluded]
+
+
+def _table_argument(node: exp.Expr) -> exp.Expr | None:
+    """A table or query passed whole to a table function: `input => TABLE(t)` (Trino),
+    `TABLE t` (BigQuery), `TABLE(SELECT …)`; None for any other argument."""
+    if isinstance(node, exp.Kwarg) and isinstance(node.expression, exp.Expr):
+        node = node.expression
+    if not (
+        isinstance(node, exp.Anonymous) and node.name.upper() == "TABLE" and len(node.expressions) == 1
+    ):
+        return None
+    inner = node.expressions[0]
+    if isinstance(inner, exp.Column):
+        return exp.to_table(".".join(part.name for part in inner.parts))
+    return inner if isinstance(inner, (exp.Subquery, exp.Query)) else None
 
 
 def _known(scope: Scope, name: str) -> bool:

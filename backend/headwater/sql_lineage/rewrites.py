@@ -14,7 +14,7 @@ from sqlglot import exp
 from sqlglot.dialects.bigquery import BigQuery
 from sqlglot.dialects.teradata import Teradata
 from sqlglot.dialects.tsql import TSQL
-from sqlglot.errors import ErrorLevel
+from sqlglot.errors import ErrorLevel, ParseError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from headwater.sql_lineage.dialects import get_dialect
@@ -42,9 +42,9 @@ def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
     if first == "MERGE":
         chunk = _without_merge_deletes(chunk)
     if isinstance(dialect, BigQuery):
-        chunk = _model_functions(chunk, dialect)
+        chunk = _change_functions(_model_functions(chunk, dialect))
     if first == "CREATE":
-        chunk = _without_distribution(_without_expectations(chunk))
+        chunk = _without_on_commit(_without_distribution(_without_expectations(chunk)))
     if isinstance(dialect, Teradata):
         chunk = _without_column_attributes(chunk)
     return chunk
@@ -78,6 +78,27 @@ def _without_top(chunk: list[Token]) -> list[Token]:
     if end < len(chunk) and chunk[end].text.upper() == "PERCENT":
         end += 1
     return chunk[:1] + chunk[end:]
+
+
+# BigQuery's change history functions: the rows added to (or changed in) a table.
+_CHANGE_FUNCTIONS = {"APPENDS", "CHANGES"}
+
+
+def _change_functions(chunk: list[Token]) -> list[Token]:
+    """BigQuery's `APPENDS(TABLE t, start, end)` and `CHANGES(TABLE t, …)`: t's rows, which sqlglot
+    does not parse as a table argument; read as t itself."""
+    for i in range(len(chunk) - 3):
+        if (
+            chunk[i].text.upper() in _CHANGE_FUNCTIONS
+            and chunk[i + 1].token_type == TokenType.L_PAREN
+            and chunk[i + 2].token_type == TokenType.TABLE
+        ):
+            close = matching_paren(chunk, i + 1)
+            _, after = _table_at(chunk, i + 3)
+            if close is None:
+                return chunk
+            return chunk[:i] + chunk[i + 3 : after] + _change_functions(chunk[close + 1 :])
+    return chunk
 
 
 def _model_functions(chunk: list[Token], dialect: Dialect) -> list[Token]:
@@ -161,6 +182,22 @@ def _without_locking(chunk: list[Token]) -> list[Token]:
         while end < len(chunk) and words[end] in {"MODE", "NOWAIT"}:
             end += 1
         chunk = chunk[end:]
+    return chunk
+
+
+def _without_on_commit(chunk: list[Token]) -> list[Token]:
+    """A temporary table's `ON COMMIT DROP | DELETE ROWS | PRESERVE ROWS`: how long its rows last,
+    which sqlglot does not read before AS in every dialect."""
+    words = [t.text.upper() for t in chunk]
+    for i in range(len(words) - 2):
+        if words[i : i + 2] == ["ON", "COMMIT"]:
+            end = i + 3 if words[i + 2] == "DROP" else i + 4
+            if (
+                words[i + 2] in {"DROP", "DELETE", "PRESERVE"}
+                and end < len(chunk)
+                and words[end] == "AS"
+            ):
+                return chunk[:i] + chunk[end:]
     return chunk
 
 
@@ -403,6 +440,7 @@ def rewrite_statement(chunk: list[Token], sql: str, dialect: Dialect) -> list[ex
 def _rewrite_create(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
     return (
         _external_stage_table(chunk, sql)
+        or _oracle_external(chunk, sql, dialect)
         or _create_clone(chunk)
         or _create_wrapper(chunk, sql, dialect)
         or _no_data(chunk, sql, dialect)
@@ -768,16 +806,20 @@ _WRAPPERS = {"TASK", "PIPE"}
 
 
 def _create_wrapper(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
-    """`CREATE [OR REPLACE] TASK t … AS <statement>` and `CREATE PIPE p … AS COPY INTO …`: the
-    lineage is the statement's, run each time the task or pipe fires."""
+    """`CREATE [OR REPLACE] TASK t … AS <statement>`, `CREATE PIPE p … AS COPY INTO …` (Snowflake)
+    and `CREATE PIPELINE p AS LOAD DATA …` (SingleStore): the lineage is the statement's, run each
+    time the task, pipe or pipeline fires."""
     words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
     i = 3 if words[1:3] == ["OR", "REPLACE"] else 1
-    if words[i : i + 1] not in (["TASK"], ["PIPE"]):
+    if words[i : i + 1] not in (["TASK"], ["PIPE"], ["PIPELINE"]):
         return None
     body = next((j for j in range(i + 1, len(chunk)) if words[j] == "AS"), None)
     if body is None or body + 1 >= len(chunk):
         return None
-    parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(chunk[body + 1 :], sql)
+    try:
+        parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(chunk[body + 1 :], sql)
+    except ParseError:
+        parsed = []
     statement = parsed[0] if parsed else None
     if statement is None or isinstance(statement, exp.Command):
         return rewrite_statement(chunk[body + 1 :], sql, dialect)
@@ -926,15 +968,16 @@ def _returning_last(tokens: list[Token], output: int) -> list[Token]:
 
 
 def _load_file(chunk: list[Token]) -> list[exp.Expr] | None:
-    """MySQL's `LOAD DATA [LOCAL] INFILE 'file' [REPLACE] INTO TABLE t …` and T-SQL's `BULK INSERT
-    t FROM 'file' …`: t is loaded from the file."""
+    """MySQL's `LOAD DATA [LOCAL] INFILE 'file' [REPLACE] INTO TABLE t …` (SingleStore's `LOAD DATA
+    S3 'path' … INTO TABLE t`) and T-SQL's `BULK INSERT t FROM 'file' …`: t loaded from the file."""
     words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
     if words[:2] == ["BULK", "INSERT"] and "FROM" in words:
         table, _ = _table_at(chunk, 2)
         path = words.index("FROM") + 1
-    elif words[:2] == ["LOAD", "DATA"] and "INFILE" in words and "TABLE" in words:
+    elif words[:2] == ["LOAD", "DATA"] and "TABLE" in words:
+        # MySQL's INFILE 'f'; SingleStore's S3|FS|GCS|AZURE|HDFS|LINK … 'path' in a pipeline.
         table, _ = _table_at(chunk, words.index("TABLE") + 1)
-        path = words.index("INFILE") + 1
+        path = next((i for i, t in enumerate(chunk) if t.token_type == TokenType.STRING), len(chunk))
     else:
         return None
     if table is None or path >= len(chunk) or chunk[path].token_type != TokenType.STRING:
@@ -948,6 +991,8 @@ def _export_table(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Ex
     words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
     if words[1:2] == ["TO"]:
         return _export_to(chunk, words, sql, dialect)
+    if "INTO" in words and words[1:2] != ["TABLE"]:
+        return _exasol_export(chunk, words, sql, dialect)
     if words[1:2] != ["TABLE"] or "TO" not in words:
         return None
     table, _ = _table_at(chunk, 2)
@@ -955,6 +1000,23 @@ def _export_table(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Ex
     if table is None or path >= len(chunk) or chunk[path].token_type != TokenType.STRING:
         return None
     return [_directory_insert(chunk[path].text, exp.select("*").from_(table))]
+
+
+def _exasol_export(
+    chunk: list[Token], words: list[str], sql: str, dialect: Dialect
+) -> list[exp.Expr] | None:
+    """Exasol's `EXPORT t | (query) INTO CSV|FBV AT 'location' FILE 'f'`: the rows written there."""
+    into = words.index("INTO")
+    if chunk[1].token_type == TokenType.L_PAREN:
+        parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(chunk[2 : into - 1], sql)
+        query = parsed[0] if parsed else None
+    else:
+        table, _ = _table_at(chunk, 1)
+        query = exp.select("*").from_(table) if table is not None else None
+    files = _exasol_files(chunk, words, into)
+    if not isinstance(query, exp.Query) or not files:
+        return None
+    return [_directory_insert(f, query) for f in files]
 
 
 def _export_to(
@@ -991,9 +1053,37 @@ def _partition_locations(chunk: list[Token]) -> list[exp.Expr] | None:
     ] or None
 
 
+def _exasol_files(chunk: list[Token], words: list[str], start: int) -> list[str]:
+    """The files of Exasol's `… CSV|FBV AT 'location' FILE 'a' FILE 'b'`, as locations."""
+    at = next((i for i in range(start, len(words) - 1) if words[i] == "AT"), None)
+    if at is None or chunk[at + 1].token_type != TokenType.STRING:
+        return []
+    base = chunk[at + 1].text.rstrip("/")
+    return [
+        f"{base}/{chunk[i + 1].text}"
+        for i in range(at + 2, len(words) - 1)
+        if words[i] == "FILE" and chunk[i + 1].token_type == TokenType.STRING
+    ]
+
+
+def _exasol_import(chunk: list[Token], words: list[str]) -> list[exp.Expr] | None:
+    """Exasol's `IMPORT INTO t FROM CSV|FBV AT 'location' FILE 'f' …`: t loaded from the files."""
+    table, after = _table_at(chunk, 2)
+    if table is None:
+        return None
+    files = _exasol_files(chunk, words, after)
+    if not files:
+        return None  # IMPORT … FROM JDBC|ORA|EXA: a query on another database
+    statements: list[exp.Expr] = [exp.LoadData(this=table, inpath=exp.Literal.string(f)) for f in files]
+    return statements
+
+
 def _import_table(chunk: list[Token]) -> list[exp.Expr] | None:
-    """Hive's `IMPORT [EXTERNAL] TABLE t [PARTITION (…)] FROM 'path'`: t loaded from an export."""
+    """Hive's `IMPORT [EXTERNAL] TABLE t [PARTITION (…)] FROM 'path'`: t loaded from an export;
+    Exasol's `IMPORT INTO t FROM CSV AT …`."""
     words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    if words[1:2] == ["INTO"]:
+        return _exasol_import(chunk, words)
     start = 3 if words[1:3] == ["EXTERNAL", "TABLE"] else 2
     if words[start - 1] != "TABLE" or "FROM" not in words:
         return None
@@ -1020,6 +1110,31 @@ def _apply_changes(chunk: list[Token]) -> list[exp.Expr] | None:
     if target is None or source is None:
         return None
     return [exp.Insert(this=target, expression=exp.select("*").from_(source), by_name=True)]
+
+
+def _oracle_external(chunk: list[Token], sql: str, dialect: Dialect) -> list[exp.Expr] | None:
+    """Oracle's `CREATE TABLE t (…) ORGANIZATION EXTERNAL (… LOCATION ('a.csv', dir:'b.csv'))`:
+    a name for the files, as other engines' external tables."""
+    words = [t.text.upper() if t.token_type not in _QUOTED else "" for t in chunk]
+    at = next(
+        (i for i in range(len(words) - 2) if words[i : i + 2] == ["ORGANIZATION", "EXTERNAL"]), None
+    )
+    if at is None or chunk[at + 2].token_type != TokenType.L_PAREN:
+        return None
+    close = matching_paren(chunk, at + 2)
+    location = next((i for i in range(at, close or 0) if words[i] == "LOCATION"), None)
+    if close is None or location is None or (close + 1 < len(chunk) and words[close + 1] == "AS"):
+        return None
+    files = [t.text for t in chunk[location:close] if t.token_type == TokenType.STRING]
+    parsed = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(chunk[:at], sql)
+    statement = parsed[0] if parsed else None
+    if not isinstance(statement, exp.Create) or not files:
+        return None
+    properties = statement.args.get("properties") or exp.Properties(expressions=[])
+    for f in files:
+        properties.append("expressions", exp.LocationProperty(this=exp.Literal.string(f)))
+    statement.set("properties", properties)
+    return [statement]
 
 
 def _external_stage_table(chunk: list[Token], sql: str) -> list[exp.Expr] | None:
