@@ -14,8 +14,9 @@ from litestar.testing import AsyncTestClient
 
 from headwater.app import create_app
 from headwater.db.pool import register_codecs
+from headwater.feed import log as change_log
 from headwater.governance.policy import load_policy, parse_policy
-from headwater.governance.propagation import apply_pending
+from headwater.governance.propagation import apply_changes, apply_pending
 from headwater.settings import Settings
 from tests.corpus import corpus_file
 from tests.governance import pipeline as p
@@ -369,3 +370,23 @@ async def test_violations_page_newest_first(governed: Governed):
     assert other["violations"] == []
     for bad in ({"limit": 0}, {"limit": 1001}, {"after": "x"}):
         assert (await governed.client.get(url, params=bad)).status_code == 400
+
+
+async def test_lineage_costs_no_propagation_until_something_is_labelled(governed: Governed):
+    await governed.post(p.build_profiles())
+    async with governed.pool.acquire() as conn:
+        # The changes applied again, in a transaction that leaves nothing behind.
+        replay = conn.transaction()
+        await replay.start()
+        try:
+            changes = await change_log.fetch_changes_between(conn, 0, 1 << 62, 1000)
+            idle = await apply_changes(conn, governed.policy, changes)
+        finally:
+            await replay.rollback()
+    assert idle.changes_read > 0
+    assert idle.fields_recomputed == 0
+
+    # The first label anywhere starts propagation, and it reaches lineage ingested before it.
+    await governed.post(p.load_customers())
+    await governed.settle()
+    assert (await governed.labels(p.PROFILES))["contact_email"] == ["pii"]

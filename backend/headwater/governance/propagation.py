@@ -159,6 +159,10 @@ async def apply_changes(
     if not datasets:
         return outcome
     declared = await _refresh_producer_declarations(conn, policy, datasets) | api_declared
+    if not full and not declared and not await store.fetch_anything_governed(conn):
+        # Nothing is labelled anywhere and no violation is open: no field can inherit a label or
+        # break a rule, whatever the lineage became. (Most deployments until they declare labels.)
+        return outcome
     dirty = await store.fetch_dataset_columns(conn, sorted(datasets))
     # A declaration on a dataset is one on each of its fields.
     whole = sorted({d for d, f in declared if f == ""})

@@ -97,6 +97,11 @@ class ProducerTags:
     field_tags: list[tuple[str, str]]  # (field, tag name)
 
 
+async def fetch_anything_governed(conn: asyncpg.Connection) -> bool:
+    """Whether any label is declared or inherited anywhere, or any violation is open."""
+    return bool(await conn.fetchval(QUERIES["fetch_anything_governed"]))
+
+
 async def fetch_producer_tags(conn: asyncpg.Connection, datasets: list[uuid.UUID]) -> list[ProducerTags]:
     rows = await conn.fetch(QUERIES["fetch_governance_producer_tags"], datasets)
     return [

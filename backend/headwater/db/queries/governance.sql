@@ -28,6 +28,13 @@ FROM unnest($1::text[], $2::text[]) AS t(namespace, name)
 -- Every dataset, for a full recomputation (a new policy).
 SELECT dataset_uuid FROM datasets;
 
+-- name: fetch_anything_governed
+-- Whether any label is declared or inherited anywhere, or any violation is open: without any,
+-- changes to lineage have no governance consequence.
+SELECT EXISTS (SELECT 1 FROM governance_declarations)
+    OR EXISTS (SELECT 1 FROM governance_inherited)
+    OR EXISTS (SELECT 1 FROM governance_violations WHERE cleared_at IS NULL);
+
 -- name: fetch_governance_producer_tags
 -- What producers and the tag API say about each dataset ($1): its tags facet, the fields of its
 -- schema facet (which may carry tags), and the names of the tags on it and on its fields.
