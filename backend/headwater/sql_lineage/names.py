@@ -50,7 +50,7 @@ def table_name(table: exp.Table) -> str | None:
         db = table.args.get("db")
         if this.quoted and _looks_like_path(this.name) and (not db or db.name.lower() in _FILE_FORMATS):
             return path_name(this.name)
-        return ".".join(part.name for part in table.parts)
+        return ".".join(_part_name(part) for part in table.parts)
     if isinstance(this, exp.Literal) and this.is_string:
         return path_name(this.name)
     if isinstance(this, exp.Var):
@@ -92,6 +92,16 @@ def _remote_table(func: exp.Func) -> str | None:
     if args and isinstance(args[0], exp.Literal) and args[0].is_string:
         return args[0].name
     return None
+
+
+def _part_name(part: exp.Expr) -> str:
+    """A name part as written: T-SQL's temporary tables keep their `#` (`##` for global ones), so
+    that `#orders` is not taken for the table `orders`."""
+    if part.args.get("global_"):
+        return f"##{part.name}"
+    if part.args.get("temporary"):
+        return f"#{part.name}"
+    return part.name
 
 
 def _file_argument(func: exp.Func) -> str | None:
