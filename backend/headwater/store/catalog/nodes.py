@@ -1,10 +1,10 @@
 """Datasets and jobs alike: identity, pages and counts, versions and soft deletes.
 
 What the two share is written once, in SQL (catalog_nodes.sql over the functions of
-catalog_functions.sql) and here. Every function takes a ``NodeShape`` first, saying which kind is
-meant and how its rows become records, so that ``partial(f, DATASETS)`` is the dataset function
-(datasets.py and jobs.py bind those that callers take as plain functions). What only one kind has
-(fields and writers of datasets, children of jobs) is in datasets.py and jobs.py.
+catalog_functions.sql) and here, over the records they share (NodeRecord, VersionRecord). Every
+function takes a ``NodeShape`` first, saying which kind is meant and how its rows become records
+(the GraphQL loaders bind it with ``partial(f, DATASETS)``). What only one kind has (fields and
+writers of datasets, children of jobs) is in datasets.py and jobs.py.
 """
 
 from __future__ import annotations
