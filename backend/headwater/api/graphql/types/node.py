@@ -51,6 +51,7 @@ class CatalogNode:
 
     @classmethod
     def from_record(cls, r: Any) -> Self:
+        """The node of its kind's record (each of the two has its own)."""
         raise NotImplementedError
 
     @classmethod
