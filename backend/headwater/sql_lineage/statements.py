@@ -5,6 +5,9 @@ is one, else to the target's known columns (schema or an earlier CREATE), else b
 own column names (`_col_<i>` for an unnamed expression). CREATE, SELECT INTO, RENAME and SWAP tell
 the catalog the columns of the table they make, for the statements after them. Statements that move
 a whole table's rows (CLONE, SWAP, a partition exchange) write every column of the table moved in.
+A CREATE from a query keeps that query's lineage in the catalog, which a later REFRESH of the view
+writes again; tables and views over files (external tables, locations) read those files. DML that
+returns rows (RETURNING in a WITH clause, T-SQL's OUTPUT … INTO) writes them where they go.
 """
 
 from __future__ import annotations
