@@ -39,6 +39,8 @@ _STRINGS = {
 _QUERY_WORDS = {"SELECT", "WITH"}
 _ROUTINES = {"PROCEDURE", "PROC", "FUNCTION", "TRIGGER", "PACKAGE", "EVENT"}
 _PARAMETER_MODES = {"IN", "OUT", "INOUT", "VARIADIC"}
+# Words that end a routine's header, before its body.
+_HEADER_ENDS = {"AS", "IS", "BEGIN", "RETURNS", "RETURN", "LANGUAGE"}
 # Declarations of other things than variables.
 _NOT_VARIABLES = {"CURSOR", "TYPE", "SUBTYPE", "PRAGMA", "PROCEDURE", "FUNCTION", "EXCEPTION"}
 # Words after END that close a construct: END IF, END LOOP, END TRY …
@@ -634,8 +636,9 @@ class _Flattener:
 
     def _parameters(self, tokens: list[Token], opening: int) -> None:
         """A routine's parameter names: each first name after `(` or `,` in its parameter list."""
-        if opening >= len(tokens):
-            return
+        header = _find(tokens, _HEADER_ENDS)
+        if opening >= len(tokens) or (header is not None and header < opening):
+            return  # no parameter list: the parenthesis is in the body
         close = matching_paren(tokens, opening)
         if close is None:
             return
