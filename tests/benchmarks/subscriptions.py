@@ -178,10 +178,13 @@ async def measure(writer: str, reader: str, subscribers: int, events: int, gap: 
     return [(s.arrivals[r] - t) * 1000 for s in subs for r, t in sent.items() if r in s.arrivals]
 
 
-async def post_windows(url: str, seconds: float, until: asyncio.Event | None = None) -> list[float]:
+async def post_windows(
+    url: str, seconds: float, until: asyncio.Event | None = None
+) -> tuple[list[float], int]:
     """Events posted one at a time for ``seconds`` (or until ``until`` is set, then 2 s more):
-    events/s in each 2 s window."""
+    events/s in each 2 s window, and how many were posted."""
     rates: list[float] = []
+    posted = 0
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         started = window = time.perf_counter()
         count = 0
@@ -195,31 +198,44 @@ async def post_windows(url: str, seconds: float, until: asyncio.Event | None = N
             response = await http.post("/api/v1/lineage", json=start_event(str(uuid.uuid4())))
             assert response.status_code == 201, response.text
             count += 1
+            posted += 1
             if time.perf_counter() - window >= 2:
                 rates.append(count / (time.perf_counter() - window))
                 window, count = time.perf_counter(), 0
-    return rates
+    return rates, posted
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    """The server's user plus system CPU time: unlike a rate, barely moved by other work."""
+    times = process.cpu_times()
+    return times.user + times.system
 
 
 async def measure_stalled(url: str, log: Path, pid: int, stalled: int, seconds: float) -> None:
     process = psutil.Process(pid)
     await post_windows(url, 3)  # warm-up
-    alone = await post_windows(url, seconds)
+    cpu = cpu_seconds(process)
+    alone, posted_alone = await post_windows(url, seconds)
+    cpu_per_event = (cpu_seconds(process) - cpu) / posted_alone
     rss_before = process.memory_info().rss
     socks = [await asyncio.to_thread(stalled_subscriber, url) for _ in range(stalled)]
+    ports = {sock.getsockname()[1] for sock in socks}
     gone = asyncio.Event()
 
     async def watch() -> None:
-        while log.read_text().count("read nothing") < stalled:
+        # Until the server holds none of their connections: however each was ended (the stall
+        # guard, or uvicorn's own ping timeout when the buffers take long to fill).
+        while any(c.raddr and c.raddr.port in ports for c in process.net_connections("tcp")):
             await asyncio.sleep(0.2)
         gone.set()
 
     watcher = asyncio.create_task(watch())
-    started = time.perf_counter()
-    during = await post_windows(url, 0, until=gone)
+    started, cpu = time.perf_counter(), cpu_seconds(process)
+    during, posted_during = await post_windows(url, 0, until=gone)
     took = time.perf_counter() - started
+    stalled_cpu = cpu_seconds(process) - cpu - posted_during * cpu_per_event
     await watcher
-    after = await post_windows(url, seconds)
+    after, _ = await post_windows(url, seconds)
     rss_after = process.memory_info().rss
     for sock in socks:
         sock.close()
@@ -227,12 +243,17 @@ async def measure_stalled(url: str, log: Path, pid: int, stalled: int, seconds: 
     def mean(rates: list[float]) -> float:
         return statistics.mean(rates) if rates else 0.0
 
-    print(f"ingest, events posted one at a time: {mean(alone):.1f} events/s with no subscriber")
+    print(
+        f"ingest, events posted one at a time: {mean(alone):.1f} events/s with no subscriber, "
+        f"server CPU {cpu_per_event * 1000:.1f} ms per event"
+    )
     print(
         f"with {stalled} stalled subscribers: {mean(during):.1f} events/s over the {took:.0f} s until "
         f"all were disconnected (2 s windows: {', '.join(f'{r:.1f}' for r in during)})"
     )
+    print(f"server CPU for the stalled subscribers beyond the events: {stalled_cpu:.1f} s")
     print(f"after they were disconnected: {mean(after):.1f} events/s")
+    print(f"disconnected for a stalled send: {log.read_text().count('read nothing')} of {stalled}")
     print(f"server RSS {rss_before / 1e6:.0f} MB before them, {rss_after / 1e6:.0f} MB after")
 
 
@@ -248,7 +269,7 @@ async def main() -> int:
     server = os.environ.get(
         "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
     )
-    name = f"headwater_bench_subs_{uuid.uuid4().hex[:8]}"
+    name = f"headwater_subs_bench_{uuid.uuid4().hex[:8]}"
     admin = await asyncpg.connect(server)
     await admin.execute(f'CREATE DATABASE "{name}"')
     database_url = server.rsplit("/", 1)[0] + f"/{name}"
