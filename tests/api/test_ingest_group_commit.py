@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterator
@@ -107,7 +108,6 @@ async def test_an_event_failing_in_the_database_does_not_fail_its_group(make_dat
 async def test_grouped_ingest_builds_what_one_event_at_a_time_builds(make_database, settings):
     events = applications(apps=12, tables=10)
     async with make_database() as serial, make_database() as grouped:
-        await ingest(serial, events, batch=1)
         pool = await asyncpg.create_pool(grouped, min_size=1, max_size=2, init=register_codecs)
         queue = IngestQueue(pool, [], dataclasses.replace(settings, ingest_group_events=20))
         await queue.start()
@@ -123,6 +123,18 @@ async def test_grouped_ingest_builds_what_one_event_at_a_time_builds(make_databa
             await pool.close()
         assert [len(r) for r in results] == [len(r) for r in requests]
         assert all(x.status == "created" for r in results for x in r)
+        # Concurrent requests have no order of their own (each is prepared in a thread and queued
+        # when ready): the events one at a time, in the order the groups wrote them.
+        conn = await asyncpg.connect(grouped)
+        try:
+            order = [
+                r["payload"]
+                for r in await conn.fetch("SELECT payload FROM raw_events ORDER BY raw_event_id")
+            ]
+        finally:
+            await conn.close()
+        assert len(order) == len(events)
+        await ingest(serial, [json.loads(payload) for payload in order], batch=1)
         one_by_one, in_groups = await model_snapshot(serial), await model_snapshot(grouped)
     assert in_groups == one_by_one
 
