@@ -516,7 +516,7 @@ def main() -> int:
                 latency(args.src.resolve(), bootstrap, values[:count], keys[:count], rate, tmp)
             )
             latencies.append(
-                f"offered {rate:,.0f} events/s for {args.latency_seconds:.0f} s ({r['events']:,.0f} events):"
+                f"offered {rate:,.0f} events/s for {count / rate:.0f} s ({r['events']:,.0f} events):"
                 f" end-to-end p50 {r['p50_ms']:,.0f} ms, p99 {r['p99_ms']:,.0f} ms"
             )
             print(latencies[-1], flush=True)
