@@ -110,7 +110,9 @@ def _tokenize(sql: str, dialect: Dialect, errors: list[SqlError]) -> list[Token]
 
 def _token_error(error: TokenError, sql: str) -> tuple[SqlError, int]:
     """The error and the offset where the token that could not be read starts."""
-    missing = _MISSING_DELIMITER.match(str(error.__cause__ or ""))
+    # The tokenizer's own error is the cause; compiled by mypyc (sqlglot[c]), sqlglot raises
+    # `from` it without setting __cause__, and it is only the context.
+    missing = _MISSING_DELIMITER.match(str(error.__cause__ or error.__context__ or ""))
     if missing:
         offset = int(missing.group(3))
         delimiter = missing.group(1)
