@@ -5,15 +5,13 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
     from types import TracebackType
-
-    from headwater.embedded.processes import _DataDirLock
 
 
 # In the data dir, while a server started from it runs: the URL other processes connect with.
@@ -42,6 +40,13 @@ class DataDirBusyError(EmbeddedPostgresError):
         self.holder = holder  # its pid, as written in the lock file
 
 
+class Lock(Protocol):
+    """What a running server holds its data dir by (processes._DataDirLock, which raises this
+    module's errors: named here by what it does, so neither module imports the other's)."""
+
+    def release(self) -> None: ...
+
+
 class EmbeddedPostgres:
     """A running embedded PostgreSQL; ``stop()`` ends it (idempotent), also as a context manager."""
 
@@ -59,7 +64,7 @@ class EmbeddedPostgres:
         socket_dir: Path | None,
         port: int,
         stop_server: Callable[[], None],
-        lock: _DataDirLock,
+        lock: Lock,
     ) -> None:
         self.url = url
         self.data_dir = data_dir
