@@ -24,6 +24,7 @@ from sqlglot.dialects.bigquery import BigQuery
 from sqlglot.dialects.tsql import TSQL
 from sqlglot.tokenizer_core import Token, TokenType
 
+from headwater.sql_lineage.dialects import tokenize
 from headwater.sql_lineage.model import SqlError
 from headwater.sql_lineage.rewrites import matching_paren
 
@@ -382,7 +383,7 @@ class _Flattener:
                 t.end + start,
                 t.comments,
             )
-            for t in self.dialect.tokenize(text)
+            for t in tokenize(text, self.dialect)
         ]
 
     def _uncommand(self, chunk: list[Token]) -> list[Token]:

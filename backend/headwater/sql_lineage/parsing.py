@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
-from sqlglot.errors import ErrorLevel, ParseError, TokenError
+from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from headwater.sql_lineage.blocks import split_statements, without_client_delimiters
-from headwater.sql_lineage.dialects import HeadwaterAthena, get_dialect
+from headwater.sql_lineage.dialects import HeadwaterAthena, get_dialect, statement_parser, tokenize
 from headwater.sql_lineage.model import SqlError
 from headwater.sql_lineage.rewrites import moves_data, normalize, rewrite_statement
 
@@ -78,7 +78,7 @@ def parse_script(sql: str, dialect: str | None) -> ParsedScript:
     result = ParsedScript(sql)
     target = get_dialect(dialect)
     tokens = _tokenize(sql, target, result.errors)
-    parser = target.parser(error_level=ErrorLevel.IMMEDIATE)
+    parser = statement_parser(target)
     flattened = split_statements(tokens, sql, target)
     result.warnings = flattened.warnings
     for index, chunk in enumerate(flattened.statements):
@@ -94,14 +94,14 @@ def parse_script(sql: str, dialect: str | None) -> ParsedScript:
 
 def _tokenize(sql: str, dialect: Dialect, errors: list[SqlError]) -> list[Token]:
     try:
-        return dialect.tokenize(sql)
+        return tokenize(sql, dialect)
     except TokenError as error:
         failure, offset = _token_error(error, sql)
         errors.append(failure)
         # The statements before the bad one still count: tokenize up to it and drop the
         # statement it interrupts.
         try:
-            head = dialect.tokenize(sql[:offset])
+            head = tokenize(sql[:offset], dialect)
         except TokenError:
             return []
         last = max((i for i, t in enumerate(head) if t.token_type == TokenType.SEMICOLON), default=-1)

@@ -17,7 +17,7 @@ from sqlglot.dialects.tsql import TSQL
 from sqlglot.errors import ErrorLevel, ParseError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from headwater.sql_lineage.dialects import get_dialect
+from headwater.sql_lineage.dialects import get_dialect, tokenize
 
 if TYPE_CHECKING:
     from sqlglot.dialects.dialect import Dialect
@@ -520,7 +520,7 @@ def matching_paren(tokens: list[Token], open_index: int) -> int | None:
 def _unload(text: str, dialect: Dialect) -> list[exp.Expr] | None:
     """Redshift `UNLOAD ('query') TO 's3://…'` and Athena/Trino `UNLOAD (query) TO 's3://…'`."""
     rest = text[len("UNLOAD") :]
-    tokens = dialect.tokenize(rest)
+    tokens = tokenize(rest, dialect)
     if not tokens or tokens[0].token_type != TokenType.L_PAREN:
         return None
     close = matching_paren(tokens, 0)
