@@ -234,39 +234,33 @@ async def get_namespace(state: State, namespace: str) -> dict[str, Any]:
 # -- a dataset's fields ---------------------------------------------------------------------------
 
 
-@post(
-    f"{DATASET}/fields/{{field:str}}/tags/{{tag:str}}",
-    summary="Tag a dataset field",
-    tags=["catalog"],
-    responses=PROBLEMS,
-    status_code=200,
-)
-async def tag_dataset_field(
-    state: State, namespace: str, dataset: str, field: str, tag: str
-) -> dict[str, Any]:
-    """Adds the tag to a field of the dataset's current schema; 404 dataset_field_not_found."""
-    return await _tag(state, DATASETS, namespace, name(dataset), tag, tagged=True, field=field)
+def field_tag_operations() -> list[HTTPRouteHandler]:
+    """Tagging and untagging a field of a dataset's current schema (a dataset's own: jobs have no
+    fields); 404 dataset_field_not_found for a field it does not have."""
 
+    async def tag_field(
+        state: State, namespace: str, dataset: str, field: str, tag: str
+    ) -> dict[str, Any]:
+        """Adds the tag to a field of the dataset's current schema; 404 dataset_field_not_found."""
+        return await _tag(state, DATASETS, namespace, name(dataset), tag, tagged=True, field=field)
 
-@delete(
-    f"{DATASET}/fields/{{field:str}}/tags/{{tag:str}}",
-    summary="Untag a dataset field",
-    tags=["catalog"],
-    responses=PROBLEMS,
-    status_code=200,
-)
-async def untag_dataset_field(
-    state: State, namespace: str, dataset: str, field: str, tag: str
-) -> dict[str, Any]:
-    """Removes the tag from the field and answers the dataset."""
-    return await _tag(state, DATASETS, namespace, name(dataset), tag, tagged=False, field=field)
+    async def untag_field(
+        state: State, namespace: str, dataset: str, field: str, tag: str
+    ) -> dict[str, Any]:
+        """Removes the tag from the field and answers the dataset."""
+        return await _tag(state, DATASETS, namespace, name(dataset), tag, tagged=False, field=field)
+
+    path = f"{DATASET}/fields/{{field:str}}/tags/{{tag:str}}"
+    return [
+        _operation(post, path, "tag_dataset_field", "Tag a dataset field", tag_field),
+        _operation(delete, path, "untag_dataset_field", "Untag a dataset field", untag_field),
+    ]
 
 
 node_handlers = [
     list_namespaces,
     get_namespace,
     *node_operations(DATASETS),
-    tag_dataset_field,
-    untag_dataset_field,
+    *field_tag_operations(),
     *node_operations(JOBS),
 ]
