@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -209,48 +210,56 @@ async def events_page(ui: UI) -> None:
     assert times == sorted(times, reverse=True)
 
 
+async def opened_nodes(
+    ui: UI,
+    namespaces: list[dict[str, Any]],
+    kind: str,
+    check: Callable[[dict[str, Any]], None],
+) -> AsyncIterator[tuple[str, dict[str, Any], str]]:
+    """The datasets or jobs (``kind``) page of each namespace, then each one's drawer: every one
+    checked as listed and as opened, given as (its namespace encoded, it as listed, its path)."""
+    for ns in namespaces:
+        namespace = enc(ns["name"])
+        page = await ui.call("GET", f"/namespaces/{namespace}/{kind}?limit=20&offset=0")
+        for listed in page[kind]:
+            check(listed)
+            base = f"/namespaces/{namespace}/{kind}/{enc(listed['name'])}"
+            check(await ui.call("GET", base))
+            yield namespace, listed, base
+
+
 async def datasets_pages(ui: UI, namespaces: list[dict[str, Any]]) -> None:
     """The datasets page of each namespace, then each dataset's drawer: versions, lineage, columns."""
     seen_columns = False
-    for ns in namespaces:
-        page = await ui.call("GET", f"/namespaces/{enc(ns['name'])}/datasets?limit=20&offset=0")
-        for d in page["datasets"]:
-            check_dataset(d)
-            base = f"/namespaces/{enc(ns['name'])}/datasets/{enc(d['name'])}"
-            check_dataset(await ui.call("GET", base))
-            first = await ui.call("GET", f"{base}/versions?limit=1&offset=0")
-            versions = await ui.call("GET", f"{base}/versions?limit=10&offset=0")
-            assert versions["totalCount"] == first["totalCount"] >= len(versions["versions"])
-            for v in versions["versions"]:
-                assert set(v) >= DATASET_VERSION, DATASET_VERSION - set(v)
-                if v["createdByRun"] is not None:
-                    check_run(v["createdByRun"])
-            node = f"dataset:{enc(ns['name'])}:{enc(d['name'])}"
-            lineage = await ui.call("GET", f"/lineage?nodeId={node}&depth=5")
-            for n in lineage["graph"]:
-                if n["type"] == "JOB":
-                    assert set(n["data"]) >= LINEAGE_JOB, LINEAGE_JOB - set(n["data"])
-            await ui.call("GET", f"/column-lineage?nodeId={node}&depth=5&withDownstream=true")
-            seen_columns |= any(c["inputFields"] for c in d["columnLineage"])
+    async for namespace, d, base in opened_nodes(ui, namespaces, "datasets", check_dataset):
+        first = await ui.call("GET", f"{base}/versions?limit=1&offset=0")
+        versions = await ui.call("GET", f"{base}/versions?limit=10&offset=0")
+        assert versions["totalCount"] == first["totalCount"] >= len(versions["versions"])
+        for v in versions["versions"]:
+            assert set(v) >= DATASET_VERSION, DATASET_VERSION - set(v)
+            if v["createdByRun"] is not None:
+                check_run(v["createdByRun"])
+        node = f"dataset:{namespace}:{enc(d['name'])}"
+        lineage = await ui.call("GET", f"/lineage?nodeId={node}&depth=5")
+        for n in lineage["graph"]:
+            if n["type"] == "JOB":
+                assert set(n["data"]) >= LINEAGE_JOB, LINEAGE_JOB - set(n["data"])
+        await ui.call("GET", f"/column-lineage?nodeId={node}&depth=5&withDownstream=true")
+        seen_columns |= any(c["inputFields"] for c in d["columnLineage"])
     assert seen_columns
 
 
 async def jobs_pages(ui: UI, namespaces: list[dict[str, Any]]) -> None:
     """The jobs page of each namespace, then each job's drawer: runs and their facets."""
-    for ns in namespaces:
-        page = await ui.call("GET", f"/namespaces/{enc(ns['name'])}/jobs?limit=20&offset=0")
-        for j in page["jobs"]:
-            check_job(j)
-            base = f"/namespaces/{enc(ns['name'])}/jobs/{enc(j['name'])}"
-            check_job(await ui.call("GET", base))
-            runs = await ui.call("GET", f"{base}/runs?limit=14&offset=0")
-            for run in runs["runs"]:
-                check_run(run)
-                for kind in ("run", "job"):
-                    facets = await ui.call("GET", f"/jobs/runs/{run['id']}/facets?type={kind}")
-                    assert facets["runId"] == run["id"]
-                    assert isinstance(facets["facets"], dict)
-            await ui.call("GET", f"/lineage?nodeId=job:{enc(ns['name'])}:{enc(j['name'])}&depth=5")
+    async for namespace, j, base in opened_nodes(ui, namespaces, "jobs", check_job):
+        runs = await ui.call("GET", f"{base}/runs?limit=14&offset=0")
+        for run in runs["runs"]:
+            check_run(run)
+            for kind in ("run", "job"):
+                facets = await ui.call("GET", f"/jobs/runs/{run['id']}/facets?type={kind}")
+                assert facets["runId"] == run["id"]
+                assert isinstance(facets["facets"], dict)
+        await ui.call("GET", f"/lineage?nodeId=job:{namespace}:{enc(j['name'])}&depth=5")
 
 
 async def search_and_tags(ui: UI, namespaces: list[dict[str, Any]]) -> None:
