@@ -266,11 +266,15 @@ def _replace_unquoted(line: str, delimiter: str) -> str:
 
 def _split(tokens: list[Token]) -> list[list[Token]]:
     chunks: list[list[Token]] = [[]]
+    chunk = chunks[0]
+    semicolon = TokenType.SEMICOLON
     for i, token in enumerate(tokens):
-        if token.token_type == TokenType.SEMICOLON or _is_batch_separator(tokens, i):
-            chunks.append([])
+        # Only a two-letter word can be GO.
+        if token.token_type == semicolon or (len(token.text) == 2 and _is_batch_separator(tokens, i)):
+            chunk = []
+            chunks.append(chunk)
         else:
-            chunks[-1].append(token)
+            chunk.append(token)
     return [chunk for chunk in chunks if chunk]
 
 
@@ -545,10 +549,15 @@ class _Flattener:
 
     def _routine(self, tokens: list[Token]) -> list[Token] | None:
         """CREATE PROCEDURE/FUNCTION/TRIGGER/PACKAGE: the body, after the header, is what runs."""
-        opening = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.L_PAREN), 8)
-        head = {_word(t) for t in tokens[: min(opening, 8)]}
+        # The words before the first parenthesis, at most 8, name what is created.
+        head_end = next((i for i, t in enumerate(tokens[:8]) if t.token_type == TokenType.L_PAREN), 8)
+        head = {_word(t) for t in tokens[:head_end]}
         if not _ROUTINES & head:
             return None
+        opening = next(
+            (i for i, t in enumerate(tokens) if t.token_type == TokenType.L_PAREN),
+            8,
+        )
         if "EVENT" in head or ("TRIGGER" in head and _find(tokens, {"EACH"}) is not None):
             return self._event(tokens) if "EVENT" in head else self._row_trigger(tokens)
         self.variables = set()  # a routine's names are its own
