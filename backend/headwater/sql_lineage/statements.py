@@ -12,8 +12,9 @@ returns rows (RETURNING in a WITH clause, T-SQL's OUTPUT … INTO) writes them w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from sqlglot import exp
 
@@ -30,6 +31,8 @@ from headwater.sql_lineage.rewrites import REFRESHED
 from headwater.sql_lineage.scope import Field, Scope, Source, star_field
 from headwater.sql_lineage.transfers import copy_writes, export_writes, load_writes, stage_writes
 from headwater.sql_lineage.writes import Write, known_names, map_columns
+
+E = TypeVar("E", bound=exp.Expr)
 
 
 @dataclass(slots=True)
@@ -224,7 +227,7 @@ def _create(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
     if isinstance(query, exp.Expr) and isinstance(query, (exp.Query, exp.Values)):
         mapped = map_columns(ev.query(query, ev.with_ctes(node, {}, None)), columns)
         ev.catalog.remember_query(name, mapped, ev.reads)
-        into = node.find(exp.ToTableProperty)
+        into = _clause(node, exp.ToTableProperty)
         if isinstance(into, exp.ToTableProperty) and isinstance(into.this, exp.Table):
             # ClickHouse's CREATE MATERIALIZED VIEW v TO t AS …: each insert into the query's
             # tables runs the query and inserts its rows into t, by column name; v holds none.
@@ -237,11 +240,27 @@ def _create(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
             return [Write(name, creates=True)]
         mapped = map_columns(copied, columns)
     ev.catalog.define(name, known_names(mapped))
-    if any(p.args.get("no") for p in node.find_all(exp.WithDataProperty)):
+    if any(p.args.get("no") for p in _clauses(node, exp.WithDataProperty)):
         # … WITH NO DATA (PostgreSQL, Teradata): the query gives the columns but no rows, so its
         # tables are inputs, as for LIKE, and no column carries data.
         return [Write(name, creates=True)]
     return [Write(name, mapped, creates=True)]
+
+
+def _clauses(node: exp.Create, kind: type[E]) -> Iterator[E]:
+    """The `kind` nodes of a CREATE outside its query, which holds no DDL: the query can be most
+    of the statement, and need not be walked again."""
+    for arg, value in node.args.items():
+        if arg == "expression" and isinstance(value, exp.Query):
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, exp.Expr):
+                yield from item.find_all(kind)
+
+
+def _clause(node: exp.Create, kind: type[E]) -> E | None:
+    """The first `kind` node of a CREATE outside its query."""
+    return next(_clauses(node, kind), None)
 
 
 def _dictionary(node: exp.Create, ev: QueryEvaluator) -> list[Write]:
