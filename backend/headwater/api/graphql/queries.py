@@ -11,6 +11,7 @@ import strawberry
 
 from headwater.api.graphql.context import Info
 from headwater.api.graphql.governance import GovernanceQuery
+from headwater.api.graphql.types import node
 from headwater.api.graphql.types.change import LineageChange, SuspectChanges
 from headwater.api.graphql.types.column_lineage import ColumnLineageGraph
 from headwater.api.graphql.types.common import (
@@ -24,7 +25,7 @@ from headwater.api.graphql.types.dataset import Dataset, DatasetConnection
 from headwater.api.graphql.types.job import Job, JobConnection
 from headwater.api.graphql.types.lineage import LineageGraph
 from headwater.api.graphql.types.namespace import Namespace
-from headwater.api.graphql.types.paging import CatalogOrder, OrderBy, check_page_size
+from headwater.api.graphql.types.paging import CatalogOrder, check_page_size
 from headwater.api.graphql.types.run import Run
 from headwater.api.graphql.types.search import FindKind, FindResult, FoundNode, SearchHit, SearchResult
 from headwater.api.graphql.types.tag import Tag
@@ -34,7 +35,6 @@ from headwater.feed.log import ChangeRecord
 from headwater.lineage.columns import fetch_column_lineage
 from headwater.lineage.graph import check_depth, fetch_lineage
 from headwater.store import catalog, tags
-from headwater.store.catalog import NodeFilter
 from headwater.store.questions import FoundKind, fetch_suspect_changes, find_nodes
 
 DEFAULT_DEPTH = 20
@@ -55,7 +55,6 @@ MaxNodes = Annotated[
         "this many objects, so ask for what you need when you select node fields."
     ),
 ]
-NameContains = Annotated[str | None, strawberry.argument(description="A part of the name, any case.")]
 
 ColumnLineageResult = Annotated[
     ColumnLineageGraph | NotFound | DepthTooLarge | InvalidInput,
@@ -118,51 +117,14 @@ class Query(GovernanceQuery):
         record = await info.context.loaders.namespace.load(name)
         return Namespace.from_record(record) if record else None
 
-    @strawberry.field(
-        description="Datasets, by namespace and name unless `orderBy` says otherwise (first: default "
-        "50, at most 500)."
+    # Strawberry wants each field declared on its type, where the schema lists it; what the fields of
+    # datasets and of jobs do is one definition each (types/node.py).
+    datasets = node.nodes_field(DatasetConnection, "Datasets")
+    dataset = node.node_field(
+        Dataset, "A dataset by namespace and name (or an alias of it), null if unknown."
     )
-    async def datasets(
-        self,
-        info: Info,
-        namespace: str | None = None,
-        name_contains: NameContains = None,
-        include_deleted: bool = False,
-        first: int = 50,
-        after: str | None = None,
-        order_by: OrderBy = CatalogOrder.NAME,
-    ) -> DatasetConnection:
-        return await DatasetConnection.page(
-            info, NodeFilter(namespace, name_contains, include_deleted), first, after, order_by
-        )
-
-    @strawberry.field(
-        description="A dataset by namespace and name (or an alias of it), null if unknown."
-    )
-    async def dataset(self, info: Info, namespace: str, name: str) -> Dataset | None:
-        return await Dataset.by_key(info, namespace, name)
-
-    @strawberry.field(
-        description="Jobs, by namespace and name unless `orderBy` says otherwise (first: default 50, "
-        "at most 500)."
-    )
-    async def jobs(
-        self,
-        info: Info,
-        namespace: str | None = None,
-        name_contains: NameContains = None,
-        include_deleted: bool = False,
-        first: int = 50,
-        after: str | None = None,
-        order_by: OrderBy = CatalogOrder.NAME,
-    ) -> JobConnection:
-        return await JobConnection.page(
-            info, NodeFilter(namespace, name_contains, include_deleted), first, after, order_by
-        )
-
-    @strawberry.field(description="A job by namespace and name, null if unknown.")
-    async def job(self, info: Info, namespace: str, name: str) -> Job | None:
-        return await Job.by_key(info, namespace, name)
+    jobs = node.nodes_field(JobConnection, "Jobs")
+    job = node.node_field(Job, "A job by namespace and name, null if unknown.")
 
     @strawberry.field(description="A run by its runId, null if unknown.")
     async def run(self, info: Info, id: strawberry.ID) -> Run | None:

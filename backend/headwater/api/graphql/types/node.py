@@ -17,7 +17,13 @@ import strawberry
 
 from headwater.api.graphql.context import Info
 from headwater.api.graphql.types.common import JSON, owner_names
-from headwater.api.graphql.types.paging import CatalogOrder, PageInfo, check_page_size, page_of_nodes
+from headwater.api.graphql.types.paging import (
+    CatalogOrder,
+    OrderBy,
+    PageInfo,
+    check_page_size,
+    page_of_nodes,
+)
 from headwater.api.graphql.types.tag import Tag
 from headwater.lineage.node_ids import format_node_id
 from headwater.store import catalog
@@ -31,6 +37,8 @@ RunType = Annotated["Run", strawberry.lazy("headwater.api.graphql.types.run")]
 
 # The most versions or runs one list field answers.
 MAX_LIST = 100
+
+NameContains = Annotated[str | None, strawberry.argument(description="A part of the name, any case.")]
 
 
 class CatalogNode:
@@ -204,3 +212,36 @@ class NodeConnection(Generic[N]):
 async def total_count(self: NodeConnection[Any], info: Info) -> int:
     async with info.context.pool.acquire() as conn:
         return await catalog.count_nodes(self.node_type.shape, conn, self.filter)
+
+
+def nodes_field(connection: type[NodeConnection[Any]], kinds: str) -> Any:
+    """The Query field of a page of datasets or of jobs (``kinds``: "Datasets" or "Jobs"), of the
+    kind's connection type: its arguments and what they do are this one definition."""
+
+    async def resolve(
+        info: Info,
+        namespace: str | None = None,
+        name_contains: NameContains = None,
+        include_deleted: bool = False,
+        first: int = 50,
+        after: str | None = None,
+        order_by: OrderBy = CatalogOrder.NAME,
+    ) -> Any:
+        f = NodeFilter(namespace, name_contains, include_deleted)
+        return await connection.page(info, f, first, after, order_by)
+
+    description = (
+        f"{kinds}, by namespace and name unless `orderBy` says otherwise (first: default 50, at "
+        "most 500)."
+    )
+    return strawberry.field(resolver=resolve, graphql_type=connection, description=description)
+
+
+def node_field(node_type: type[CatalogNode], description: str) -> Any:
+    """The Query field of one dataset or one job by namespace and name (a dataset by an alias
+    too): null when there is none."""
+
+    async def resolve(info: Info, namespace: str, name: str) -> Any:
+        return await node_type.by_key(info, namespace, name)
+
+    return strawberry.field(resolver=resolve, graphql_type=node_type | None, description=description)
