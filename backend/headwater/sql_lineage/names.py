@@ -50,7 +50,7 @@ def table_name(table: exp.Table) -> str | None:
         db = table.args.get("db")
         if this.quoted and _looks_like_path(this.name) and (not db or db.name.lower() in _FILE_FORMATS):
             return path_name(this.name)
-        return ".".join(_part_name(part) for part in table.parts)
+        return ".".join([_part_name(part) for part in table.parts])
     if isinstance(this, exp.Literal) and this.is_string:
         return path_name(this.name)
     if isinstance(this, exp.Var):

@@ -213,8 +213,8 @@ class QueryEvaluator:
         alias = node.alias if isinstance(node.args.get("alias"), exp.TableAlias) else ""
         source: Source
         if isinstance(node, exp.Table):
-            source = self._table_source(scope, node, ctes, read=read)
             name = table_name(node)
+            source = self._table_source(scope, node, name, ctes, read=read)
             scope.add(pivot_alias(node) or alias or node.name, source, name)
             for join in node.args.get("joins") or []:
                 self._join(scope, join, ctes)
@@ -259,11 +259,13 @@ class QueryEvaluator:
         refs, _ = self.expression(node, scope, ctes)
         return Source(open=Field(STAR, refs, TRANSFORMATION))
 
-    def _table_source(self, scope: Scope, table: exp.Table, ctes: Ctes, *, read: bool) -> Source:
+    def _table_source(
+        self, scope: Scope, table: exp.Table, name: str | None, ctes: Ctes, *, read: bool
+    ) -> Source:
+        """The source a table or table function in FROM is; `name` is its `table_name`."""
         files = self._files(table)
         if files is not None:
             return files
-        name = table_name(table)
         if name is None:
             relations = self._relation_arguments(table.this, scope, ctes)
             if relations:
