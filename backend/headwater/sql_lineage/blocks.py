@@ -189,12 +189,12 @@ _DML = {"INSERT", "UPDATE", "DELETE", "MERGE", "SELECT"}
 _STATEMENT_WORDS = _DML | {"WITH", "CREATE", "ALTER", "DROP", "TRUNCATE", "COMMIT", "ROLLBACK"}
 
 
+# Tokens that are never a keyword, whatever their text.
+_NOT_WORDS = {*_STRINGS, TokenType.IDENTIFIER}
+
+
 def _word(token: Token) -> str:
-    return (
-        ""
-        if token.token_type in _STRINGS or token.token_type == TokenType.IDENTIFIER
-        else token.text.upper()
-    )
+    return "" if token.token_type in _NOT_WORDS else token.text.upper()
 
 
 @dataclass(slots=True)
