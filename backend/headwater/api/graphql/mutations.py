@@ -127,6 +127,9 @@ TagDescription = Annotated[str | None, strawberry.argument(description="Sets the
 
 @strawberry.type
 class Mutation:
+    # A dataset's and a job's mutations are declared one by one, as strawberry needs each on the
+    # root with its own arguments (a dataset's field) and result union; what they do is written once
+    # for both kinds (_node_tag, _node_deleted).
     @_mutation("Tag a dataset or one of its fields; an unknown tag is created.")
     async def tag_dataset(
         self,
