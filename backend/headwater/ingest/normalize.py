@@ -323,19 +323,23 @@ def _read(
     facet = f.read_facet(facets, key, model, path, warnings)
     if facet is None:
         return None
-    problems = [(where, problem) for where, problem in _unstorable(facet) if problem]
+    problems = list(_unstorable(facet))
     for where, problem in problems:
         warnings.append(FieldError(f"{path}.{key}{where}", f"facet ignored: {problem}"))
     return None if problems else facet
 
 
-def _unstorable(facet: Any) -> Iterator[tuple[str, str | None]]:
-    """(path in the facet, problem or None) for each value of it the model stores in an index."""
+# The checks below yield only what is wrong, and build a value's path only then: they run on
+# every facet of every event, nearly always finding nothing.
+
+
+def _unstorable(facet: Any) -> Iterator[tuple[str, str]]:
+    """(path in the facet, problem) for each value of it the model cannot store in an index."""
     if isinstance(facet, f.SchemaFacet):
-        for i, x in enumerate(facet.fields):
-            yield f".fields[{i}].name", too_long(x.name, MAX_FIELD_NAME_BYTES)
+        yield from _schema_fields(facet)
     elif isinstance(facet, f.DataSourceFacet) and facet.name:
-        yield ".name", too_long(facet.name, MAX_NAMESPACE_BYTES)
+        if problem := too_long(facet.name, MAX_NAMESPACE_BYTES):
+            yield ".name", problem
     elif isinstance(facet, f.SymlinksFacet):
         for i, s in enumerate(facet.identifiers):
             yield from _identity(f".identifiers[{i}]", s.namespace, s.name)
@@ -345,33 +349,66 @@ def _unstorable(facet: Any) -> Iterator[tuple[str, str | None]]:
     elif isinstance(facet, f.ParentFacet):
         yield from _identity(".job", facet.job.namespace, facet.job.name)
     elif isinstance(facet, f.NominalTimeFacet):
-        yield ".nominalStartTime", time_out_of_range(_aware(facet.nominal_start_time))
-        end = facet.nominal_end_time
-        yield ".nominalEndTime", time_out_of_range(_aware(end)) if end else None
+        yield from _nominal_times(facet)
     elif isinstance(facet, f.ColumnLineageFacet):
         yield from _column_lineage(facet)
 
 
-def _column_lineage(facet: f.ColumnLineageFacet) -> Iterator[tuple[str, str | None]]:
+def _schema_fields(facet: f.SchemaFacet) -> Iterator[tuple[str, str]]:
+    for i, x in enumerate(facet.fields):
+        if problem := too_long(x.name, MAX_FIELD_NAME_BYTES):
+            yield f".fields[{i}].name", problem
+
+
+def _nominal_times(facet: f.NominalTimeFacet) -> Iterator[tuple[str, str]]:
+    if problem := time_out_of_range(_aware(facet.nominal_start_time)):
+        yield ".nominalStartTime", problem
+    end = facet.nominal_end_time
+    if end and (problem := time_out_of_range(_aware(end))):
+        yield ".nominalEndTime", problem
+
+
+def _column_lineage(facet: f.ColumnLineageFacet) -> Iterator[tuple[str, str]]:
     for name, entry in facet.fields.items():
-        yield f".fields.{name}", too_long(name, MAX_FIELD_NAME_BYTES)
-        yield from _input_fields(f".fields.{name}.inputFields", entry.input_fields)
-        yield f".fields.{name}.transformationType", _too_long_type(entry.transformation_type)
-    yield from _input_fields(".dataset", facet.dataset or [])
+        if problem := too_long(name, MAX_FIELD_NAME_BYTES):
+            yield f".fields.{name}", problem
+        yield from _input_fields(name, entry.input_fields)
+        if problem := _too_long_type(entry.transformation_type):
+            yield f".fields.{name}.transformationType", problem
+    yield from _input_fields(None, facet.dataset or [])
 
 
-def _identity(path: str, namespace: str, name: str) -> Iterator[tuple[str, str | None]]:
-    yield f"{path}.namespace", too_long(namespace, MAX_NAMESPACE_BYTES)
-    yield f"{path}.name", too_long(name, MAX_NAME_BYTES)
+def _identity(path: str, namespace: str, name: str) -> Iterator[tuple[str, str]]:
+    if problem := too_long(namespace, MAX_NAMESPACE_BYTES):
+        yield f"{path}.namespace", problem
+    if problem := too_long(name, MAX_NAME_BYTES):
+        yield f"{path}.name", problem
 
 
-def _input_fields(path: str, sources: list[f.InputField]) -> Iterator[tuple[str, str | None]]:
+def _input_fields(output_field: str | None, sources: list[f.InputField]) -> Iterator[tuple[str, str]]:
+    """The input fields of an output field (None: the facet's dataset-level inputs)."""
     for i, source in enumerate(sources):
-        yield from _identity(f"{path}[{i}]", source.namespace, source.name)
-        yield f"{path}[{i}].field", too_long(source.field, MAX_FIELD_NAME_BYTES)
-        for j, t in enumerate(source.transformations or []):
-            yield f"{path}[{i}].transformations[{j}].type", _too_long_type(t.type)
-            yield f"{path}[{i}].transformations[{j}].subtype", _too_long_type(t.subtype)
+        if (
+            too_long(source.namespace, MAX_NAMESPACE_BYTES)
+            or too_long(source.name, MAX_NAME_BYTES)
+            or too_long(source.field, MAX_FIELD_NAME_BYTES)
+            or any(
+                _too_long_type(t.type) or _too_long_type(t.subtype) for t in source.transformations or []
+            )
+        ):
+            path = (
+                f".fields.{output_field}.inputFields[{i}]"
+                if output_field is not None
+                else f".dataset[{i}]"
+            )
+            yield from _identity(path, source.namespace, source.name)
+            if problem := too_long(source.field, MAX_FIELD_NAME_BYTES):
+                yield f"{path}.field", problem
+            for j, t in enumerate(source.transformations or []):
+                if problem := _too_long_type(t.type):
+                    yield f"{path}.transformations[{j}].type", problem
+                if problem := _too_long_type(t.subtype):
+                    yield f"{path}.transformations[{j}].subtype", problem
 
 
 def _too_long_type(value: str | None) -> str | None:

@@ -114,11 +114,17 @@ class ValidEvent:
 
 _AT_PATH = re.compile(r"^(?P<message>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
 _sorted_encoder = msgspec.json.Encoder(order="sorted")
+_encoder = msgspec.json.Encoder()
 
 
 def content_hash(raw: Any) -> bytes:
     """SHA-256 of the event with keys sorted, so re-serialized retries hash the same."""
     return hashlib.sha256(_sorted_encoder.encode(raw)).digest()
+
+
+_CANONICAL_UUID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -141,6 +147,8 @@ def _java_uuid(text: str) -> uuid.UUID | None:
     """
     if len(text) > 36:
         return None
+    if _CANONICAL_UUID.fullmatch(text):
+        return uuid.UUID(text)  # the form nearly every client sends, read as Java reads it
     groups = text.split("-")
     if len(groups) != 5:
         return None
@@ -260,6 +268,9 @@ def too_long(value: str, limit: int) -> str | None:
 def _check_storable(raw: dict[str, Any], prefix: str, found: _Errors) -> None:
     """Add an error for each string PostgreSQL cannot store (U+0000: text and jsonb refuse it) and
     for nesting deeper than ``MAX_DEPTH``; keys are strings too."""
+    if _storable(raw):
+        return
+    # Only an event with something to report pays for the paths.
     stack: list[tuple[Any, str, int]] = [(raw, prefix, 1)]
     while stack:
         value, path, depth = stack.pop()
@@ -275,6 +286,24 @@ def _check_storable(raw: dict[str, Any], prefix: str, found: _Errors) -> None:
                     found.add(FieldError(_child(path, key), f"the value {_unstorable(item)}"))
             elif isinstance(item, dict | list):
                 stack.append((item, _child(path, key), depth + 1))
+
+
+def _storable(raw: dict[str, Any]) -> bool:
+    """Whether ``_check_storable`` has nothing to say: no U+0000 in any key or string, no nesting
+    deeper than ``MAX_DEPTH``, told without building a path. A U+0000 anywhere is escaped as
+    ``\\u0000`` in the JSON encoding (a string holding a backslash and ``u0000`` only sends the
+    event through the full check, which finds nothing)."""
+    level: list[Any] = [raw]
+    for _ in range(MAX_DEPTH):
+        deeper: list[Any] = []
+        for value in level:
+            for item in value.values() if type(value) is dict else value:
+                if type(item) is dict or type(item) is list:
+                    deeper.append(item)
+        if not deeper:
+            return b"\\u0000" not in _encoder.encode(raw)
+        level = deeper
+    return False
 
 
 def _child(path: str, key: str | int) -> str:
