@@ -13,6 +13,7 @@ known may come from any of them, and is reported from each.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -25,9 +26,12 @@ STAR = "*"
 IDENTITY, TRANSFORMATION, AGGREGATION, INDIRECT = range(4)
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
-    """One output column of a relation; name "*" stands for the columns of tables not known."""
+class Field(NamedTuple):
+    """One output column of a relation; name "*" stands for the columns of tables not known.
+
+    A named tuple rather than a frozen dataclass: as immutable, and made several times faster,
+    which counts for the thousands a script's columns make.
+    """
 
     name: str
     refs: frozenset[Ref]
