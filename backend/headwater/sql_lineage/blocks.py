@@ -265,17 +265,20 @@ def _replace_unquoted(line: str, delimiter: str) -> str:
 
 
 def _split(tokens: list[Token]) -> list[list[Token]]:
-    chunks: list[list[Token]] = [[]]
-    chunk = chunks[0]
     semicolon = TokenType.SEMICOLON
-    for i, token in enumerate(tokens):
+    ends = [
+        i
+        for i, token in enumerate(tokens)
         # Only a two-letter word can be GO.
-        if token.token_type == semicolon or (len(token.text) == 2 and _is_batch_separator(tokens, i)):
-            chunk = []
-            chunks.append(chunk)
-        else:
-            chunk.append(token)
-    return [chunk for chunk in chunks if chunk]
+        if token.token_type == semicolon or (len(token.text) == 2 and _is_batch_separator(tokens, i))
+    ]
+    chunks: list[list[Token]] = []
+    start = 0
+    for end in [*ends, len(tokens)]:
+        if end > start:
+            chunks.append(tokens[start:end])
+        start = end + 1
+    return chunks
 
 
 def _is_batch_separator(tokens: list[Token], i: int) -> bool:
