@@ -189,6 +189,8 @@ def _without_on_commit(chunk: list[Token]) -> list[Token]:
     """A temporary table's `ON COMMIT DROP | DELETE ROWS | PRESERVE ROWS`: how long its rows last,
     which sqlglot does not read before AS in every dialect."""
     words = [t.text.upper() for t in chunk]
+    if "COMMIT" not in words:
+        return chunk
     for i in range(len(words) - 2):
         if words[i : i + 2] == ["ON", "COMMIT"]:
             end = i + 3 if words[i + 2] == "DROP" else i + 4
