@@ -60,7 +60,7 @@ class ParsedScript:
 
     def add(self, statements: list[exp.Expr], first: Token) -> None:
         self.statements.extend(statements)
-        self.firsts.extend(first for _ in statements)
+        self.firsts.extend([first] * len(statements))
 
     def statement_warning(self, index: int, message: str) -> SqlError:
         """A warning about statement `index`, located at its first word."""
