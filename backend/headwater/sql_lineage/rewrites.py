@@ -33,24 +33,45 @@ def normalize(chunk: list[Token], dialect: Dialect) -> list[Token]:
     assignments `SET a += x`, and Teradata's column attributes `col (TITLE 'Name')`.
     """
     first = chunk[0].text.upper()
+    tsql, bigquery = isinstance(dialect, TSQL), isinstance(dialect, BigQuery)
+    # The words of the statement, for the rewrites that look for a word it may not have; no
+    # rewrite adds a word, so the statement's words are enough to tell which can apply.
+    words = {t.text.upper() for t in chunk} if tsql or bigquery or first == "CREATE" else set()
     if first in _DML_WORDS:
         chunk = _without_top(chunk)
-    if isinstance(dialect, TSQL):
-        chunk = _tsql(chunk, first)
+    if tsql:
+        chunk = _tsql(chunk, first, words)
     if first == "LOCKING":
         chunk = _without_locking(chunk)
     if first == "MERGE":
         chunk = _without_merge_deletes(chunk)
-    if isinstance(dialect, BigQuery):
-        chunk = _change_functions(_model_functions(chunk, dialect))
+    if bigquery:
+        chunk = _bigquery(chunk, dialect, words)
     if first == "CREATE":
-        chunk = _without_on_commit(_without_distribution(_without_expectations(chunk)))
+        chunk = _create(chunk, words)
     if isinstance(dialect, Teradata):
         chunk = _without_column_attributes(chunk)
     return chunk
 
 
-def _tsql(chunk: list[Token], first: str) -> list[Token]:
+def _bigquery(chunk: list[Token], dialect: Dialect, words: set[str]) -> list[Token]:
+    """BigQuery's ML functions and change history functions, in a statement with `words`."""
+    if "MODEL" in words:
+        chunk = _model_functions(chunk, dialect)
+    if words & _CHANGE_FUNCTIONS:
+        chunk = _change_functions(chunk)
+    return chunk
+
+
+def _create(chunk: list[Token], words: set[str]) -> list[Token]:
+    """A CREATE's expectations, distribution and ON COMMIT, in a statement with `words`."""
+    if "EXPECT" in words:
+        chunk = _without_expectations(chunk)
+    chunk = _without_distribution(chunk)
+    return _without_on_commit(chunk) if "COMMIT" in words else chunk
+
+
+def _tsql(chunk: list[Token], first: str, words: set[str]) -> list[Token]:
     """T-SQL's forms: `+=`, Synapse's CTAS options, OPENROWSET(BULK …), target table hints."""
     if first in _ASSIGNING:
         chunk = _compound_assignments(chunk)
@@ -58,7 +79,7 @@ def _tsql(chunk: list[Token], first: str) -> list[Token]:
         chunk = _without_table_options(chunk)
     if first in {"INSERT", "MERGE", "WITH"}:
         chunk = _without_target_hints(chunk)
-    return _bulk_rowsets(chunk)
+    return _bulk_rowsets(chunk) if "OPENROWSET" in words else chunk
 
 
 _DML_WORDS = {"UPDATE", "DELETE", "INSERT", "MERGE"}
@@ -189,8 +210,6 @@ def _without_on_commit(chunk: list[Token]) -> list[Token]:
     """A temporary table's `ON COMMIT DROP | DELETE ROWS | PRESERVE ROWS`: how long its rows last,
     which sqlglot does not read before AS in every dialect."""
     words = [t.text.upper() for t in chunk]
-    if "COMMIT" not in words:
-        return chunk
     for i in range(len(words) - 2):
         if words[i : i + 2] == ["ON", "COMMIT"]:
             end = i + 3 if words[i + 2] == "DROP" else i + 4
