@@ -4,32 +4,14 @@ import, keys, mcp, retention, governance."""
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import signal
 import sys
 from typing import TYPE_CHECKING
 
+from headwater.command_base import CommandError
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-
-class CommandError(Exception):
-    """What stops a command that the user can fix: printed as one line, with a non-zero exit."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-def time_argument(value: str) -> dt.datetime:
-    """An argparse type: an RFC 3339 time; one without an offset is UTC, as at ingest."""
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not an RFC 3339 time: {value!r} (e.g. 2026-01-31T12:00:00Z)"
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -153,8 +135,4 @@ def _run(args: argparse.Namespace) -> int:  # noqa: C901 (one branch per command
 
 
 if __name__ == "__main__":
-    # Run as `python -m headwater.cli`, this file is also imported as headwater.cli by the commands,
-    # which raise that module's CommandError: main must be that module's too, to catch it.
-    from headwater.cli import main as imported_main
-
-    sys.exit(imported_main())
+    sys.exit(main())

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from headwater.server import warn_if_autovacuum_is_off
+from headwater.command_base import warn_if_autovacuum_is_off
 from tests.factories import job_run
 from tests.server import free_port
 

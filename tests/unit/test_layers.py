@@ -54,21 +54,6 @@ CIRCLES_ALLOWED_UNDER = "headwater.api.graphql.types."
 KNOWN_CIRCLES = {
     # names.py imports scope.Field for a type annotation; scope.py imports names.key.
     frozenset({"headwater.sql_lineage.names", "headwater.sql_lineage.scope"}),
-    # The commands import CommandError (and time_argument) from cli, and server's helpers; cli and
-    # server import the commands to run them.
-    frozenset(
-        {
-            "headwater.cli",
-            "headwater.server",
-            "headwater.access.command",
-            "headwater.consume.command",
-            "headwater.governance.command",
-            "headwater.imports.command",
-            "headwater.mcp.command",
-            "headwater.operations.command",
-            "headwater.pipeline.command",
-        }
-    ),
 }
 
 

@@ -8,7 +8,7 @@ import json
 import sys
 
 from headwater.access.keys import SCOPES, new_key
-from headwater.cli import CommandError
+from headwater.command_base import CommandError
 from headwater.store import api_keys as key_store
 
 
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_keys(args: argparse.Namespace) -> int:
-    from headwater.server import apply_migrations, database, load_settings
+    from headwater.command_base import apply_migrations, database, load_settings
 
     settings = load_settings()
     with database(settings.database_url, settings.data_dir) as url:
@@ -40,7 +40,7 @@ def run_keys(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, url: str) -> int:
-    from headwater.server import connect
+    from headwater.command_base import connect
 
     conn = await connect(url)
     try:

@@ -10,10 +10,16 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from headwater.cli import CommandError
+from headwater.command_base import (
+    CommandError,
+    apply_migrations,
+    check_migrated,
+    connect,
+    database,
+    load_settings,
+)
 from headwater.db.pool import create_pool, register_codecs
 from headwater.ingest.aliases import load_alias_rules
-from headwater.server import apply_migrations, check_migrated, connect, database, load_settings
 
 if TYPE_CHECKING:
     import argparse

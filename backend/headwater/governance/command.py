@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from headwater.cli import CommandError
+from headwater.command_base import CommandError
 from headwater.governance.policy import Policy, PolicyError, load_policy
 
 
@@ -39,7 +39,7 @@ def run_governance(args: argparse.Namespace) -> int:
     if args.action == "policy":
         print(json.dumps(policy_or_error(args.file).describe(), indent=2))
         return 0
-    from headwater.server import apply_migrations, database, load_settings
+    from headwater.command_base import apply_migrations, database, load_settings
 
     settings = load_settings()
     policy = policy_or_error(args.policies or settings.policies_file)
@@ -49,9 +49,9 @@ def run_governance(args: argparse.Namespace) -> int:
 
 
 async def _apply(url: str, policy: Policy) -> int:
+    from headwater.command_base import connect
     from headwater.db.pool import register_codecs
     from headwater.governance.propagation import apply_pending
-    from headwater.server import connect
 
     conn = await connect(url)
     try:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from headwater.cli import CommandError, time_argument
+from headwater.command_base import CommandError, time_argument
 
 if TYPE_CHECKING:
     from headwater.imports.marquez import ImportSummary
@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from headwater.server import apply_migrations, database, load_settings
+    from headwater.command_base import apply_migrations, database, load_settings
 
     if args.batch_size is not None and args.batch_size < 1:
         raise CommandError("--batch-size must be 1 or more")
@@ -73,11 +73,11 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 async def _import(args: argparse.Namespace, url: str, alias_rules_file: Path | None) -> ImportSummary:
+    from headwater.command_base import connect
     from headwater.db.pool import register_codecs
     from headwater.imports.marquez import BATCH_SIZE, SourceError, import_marquez, source_key
     from headwater.ingest.aliases import load_alias_rules
     from headwater.pipeline.progress import Progress
-    from headwater.server import connect
 
     try:
         rules = load_alias_rules(alias_rules_file)

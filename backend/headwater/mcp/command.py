@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def run_mcp(_: argparse.Namespace) -> int:
-    from headwater.server import check_migrated, database, load_settings
+    from headwater.command_base import check_migrated, database, load_settings
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = load_settings()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from headwater.cli import CommandError
+from headwater.command_base import CommandError
 from headwater.operations.retention import TABLES, RetentionReport, run_retention
 
 
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_retention_command(args: argparse.Namespace) -> int:
-    from headwater.server import apply_migrations, database, load_settings
+    from headwater.command_base import apply_migrations, database, load_settings
 
     if args.keep < 1:
         raise CommandError("--keep must be 1 day or more")
@@ -43,7 +43,7 @@ def run_retention_command(args: argparse.Namespace) -> int:
 
 
 async def _run(url: str, keep: int, dry_run: bool, batch_size: int) -> RetentionReport:
-    from headwater.server import connect
+    from headwater.command_base import connect
 
     # A connection of its own, without the server's statement timeout: collecting the candidates of
     # a large database is one long read (deletes are then bounded batches).

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from headwater.cli import time_argument
+from headwater.command_base import time_argument
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -168,7 +168,7 @@ def run_spark_command(argv: Sequence[str]) -> int:
     The database is checked (and for the commands that write, migrated) before the JVM starts: a
     wrong URL or a fresh database is answered in a second, not after Spark's start-up.
     """
-    from headwater.cli import CommandError
+    from headwater.command_base import CommandError
     from headwater.pipeline.sources import ArchiveNotFoundError
 
     parser = build_parser()
@@ -214,7 +214,7 @@ def _marquez_archives(args: argparse.Namespace, progress: Progress) -> Iterator[
 
     import asyncpg
 
-    from headwater.cli import CommandError
+    from headwater.command_base import CommandError
     from headwater.imports.marquez import SourceError, source_key
     from headwater.pipeline.marquez import stage_marquez_events
 
@@ -256,8 +256,8 @@ def _database(args: argparse.Namespace) -> Iterator[str | None]:
     Backfill and heat write, so they migrate first; export and a dry run only read, so they need
     a migrated database. A dry run with no database at all checks the archives alone.
     """
+    from headwater.command_base import apply_migrations, check_migrated, database, load_settings
     from headwater.embedded import has_cluster
-    from headwater.server import apply_migrations, check_migrated, database, load_settings
 
     settings = load_settings()
     url = args.database_url or settings.database_url
