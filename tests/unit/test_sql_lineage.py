@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
@@ -546,3 +547,19 @@ def test_cli_prints_warnings_and_succeeds() -> None:
     assert completed.stderr == (
         "warning: call of refresh_all: the lineage of what it runs is not derived at line 1, column 6\n"
     )
+
+
+def test_scripts_read_in_threads_and_after_errors_give_the_answers_they_give_alone() -> None:
+    # One tokenizer and one parser per dialect and thread serve every script: what one script
+    # leaves in them (an error, a half-read statement) must not reach the next, nor another thread.
+    cases = [c for c in CASES if not c.xfail][:120]
+    alone = [extract_lineage(c.sql, c.dialect, c.schema) for c in cases]
+    broken = ["SELECT 'oops", "INSERT INTO t SELEC 1", "UPDATE t SET", "selec oops"]
+    interleaved = []
+    for i, c in enumerate(cases):
+        extract_lineage(broken[i % len(broken)], c.dialect)
+        interleaved.append(extract_lineage(c.sql, c.dialect, c.schema))
+    assert interleaved == alone
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = list(pool.map(lambda c: extract_lineage(c.sql, c.dialect, c.schema), cases * 3))
+    assert threaded == alone * 3
