@@ -1,6 +1,7 @@
 // A dataset: its schema with types and tags, versions with the runs that wrote them and what changed
 // between them, its facets and runs.
-import { Empty, ErrorBox, Json, Link, Loading, Tags, duration, useQuery, useRoute, when } from "./ui.jsx";
+import { Facets, NodeHead, NodePage, RunState, RunsTable, VersionChanges, jobLink } from "./node.jsx";
+import { Empty, Link, Tags, when } from "./ui.jsx";
 
 const DATASET = `query($ns: String!, $name: String!) {
   dataset(namespace: $ns, name: $name) {
@@ -32,41 +33,28 @@ function schemaDiff(older, newer) {
   return changes;
 }
 
-export function RunState({ state }) {
-  return <span class={`state state-${(state || "none").toLowerCase()}`}>{state || "unknown"}</span>;
+export function DatasetPage() {
+  return <NodePage kind="dataset" query={DATASET} Page={Dataset} />;
 }
 
-export function DatasetPage() {
-  const { params } = useRoute();
-  const ns = params.get("ns") || "";
-  const name = params.get("name") || "";
-  const { data, error, loading } = useQuery(DATASET, { ns, name }, { skip: !ns || !name });
-  if (!ns || !name) return <Empty>A dataset page needs ?ns=NAMESPACE&amp;name=NAME.</Empty>;
-  if (error) return <ErrorBox error={error} />;
-  if (loading || !data) return <Loading what="the dataset" />;
-  const ds = data.dataset;
-  if (!ds) return <Empty>No dataset {name} in {ns}.</Empty>;
+function Dataset({ node: ds }) {
   const node = encodeURIComponent(ds.id);
   return (
     <section class="page dataset-page">
-      <header class="page-head">
-        <p class="kind kind-dataset">dataset</p>
-        <h1>{ds.name}</h1>
-        <p class="muted">
-          {ds.namespace} <Tags tags={ds.tags} />
-        </p>
-        {ds.description ? <p>{ds.description}</p> : null}
-        <nav class="page-actions" aria-label="About this dataset">
-          <Link href={`/lineage?node=${node}`}>Lineage</Link>
-          <Link href={`/lineage?node=${node}&level=column`}>Column lineage</Link>
-          <Link href={`/impact?node=${node}`}>Impact of a change</Link>
-          <Link href={`/root-cause?node=${node}`}>Root cause</Link>
-        </nav>
-        <p class="muted">
-          Created {when(ds.createdAt)}, last written {when(ds.lastModifiedAt)}
-          {ds.heat === null ? "" : `, heat ${ds.heat.toFixed(2)}`}
-        </p>
-      </header>
+      <NodeHead
+        kind="dataset"
+        node={ds}
+        links={
+          <>
+            <Link href={`/lineage?node=${node}`}>Lineage</Link>
+            <Link href={`/lineage?node=${node}&level=column`}>Column lineage</Link>
+            <Link href={`/impact?node=${node}`}>Impact of a change</Link>
+            <Link href={`/root-cause?node=${node}`}>Root cause</Link>
+          </>
+        }
+        changed="last written"
+        changedAt={ds.lastModifiedAt}
+      />
 
       <h2>Schema</h2>
       {ds.fields.length ? (
@@ -111,21 +99,13 @@ export function DatasetPage() {
                   <td>
                     {run ? (
                       <>
-                        <Link href={`/jobs?ns=${encodeURIComponent(run.job.namespace)}&name=${encodeURIComponent(run.job.name)}`}>{run.job.name}</Link>{" "}
+                        <Link href={jobLink(run.job)}>{run.job.name}</Link>{" "}
                         <RunState state={run.state} />
                       </>
                     ) : "\u2014"}
                   </td>
                   <td>
-                    {changes === null ? (
-                      <span class="muted">first version</span>
-                    ) : changes.length ? (
-                      <ul class="diff">
-                        {changes.map((c) => <li key={c.text} class={`diff-${c.sign === "+" ? "add" : c.sign === "~" ? "change" : "remove"}`}>{c.sign} {c.text}</li>)}
-                      </ul>
-                    ) : (
-                      <span class="muted">same schema (new data)</span>
-                    )}
+                    <VersionChanges changes={changes} same="same schema (new data)" />
                   </td>
                 </tr>
               );
@@ -139,47 +119,7 @@ export function DatasetPage() {
       <h2>Runs that wrote it</h2>
       <RunsTable runs={ds.runs} showJob />
 
-      <h2>Facets</h2>
-      {Object.keys(ds.facets).length ? (
-        Object.entries(ds.facets).map(([k, v]) => (
-          <details key={k}>
-            <summary>{k}</summary>
-            <Json value={v} />
-          </details>
-        ))
-      ) : (
-        <Empty>No facets.</Empty>
-      )}
+      <Facets facets={ds.facets} />
     </section>
-  );
-}
-
-export function RunsTable({ runs, showJob }) {
-  if (!runs.length) return <Empty>No runs.</Empty>;
-  return (
-    <table class="grid" aria-label="Runs">
-      <thead>
-        <tr>
-          {showJob ? <th>job</th> : null}
-          <th>state</th><th>started</th><th>ended</th><th>duration</th><th>error</th>
-        </tr>
-      </thead>
-      <tbody>
-        {runs.map((r) => (
-          <tr key={r.id} title={`run ${r.id}`}>
-            {showJob ? (
-              <td>
-                <Link href={`/jobs?ns=${encodeURIComponent(r.job.namespace)}&name=${encodeURIComponent(r.job.name)}`}>{r.job.name}</Link>
-              </td>
-            ) : null}
-            <td><RunState state={r.state} /></td>
-            <td>{when(r.startedAt)}</td>
-            <td>{when(r.endedAt)}</td>
-            <td>{duration(r.durationMs)}</td>
-            <td class="error-text">{r.errorMessage || ""}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
   );
 }

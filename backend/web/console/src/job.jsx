@@ -1,7 +1,7 @@
 // A job: its versions with their code and what changed (inputs, outputs, code lines), its current code,
 // its runs with state, duration and errors, and its parent and children.
-import { RunState, RunsTable } from "./dataset.jsx";
-import { Empty, ErrorBox, Json, Link, Loading, Tags, useQuery, useRoute, when } from "./ui.jsx";
+import { Facets, NodeHead, NodePage, RunState, RunsTable, VersionChanges, datasetLink, jobLink } from "./node.jsx";
+import { Empty, Link, when } from "./ui.jsx";
 
 const JOB = `query($ns: String!, $name: String!) {
   job(namespace: $ns, name: $name) {
@@ -19,14 +19,6 @@ const JOB = `query($ns: String!, $name: String!) {
     runs(first: 20) { nodes { id state startedAt endedAt durationMs errorMessage job { namespace name } } }
   }
 }`;
-
-function datasetLink(d) {
-  return `/datasets?ns=${encodeURIComponent(d.namespace)}&name=${encodeURIComponent(d.name)}`;
-}
-
-function jobLink(j) {
-  return `/jobs?ns=${encodeURIComponent(j.namespace)}&name=${encodeURIComponent(j.name)}`;
-}
 
 /** Datasets that ``newer`` reads or writes and ``older`` did not, and the reverse. */
 function versionDiff(older, newer) {
@@ -107,34 +99,22 @@ function codeOf(facets) {
 }
 
 export function JobPage() {
-  const { params } = useRoute();
-  const ns = params.get("ns") || "";
-  const name = params.get("name") || "";
-  const { data, error, loading } = useQuery(JOB, { ns, name }, { skip: !ns || !name });
-  if (!ns || !name) return <Empty>A job page needs ?ns=NAMESPACE&amp;name=NAME.</Empty>;
-  if (error) return <ErrorBox error={error} />;
-  if (loading || !data) return <Loading what="the job" />;
-  const job = data.job;
-  if (!job) return <Empty>No job {name} in {ns}.</Empty>;
+  return <NodePage kind="job" query={JOB} Page={Job} />;
+}
+
+function Job({ node: job }) {
   const code = codeOf(job.facets);
   const location = job.facets.sourceCodeLocation;
   return (
     <section class="page job-page">
-      <header class="page-head">
-        <p class="kind kind-job">job{job.type ? ` \u00b7 ${job.type.toLowerCase()}` : ""}{job.manual ? " \u00b7 declared by hand" : ""}</p>
-        <h1>{job.name}</h1>
-        <p class="muted">
-          {job.namespace} <Tags tags={job.tags} />
-        </p>
-        {job.description ? <p>{job.description}</p> : null}
-        <nav class="page-actions" aria-label="About this job">
-          <Link href={`/lineage?node=${encodeURIComponent(job.id)}`}>Lineage</Link>
-        </nav>
-        <p class="muted">
-          Created {when(job.createdAt)}, updated {when(job.updatedAt)}
-          {job.heat === null ? "" : `, heat ${job.heat.toFixed(2)}`}
-        </p>
-      </header>
+      <NodeHead
+        kind="job"
+        label={`job${job.type ? ` \u00b7 ${job.type.toLowerCase()}` : ""}${job.manual ? " \u00b7 declared by hand" : ""}`}
+        node={job}
+        links={<Link href={`/lineage?node=${encodeURIComponent(job.id)}`}>Lineage</Link>}
+        changed="updated"
+        changedAt={job.updatedAt}
+      />
 
       {job.parent || job.children.length ? (
         <>
@@ -189,13 +169,7 @@ export function JobPage() {
                   <td>{v.outputs.map((d) => <div key={d.name}><Link href={datasetLink(d)}>{d.name}</Link></div>)}</td>
                   <td><CodeOfVersion version={v} older={older} /></td>
                   <td>
-                    {changes === null ? (
-                      <span class="muted">first version</span>
-                    ) : (
-                      <ul class="diff">
-                        {changes.map((c) => <li key={c.text} class={`diff-${c.sign === "+" ? "add" : c.sign === "~" ? "change" : "remove"}`}>{c.sign} {c.text}</li>)}
-                      </ul>
-                    )}
+                    <VersionChanges changes={changes} />
                   </td>
                 </tr>
               );
@@ -209,17 +183,7 @@ export function JobPage() {
       <h2>Runs</h2>
       <RunsTable runs={job.runs.nodes} />
 
-      <h2>Facets</h2>
-      {Object.keys(job.facets).length ? (
-        Object.entries(job.facets).map(([k, v]) => (
-          <details key={k}>
-            <summary>{k}</summary>
-            <Json value={v} />
-          </details>
-        ))
-      ) : (
-        <Empty>No facets.</Empty>
-      )}
+      <Facets facets={job.facets} />
     </section>
   );
 }

@@ -2,7 +2,7 @@
 // that replays the graph at a past moment, expand and collapse, and live changes in place.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { gql, pageOf, subscribeToChanges } from "./api.js";
-import { RunState } from "./dataset.jsx";
+import { RunState } from "./node.jsx";
 import { edgeKey, LineageCanvas } from "./graph.jsx";
 import { ErrorBox, Link, Loading, navigate, useAuthVersion, useRoute } from "./ui.jsx";
 
