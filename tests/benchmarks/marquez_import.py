@@ -5,7 +5,10 @@ rounds to whole runs), stores them in a database laid out as Marquez's `lineage_
 one run, alternating: imports them with ``headwater import marquez`` (a subprocess, end to end:
 migrations, reading, validating, writing) into an empty database, and posts them to ``headwater
 serve`` on another empty database as `/batch` arrays of 500 from 2 clients. Prints events/s of
-each and their ratio. ``--import-src PATH`` (an earlier checkout) times its import too, in the same
+each and their ratio, and the CPU seconds per 1,000 events each side spent: the importing process, or
+the server's process tree and its clients, and the PostgreSQL backends serving them (sampled twice
+a second, so that the import's and /batch's work per event can be compared on a machine whose other
+load changes the rates). ``--import-src PATH`` (an earlier checkout) times its import too, in the same
 alternation, so that a change to the import is measured against the code before it.
 
 Run: ``python tests/benchmarks/marquez_import.py [--events 100000] [--repeat 1] [--import-src PATH]``.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import os
@@ -28,6 +32,7 @@ import time
 from pathlib import Path
 
 import asyncpg
+import psutil
 from ingest import (
     JOBS,
     SERVER_URL,
@@ -94,15 +99,64 @@ async def fresh_target() -> None:
         await admin.close()
 
 
-async def time_import(n: int, src: Path | None = None) -> float:
+class CpuSampler:
+    """CPU seconds, while it runs, of this process's children (the import, or the server and the
+    posting clients) and of the PostgreSQL backends of some databases.
+
+    Sampled every half second: each process counts from its first sample to its last, so that a
+    server's start is left out as the import's own is not timed before it runs; a process that ends
+    between two samples loses at most its last half second."""
+
+    def __init__(self, databases: list[str]) -> None:
+        self.databases = databases
+        self.first: dict[tuple[str, int], float] = {}
+        self.last: dict[tuple[str, int], float] = {}
+
+    def _sample(self, side: str, processes: list[psutil.Process]) -> None:
+        for process in processes:
+            try:
+                times = process.cpu_times()
+            except psutil.Error:
+                continue
+            self.first.setdefault((side, process.pid), times.user + times.system)
+            self.last[(side, process.pid)] = times.user + times.system
+
+    async def _once(self, admin: asyncpg.Connection) -> None:
+        self._sample("client", psutil.Process().children(recursive=True))
+        rows = await admin.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = ANY($1::text[]) AND pid <> pg_backend_pid()",
+            self.databases,
+        )
+        backends = []
+        for row in rows:
+            with contextlib.suppress(psutil.Error):
+                backends.append(psutil.Process(row["pid"]))
+        self._sample("postgres", backends)
+
+    async def run(self) -> None:
+        admin = await asyncpg.connect(SERVER_URL)
+        try:
+            while True:
+                await self._once(admin)
+                await asyncio.sleep(0.5)
+        finally:
+            await self._once(admin)
+            await admin.close()
+
+    def seconds(self, side: str) -> float:
+        return sum(v - self.first[k] for k, v in self.last.items() if k[0] == side)
+
+
+async def time_import(n: int, src: Path | None = None) -> tuple[float, CpuSampler]:
     await fresh_target()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
     env["HEADWATER_DATABASE_URL"] = _url(TARGET)
     if src is not None:
         env["PYTHONPATH"] = str(src / "backend")
+    cpu = CpuSampler([SOURCE, TARGET])
     with tempfile.TemporaryDirectory() as tmp:
         start = time.monotonic()
-        done = subprocess.run(
+        child = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
@@ -115,26 +169,51 @@ async def time_import(n: int, src: Path | None = None) -> float:
             ],
             env=env,
             cwd=tmp,
-            capture_output=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
-            check=False,
         )
+        sampling = asyncio.create_task(cpu.run())
+        try:
+            _, stderr = await asyncio.to_thread(child.communicate)
+        finally:
+            sampling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampling
         seconds = time.monotonic() - start
-    if done.returncode != 0 or f"imported {n:,}," not in done.stderr:
-        raise SystemExit(f"the import failed or imported too little:\n{done.stderr[-3000:]}")
-    return seconds
+    if child.returncode != 0 or f"imported {n:,}," not in stderr:
+        raise SystemExit(f"the import failed or imported too little:\n{stderr[-3000:]}")
+    return seconds, cpu
 
 
-async def time_batch(bodies: list[bytes]) -> float:
+async def time_batch(bodies: list[bytes]) -> tuple[float, CpuSampler]:
     await fresh_target()
     server, port = _start_server(None, _url(TARGET))
+    # The server and the posting clients (this process's children): what the import does in one.
+    cpu = CpuSampler([TARGET])
+    sampling = asyncio.create_task(cpu.run())
     try:
         path, arrays = Scenario("", 2, 500).bodies(bodies)
         seconds, _, _ = await asyncio.to_thread(post, port, path, arrays, 2)
     finally:
+        sampling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampling
         server.terminate()
         server.wait(timeout=30)
-    return seconds
+    return seconds, cpu
+
+
+class Figure:
+    """One timed side: events/s and the CPU it took per event."""
+
+    def __init__(self, n: int, seconds: float, cpu: CpuSampler) -> None:
+        self.rate = n / seconds
+        self.client_ms = cpu.seconds("client") / n * 1000
+        self.postgres_ms = cpu.seconds("postgres") / n * 1000
+
+    def cell(self) -> str:
+        return f"{self.rate:,.0f} events/s, {self.client_ms:.2f} + {self.postgres_ms:.2f} ms"
 
 
 async def main() -> int:
@@ -149,16 +228,16 @@ async def main() -> int:
     print(f"{n:,} events; filling the Marquez-shaped source…", file=sys.stderr)
     await fill_source(events)
     bodies = _encode(events)
-    rows = []
+    rows: list[tuple[int, Figure | None, Figure, Figure]] = []
     for i in range(args.repeat):
-        before = n / await time_import(n, args.import_src) if args.import_src else None
-        imported = n / await time_import(n)
-        batched = n / await time_batch(bodies)
+        before = Figure(n, *await time_import(n, args.import_src)) if args.import_src else None
+        imported = Figure(n, *await time_import(n))
+        batched = Figure(n, *await time_batch(bodies))
         rows.append((i + 1, before, imported, batched))
         print(
             f"run {i + 1}: "
-            + (f"import before {before:,.0f} events/s, " if before else "")
-            + f"import {imported:,.0f} events/s, /batch {batched:,.0f} events/s",
+            + (f"import before {before.cell()}, " if before else "")
+            + f"import {imported.cell()}, /batch {batched.cell()}",
             file=sys.stderr,
         )
     admin = await asyncpg.connect(SERVER_URL)
@@ -167,16 +246,15 @@ async def main() -> int:
             await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
     finally:
         await admin.close()
+    print("events/s; CPU ms per event: Headwater's processes + PostgreSQL's backends")
     before_head = "`--import-src`'s import | " if args.import_src else ""
     print(
         f"| run | {before_head}`headwater import marquez` | `/batch` of 500, 2 clients | import / batch |"
         f"\n|---|{'---:|' * (4 if args.import_src else 3)}"
     )
     for run, before, imp, batch in rows:
-        before_cell = f"{before:,.0f} events/s | " if before else ""
-        print(
-            f"| {run} | {before_cell}{imp:,.0f} events/s | {batch:,.0f} events/s | {imp / batch:.2f} |"
-        )
+        before_cell = f"{before.cell()} | " if before else ""
+        print(f"| {run} | {before_cell}{imp.cell()} | {batch.cell()} | {imp.rate / batch.rate:.2f} |")
     return 0
 
 
