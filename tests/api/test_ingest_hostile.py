@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import string
@@ -30,6 +31,29 @@ from tests.pg import migrated_database
 from tests.server import HeadwaterServer, running_headwater
 
 pytestmark = pytest.mark.db
+
+
+@contextlib.contextmanager
+def health_probed(server: HeadwaterServer, every: float) -> Iterator[list[float]]:
+    """Times a GET /healthz every ``every`` seconds from another thread while the block runs; the
+    list it gives holds their latencies once the block is over."""
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        while not done.is_set():
+            started = time.monotonic()
+            httpx.get(f"{server.url}/healthz", timeout=30).raise_for_status()
+            latencies.append(time.monotonic() - started)
+            time.sleep(every)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        yield latencies
+    finally:
+        done.set()
+        prober.join()
 
 
 @pytest.fixture(scope="module")
@@ -220,19 +244,7 @@ def test_huge_bodies_of_tiny_values_are_refused_undecoded_in_bounded_memory(serv
     }
     process = psutil.Process(server.pid)
     before = process.memory_info().rss
-    latencies: list[float] = []
-    done = threading.Event()
-
-    def probe() -> None:
-        while not done.is_set():
-            started = time.monotonic()
-            httpx.get(f"{server.url}/healthz", timeout=30).raise_for_status()
-            latencies.append(time.monotonic() - started)
-            time.sleep(0.05)
-
-    prober = threading.Thread(target=probe)
-    prober.start()
-    try:
+    with health_probed(server, every=0.05) as latencies:
         for name, body in bodies.items():
             assert len(body) <= 64 * 1024 * 1024, name
             started = time.monotonic()
@@ -244,9 +256,6 @@ def test_huge_bodies_of_tiny_values_are_refused_undecoded_in_bounded_memory(serv
             print(f"{name}: 413 in {took:.1f} s, server RSS +{grown:.0f} MB")
             # Decoded, any of these takes gigabytes; refused, the body and a copy at most.
             assert grown < 2 * len(body) / 1e6, (name, grown)
-    finally:
-        done.set()
-        prober.join()
     print(f"/healthz meanwhile: max {max(latencies) * 1000:.0f} ms")
     assert max(latencies) < 2.0
     assert post(server, [event()]).status_code == 201
@@ -287,25 +296,10 @@ def sql_event(statements: int) -> dict[str, Any]:
 
 
 def test_a_5000_statement_script_is_ingested_in_seconds_while_healthz_answers(server):
-    latencies: list[float] = []
-    done = threading.Event()
-
-    def probe() -> None:
-        while not done.is_set():
-            started = time.monotonic()
-            httpx.get(f"{server.url}/healthz", timeout=30).raise_for_status()
-            latencies.append(time.monotonic() - started)
-            time.sleep(0.02)
-
-    prober = threading.Thread(target=probe)
-    prober.start()
-    started = time.monotonic()
-    try:
+    with health_probed(server, every=0.02) as latencies:
+        started = time.monotonic()
         response = post(server, sql_event(5000))
-    finally:
         took = time.monotonic() - started
-        done.set()
-        prober.join()
     assert response.status_code == 201, response.text
     print(f"5,000 statements: {took:.1f} s; /healthz max {max(latencies) * 1000:.0f} ms")
     assert took < 20
