@@ -48,7 +48,6 @@ _RETRYABLE = (
 )
 _ATTEMPTS = 5
 
-
 _REQUIRED_COLUMNS = {"event_time", "event"}
 # PostgreSQL's jsonb holds valid JSON only: decoding it cannot fail.
 _decoder = msgspec.json.Decoder()
@@ -182,8 +181,9 @@ async def import_marquez(
         )
     start = max(filter(None, [since, summary.resumed_from]), default=None)
     source = await MarquezSource.connect(source_url)
-    planning = await _plan_as_the_server(target)
+    planning: dict[str, str] = {}
     try:
+        planning = await _plan_as_the_server(target)
         summary.total = await source.count(start, until)
         if progress is not None:
             progress.set_phase(
