@@ -53,16 +53,13 @@ written AS (
         facets_at = greatest(d.facets_at, excluded.facets_at),
         updated_at = greatest(d.updated_at, excluded.updated_at),
         created_at = least(d.created_at, excluded.created_at)
-    WHERE excluded.created_at < d.created_at
-       OR merge_reported(d.source_name, d.facets_at, excluded.source_name, excluded.facets_at)
-          IS DISTINCT FROM d.source_name
-       OR merge_reported(d.description, d.facets_at, excluded.description, excluded.facets_at)
-          IS DISTINCT FROM d.description
-       OR merge_facets(d.facets, d.facets_at, excluded.facets, excluded.facets_at,
-                       CASE WHEN $2::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                                       FROM input i
-                                                       WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
-                       END) IS DISTINCT FROM d.facets
+    WHERE report_changes_node(d.created_at, excluded.created_at, d.facets_at, excluded.facets_at,
+                              d.source_name, excluded.source_name, d.description, excluded.description,
+                              d.facets, excluded.facets,
+                              CASE WHEN $2::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                                              FROM input i
+                                                              WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
+                              END)
     RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created
 )
 SELECT * FROM written

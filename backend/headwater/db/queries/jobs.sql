@@ -26,16 +26,14 @@ written AS (
         facets_at = greatest(j.facets_at, excluded.facets_at),
         updated_at = greatest(j.updated_at, excluded.updated_at),
         created_at = least(j.created_at, excluded.created_at)
-    WHERE excluded.created_at < j.created_at
+    WHERE report_changes_node(j.created_at, excluded.created_at, j.facets_at, excluded.facets_at,
+                              j.job_type, excluded.job_type, j.description, excluded.description,
+                              j.facets, excluded.facets,
+                              CASE WHEN $9::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                                                              FROM input i
+                                                              WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
+                              END)
        OR coalesce(excluded.parent_job_uuid, j.parent_job_uuid) IS DISTINCT FROM j.parent_job_uuid
-       OR merge_reported(j.job_type, j.facets_at, excluded.job_type, excluded.facets_at) IS DISTINCT FROM j.job_type
-       OR merge_reported(j.description, j.facets_at, excluded.description, excluded.facets_at)
-          IS DISTINCT FROM j.description
-       OR merge_facets(j.facets, j.facets_at, excluded.facets, excluded.facets_at,
-                       CASE WHEN $9::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                                       FROM input i
-                                                       WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
-                       END) IS DISTINCT FROM j.facets
     RETURNING j.namespace, j.name, j.job_uuid, j.node_id, (xmax = 0) AS created
 )
 SELECT * FROM written
