@@ -67,6 +67,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+async def settled(pid: int, timeout: float = 30.0) -> None:
+    """Returns once the process has used under 5% of a core for a quarter of a second."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cpu = cpu_seconds(pid)
+        await asyncio.sleep(0.25)
+        if cpu_seconds(pid) - cpu < 0.0125:
+            return
+    raise AssertionError(f"the server was still busy after {timeout:.0f} s")
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
@@ -101,40 +112,60 @@ async def test_two_hundred_idle_subscribers_leave_ingest_rate_alone(server):
     base, graph, pid = server
     events = 60
 
-    cpu_per_event: list[float] = []
-
-    async def rate(tag: str) -> float:
+    async def measured(tag: str) -> tuple[float, float]:
+        """Events per second and the server's CPU seconds per event, posting ``events`` events."""
         cpu = cpu_seconds(pid)
         elapsed = await post_timed(base, reading(tag, graph.last[100:], events))
-        cpu_per_event.append((cpu_seconds(pid) - cpu) / events)
-        return events / elapsed
+        return events / elapsed, (cpu_seconds(pid) - cpu) / events
 
-    await rate("warmup")
-    before = await rate("none")
-    rss_before = rss_mb(pid)
-    async with AsyncExitStack() as stack:
-        # Idle: each watches what is downstream of a source in the graph, and nothing posted
-        # below touches it.
-        for root in graph.first[:100]:
-            await stack.enter_async_context(
-                subscribe(base, change_filter={"downstreamOf": {"nodeId": root, "depth": 1}})
-            )
-        for _ in range(100):
-            await stack.enter_async_context(subscribe(base, change_filter={"kinds": ["TAG_CHANGED"]}))
-        await asyncio.sleep(0.5)
-        # The best of three: on a shared machine other work only ever lowers a rate, and one
-        # unlucky second must not read as a cost of the subscribers.
-        with_subscribers = max([await rate(f"with{i}") for i in range(3)])
-    await asyncio.sleep(1.0)
-    after = await rate("after")
-    rss_after = rss_mb(pid)
-    print(
-        f"events/s: {before:.1f} alone, {with_subscribers:.1f} with 200 subscribers, {after:.1f} after"
-    )
-    print("server CPU ms per event:", [round(c * 1000, 2) for c in cpu_per_event[1:]])
-    # The server's own CPU per event is what subscribers could add to ingest; unlike a rate, other
-    # work on the machine barely moves it.
-    _, alone_cpu, *with_cpu, after_cpu = cpu_per_event
-    assert min(with_cpu) <= 1.25 * max(alone_cpu, after_cpu), cpu_per_event
-    assert with_subscribers >= 0.75 * min(before, after), (before, with_subscribers, after)
-    assert rss_after < rss_before + 50, (rss_before, rss_after)
+    async def attempt(n: int) -> tuple[list[tuple[float, float]], float, float]:
+        """(alone, with the subscribers, after they left) and the server's RSS before and after."""
+        alone = await measured(f"none{n}")
+        rss_before = rss_mb(pid)
+        async with AsyncExitStack() as stack:
+            # Idle: each watches what is downstream of a source in the graph, and nothing posted
+            # below touches it.
+            for root in graph.first[:100]:
+                await stack.enter_async_context(
+                    subscribe(base, change_filter={"downstreamOf": {"nodeId": root, "depth": 1}})
+                )
+            for _ in range(100):
+                await stack.enter_async_context(
+                    subscribe(base, change_filter={"kinds": ["TAG_CHANGED"]})
+                )
+            # Subscribing only sends the request: wait until the server has set all of them up,
+            # and each scope has been walked, which happens once, when it judges its first change.
+            await settled(pid)
+            await post_timed(base, reading(f"warm{n}", graph.last[100:], 2))
+            await settled(pid)
+            with_subscribers = await measured(f"with{n}")
+        await asyncio.sleep(1.0)
+        after = await measured(f"after{n}")
+        return [alone, with_subscribers, after], rss_before, rss_mb(pid)
+
+    def costs_nothing(rounds: list[tuple[float, float]]) -> bool:
+        # The server's own CPU per event is what subscribers could add to ingest; the rate, what a
+        # client sees. Both are judged against the rounds without subscribers just before and after.
+        (rate_alone, cpu_alone), (rate_with, cpu_with), (rate_after, cpu_after) = rounds
+        return cpu_with <= 1.25 * max(cpu_alone, cpu_after) and rate_with >= 0.75 * min(
+            rate_alone, rate_after
+        )
+
+    await measured("warmup")
+    # On a shared machine other work only ever slows a round down: a cost of the subscribers shows
+    # in every attempt, a busy second in one.
+    tried = []
+    for n in range(3):
+        rounds, rss_before, rss_after = await attempt(n)
+        tried.append(rounds)
+        print(
+            "events/s alone, with 200 subscribers, after:",
+            [round(rate, 1) for rate, _ in rounds],
+            "server CPU ms per event:",
+            [round(cpu * 1000, 2) for _, cpu in rounds],
+        )
+        assert rss_after < rss_before + 50, (rss_before, rss_after)
+        if costs_nothing(rounds):
+            break
+    else:
+        raise AssertionError(f"200 idle subscribers slowed ingest in every attempt: {tried}")
