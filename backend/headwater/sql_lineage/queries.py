@@ -41,7 +41,7 @@ from headwater.sql_lineage.scope import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from headwater.sql_lineage.names import Catalog
+    from headwater.sql_lineage.catalog import Catalog
     from headwater.sql_lineage.writes import Write
 
 Ctes = dict[str, list[Field]]

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from headwater.sql_lineage.catalog import Catalog
 from headwater.sql_lineage.dialects import has_lateral_aliases
 from headwater.sql_lineage.model import TRANSFORMATIONS, ColumnLineage, SqlError, SqlLineage
-from headwater.sql_lineage.names import Catalog, key
+from headwater.sql_lineage.names import key
 from headwater.sql_lineage.parsing import parse_script
 from headwater.sql_lineage.scope import STAR, Field, Ref, through_star
 from headwater.sql_lineage.statements import StatementLineage, statement_lineage

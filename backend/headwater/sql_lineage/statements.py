@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from sqlglot import exp
 
+from headwater.sql_lineage.catalog import Catalog
 from headwater.sql_lineage.dml import (
     delete_writes,
     merge_writes,
@@ -25,7 +26,7 @@ from headwater.sql_lineage.dml import (
     returned_into,
     update_writes,
 )
-from headwater.sql_lineage.names import Catalog, key, path_name, qualify_like, table_name
+from headwater.sql_lineage.names import key, path_name, qualify_like, table_name
 from headwater.sql_lineage.queries import Ctes, QueryEvaluator
 from headwater.sql_lineage.rewrites import REFRESHED
 from headwater.sql_lineage.scope import Field, Scope, Source, star_field
