@@ -17,8 +17,6 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from headwater.db.pool import register_codecs
-from headwater.imports.marquez import import_marquez
 from tests.client import post_all
 from tests.factories import job_run, run_event
 from tests.marquez import fill_marquez, history, in_ingest_order
@@ -115,41 +113,6 @@ async def test_refused_events_are_counted_and_kept_with_their_reason(marquez, pg
         ]
         assert [r["event"] for r in refused] == [unknown_type, no_job_name]
         assert [e["path"] for r in refused for e in r["errors"]] == ["$.eventType", "$.job.name"]
-
-
-async def test_the_writes_plan_as_the_servers_do_and_leave_the_connection_as_it_was(marquez, pg_server):
-    await fill_marquez(marquez, [run_event("load", inputs=["a"], outputs=["b"])])
-    async with migrated_database(pg_server, "headwater_mqz_target") as target:
-        conn = await asyncpg.connect(target)
-        try:
-            await register_codecs(conn)
-            # What the transaction that writes the events and the progress row runs with.
-            await conn.execute(
-                """
-                CREATE TABLE seen_settings (jit text, plan_cache_mode text);
-                CREATE FUNCTION note_settings() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN
-                    INSERT INTO seen_settings
-                    VALUES (current_setting('jit'), current_setting('plan_cache_mode'));
-                    RETURN NEW;
-                END $$;
-                CREATE TRIGGER note_settings AFTER INSERT OR UPDATE ON import_progress
-                FOR EACH ROW EXECUTE FUNCTION note_settings();
-                SET jit = on;
-                SET plan_cache_mode = auto;
-                """
-            )
-            summary = await import_marquez(marquez, conn, alias_rules=[])
-            assert summary.imported == 1
-            assert [tuple(r) for r in await conn.fetch("TABLE seen_settings")] == [
-                ("off", "force_custom_plan")
-            ]
-            after = await conn.fetchrow(
-                "SELECT current_setting('jit'), current_setting('plan_cache_mode')"
-            )
-            assert tuple(after) == ("on", "auto")
-        finally:
-            await conn.close()
 
 
 async def test_a_database_that_is_not_marquez_is_one_clear_line(pg_server, marquez, tmp_path):

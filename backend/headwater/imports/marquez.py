@@ -15,7 +15,6 @@ them would have built, with nothing of Marquez's derived tables taken on trust.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import json
 from collections import Counter
@@ -26,7 +25,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 import asyncpg
 import msgspec
 
-from headwater.db.pool import PLAN_SETTINGS
 from headwater.errors import InvalidEventError
 from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events
 
@@ -181,9 +179,7 @@ async def import_marquez(
         )
     start = max(filter(None, [since, summary.resumed_from]), default=None)
     source = await MarquezSource.connect(source_url)
-    planning: dict[str, str] = {}
     try:
-        planning = await _plan_as_the_server(target)
         summary.total = await source.count(start, until)
         if progress is not None:
             progress.set_phase(
@@ -214,28 +210,7 @@ async def import_marquez(
         raise group.exceptions[0] from None
     finally:
         await source.close()
-        await _set(target, planning)
     return summary
-
-
-async def _plan_as_the_server(target: asyncpg.Connection) -> dict[str, str]:
-    """Plan as the server's connections do (db.pool.PLAN_SETTINGS: a custom plan for every
-    statement, no JIT); returns the settings the connection had, to be set back when done.
-
-    Session settings rather than SET LOCAL in each transaction: a local `jit` was found left in
-    place after the transaction when ingest's partition check ran in it."""
-    previous = {
-        name: await target.fetchval("SELECT current_setting($1)", name) for name in PLAN_SETTINGS
-    }
-    await _set(target, PLAN_SETTINGS)
-    return previous
-
-
-async def _set(target: asyncpg.Connection, settings: dict[str, str]) -> None:
-    # A connection that cannot take it is broken: what broke it is the error to report.
-    with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
-        for name, value in settings.items():
-            await target.execute("SELECT set_config($1, $2, false)", name, value)
 
 
 @dataclass(frozen=True)
