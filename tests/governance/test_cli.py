@@ -78,3 +78,5 @@ async def test_apply_applies_what_is_pending_and_says_what_it_did(governed: Gove
     assert (await governed.labels(p.CONTACTS))["email"] == ["pii"]
     again = json.loads(headwater("governance", "apply", env=env).stdout)
     assert again["changes_read"] == 0
+    # With nothing left to apply, it still says how far the applied changes go.
+    assert again["last_change_id"] == outcome["last_change_id"]

@@ -131,6 +131,9 @@ async def apply_pending(conn: asyncpg.Connection, policy: Policy, *, upto: int |
                     outcome = await apply_changes(conn, policy, changes)
                     outcome.last_change_id = changes[-1].change_id if changes else after
                 else:
+                    # Nothing left to apply (another process may have applied it): the outcome
+                    # still says how far the applied changes go.
+                    total.last_change_id = max(total.last_change_id, after)
                     return total
                 await store.save_progress(conn, outcome.last_change_id, policy.fingerprint)
         except asyncpg.exceptions.LockNotAvailableError:
