@@ -114,12 +114,6 @@ class ValidEvent:
 
 _AT_PATH = re.compile(r"^(?P<message>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
 _sorted_encoder = msgspec.json.Encoder(order="sorted")
-_encoder = msgspec.json.Encoder()
-
-
-def content_hash(raw: Any) -> bytes:
-    """SHA-256 of the event with keys sorted, so re-serialized retries hash the same."""
-    return hashlib.sha256(_sorted_encoder.encode(raw)).digest()
 
 
 _CANONICAL_UUID = re.compile(
@@ -223,7 +217,7 @@ def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) ->
         found.add(FieldError(prefix, f"Expected `object`, got `{json_type(raw)}`"))
         raise found.error("An OpenLineage event must be a JSON object")
     # Checked first and always: what PostgreSQL cannot store is an error wherever it is, facets too.
-    _check_storable(raw, prefix, found)
+    sorted_json = _check_storable(raw, prefix, found)
     kind = event_kind(raw)
     what = f"Invalid {kind.title()}Event"
     try:
@@ -245,7 +239,9 @@ def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) ->
     _check_names(model, prefix, found)
     if found.count:
         raise found.error(what)
-    return ValidEvent(kind=kind, model=model, raw=raw, content_hash=content_hash(raw))
+    assert sorted_json is not None  # None only for nesting too deep, an error raised above
+    # The content hash is of the event with its keys sorted, so that re-serialized retries match.
+    return ValidEvent(kind=kind, model=model, raw=raw, content_hash=hashlib.sha256(sorted_json).digest())
 
 
 def time_out_of_range(value: dt.datetime) -> str | None:
@@ -265,12 +261,18 @@ def too_long(value: str, limit: int) -> str | None:
     return f"must be at most {limit} bytes in UTF-8, not {size}" if size > limit else None
 
 
-def _check_storable(raw: dict[str, Any], prefix: str, found: _Errors) -> None:
+def _check_storable(raw: dict[str, Any], prefix: str, found: _Errors) -> bytes | None:
     """Add an error for each string PostgreSQL cannot store (U+0000: text and jsonb refuse it) and
-    for nesting deeper than ``MAX_DEPTH``; keys are strings too."""
-    if _storable(raw):
-        return
-    # Only an event with something to report pays for the paths.
+    for nesting deeper than ``MAX_DEPTH``; keys are strings too. Returns the event's JSON with its
+    keys sorted (what its content hash is of), or None when it is nested too deeply.
+
+    A U+0000 anywhere is escaped as ``\\u0000`` in that JSON, so an event without it is told
+    storable without building a path; only an event with something to report (or a string holding
+    a backslash and ``u0000``, which the walk then clears) pays for the paths.
+    """
+    sorted_json = _sorted_json_within_depth(raw)
+    if sorted_json is not None and b"\\u0000" not in sorted_json:
+        return sorted_json
     stack: list[tuple[Any, str, int]] = [(raw, prefix, 1)]
     while stack:
         value, path, depth = stack.pop()
@@ -286,13 +288,12 @@ def _check_storable(raw: dict[str, Any], prefix: str, found: _Errors) -> None:
                     found.add(FieldError(_child(path, key), f"the value {_unstorable(item)}"))
             elif isinstance(item, dict | list):
                 stack.append((item, _child(path, key), depth + 1))
+    return sorted_json
 
 
-def _storable(raw: dict[str, Any]) -> bool:
-    """Whether ``_check_storable`` has nothing to say: no U+0000 in any key or string, no nesting
-    deeper than ``MAX_DEPTH``, told without building a path. A U+0000 anywhere is escaped as
-    ``\\u0000`` in the JSON encoding (a string holding a backslash and ``u0000`` only sends the
-    event through the full check, which finds nothing)."""
+def _sorted_json_within_depth(raw: dict[str, Any]) -> bytes | None:
+    """The event's JSON with its keys sorted, or None when it nests deeper than ``MAX_DEPTH``
+    (found by a walk over its containers alone, before the encoder recurses into them)."""
     level: list[Any] = [raw]
     for _ in range(MAX_DEPTH):
         deeper: list[Any] = []
@@ -301,9 +302,9 @@ def _storable(raw: dict[str, Any]) -> bool:
                 if type(item) is dict or type(item) is list:
                     deeper.append(item)
         if not deeper:
-            return b"\\u0000" not in _encoder.encode(raw)
+            return _sorted_encoder.encode(raw)
         level = deeper
-    return False
+    return None
 
 
 def _child(path: str, key: str | int) -> str:
