@@ -9,12 +9,14 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
+from headwater.errors import NodeNotFoundError
 from headwater.feed.filters import ChangeFilter, ChangeMatcher
 from headwater.feed.hub import ChangeFeed
 from headwater.feed.log import ChangeRecord
 from headwater.feed.scopes import LineageScopes, ScopeSpec
 from headwater.ingest.service import ingest_events
 from headwater.ingest.validate import validate_event
+from headwater.lineage.graph import fetch_lineage, walk_hops
 from tests.factories import run_event
 
 pytestmark = pytest.mark.db
@@ -101,7 +103,7 @@ async def test_changes_outside_every_scope_are_not_even_offered(db, feed):
         return offered[-1][1]
 
     feed.scopes_judging = recorded
-    # Before its first walk the scope judges every change.
+    # Walked when acquired; until then it judges every change: either way, this one reaches it.
     await ingest(db, run_event("first", inputs=["b"], outputs=["c"]))
     await settle(feed)
     assert offered
@@ -132,3 +134,144 @@ async def test_changes_outside_every_scope_are_not_even_offered(db, feed):
     assert feed.subscriber_count == 0
     assert not feed._by_scope
     assert scopes._scopes == {}
+
+
+async def warmed(scopes: LineageScopes) -> None:
+    """Wait for the walks of the scopes acquired so far."""
+    await asyncio.gather(*scopes._warming.values())
+
+
+async def test_the_lean_walk_finds_the_nodes_and_hops_of_fetch_lineage(db):
+    # Two paths of different lengths from a to d, a cycle, a branch, a closed edge and a deleted node.
+    await ingest(
+        db,
+        run_event("load", inputs=["a", "old"], outputs=["b"]),
+        run_event("load", inputs=["a"], outputs=["b"]),  # closes old -> load
+        run_event("clean", inputs=["b"], outputs=["c"]),
+        run_event("join", inputs=["c", "a"], outputs=["d"]),
+        run_event("loop", inputs=["d"], outputs=["b"]),
+        run_event("branch", inputs=["b"], outputs=["e", "gone"]),
+        run_event("after_gone", inputs=["gone"], outputs=["f"]),
+    )
+    async with db.acquire() as conn:
+        await conn.execute("UPDATE datasets SET deleted_at = now() WHERE name = 'gone'")
+        roots = [
+            "dataset:warehouse:a",
+            "dataset:warehouse:b",
+            "dataset:warehouse:d",
+            "job:pipelines:clean",
+        ]
+        compared = 0
+        for root in roots:
+            for direction in ("DOWNSTREAM", "UPSTREAM", "BOTH"):
+                for depth in (0, 1, 2, 5):
+                    full = await fetch_lineage(conn, [root], depth=depth, direction=direction)
+                    lean = await walk_hops(conn, [root], depth=depth, direction=direction)
+                    assert lean.hops == {n.id: n.hops for n in full.nodes}, (root, direction, depth)
+                    assert lean.truncated == full.truncated
+                    compared += len(lean.hops)
+        assert compared > 100
+        # The cap cuts both alike.
+        full = await fetch_lineage(conn, ["dataset:warehouse:a"], depth=5, direction="BOTH", max_nodes=3)
+        lean = await walk_hops(conn, ["dataset:warehouse:a"], depth=5, direction="BOTH", max_nodes=3)
+        assert lean.truncated
+        assert full.truncated
+        assert lean.hops == {n.id: n.hops for n in full.nodes}
+        for walk in (fetch_lineage, walk_hops):
+            with pytest.raises(NodeNotFoundError):
+                await walk(conn, ["dataset:warehouse:nowhere"], depth=1, direction="DOWNSTREAM")
+
+
+async def test_a_scope_is_walked_when_acquired_not_when_its_first_change_comes(db, feed):
+    await ingest(db, run_event("load", inputs=["a"], outputs=["b"]))
+    await settle(feed)
+    scopes = LineageScopes(db, feed)
+    spec = ScopeSpec(ROOT, 5, "DOWNSTREAM")
+    matcher = ChangeMatcher(ChangeFilter(downstream_of=spec), scopes)
+    sub = feed.subscribe(refuses=matcher.refuses, scopes=[spec])
+    stream = sub.changes()
+    await warmed(scopes)
+    assert scopes.walks == 1
+    walked_at = scopes._scopes[spec].computed_at
+    assert scopes._scopes[spec].hops == {ROOT: 0, "job:pipelines:load": 1, "dataset:warehouse:b": 2}
+
+    # Elsewhere: judged by no scope, so not even offered.
+    await ingest(db, run_event("elsewhere", inputs=["x"], outputs=["y"]))
+    await settle(feed)
+    assert not sub.queue
+    # Inside: delivered, judged against the scope walked before it, plus the edges it brought.
+    await ingest(db, run_event("first", inputs=["b"], outputs=["c"]))
+    await settle(feed)
+    delivered: list[str] = []
+    while "dataset:warehouse:c" not in delivered:
+        change = await asyncio.wait_for(anext(stream), 5)
+        if await matcher.matches(change):
+            delivered.append(change.node_id)
+    assert scopes._scopes[spec].computed_at == walked_at  # never walked from its root again
+    assert scopes._scopes[spec].hops["dataset:warehouse:c"] == 4
+    await stream.aclose()
+    matcher.close()
+    assert scopes._scopes == {}
+    assert not scopes._warming
+
+
+async def test_edges_changed_during_the_first_walk_are_applied_on_top_of_it(db, feed):
+    await ingest(
+        db,
+        run_event("load", inputs=["a"], outputs=["b"]),
+        run_event("copy", inputs=["b"], outputs=["x"]),
+    )
+    await settle(feed)
+    scopes = LineageScopes(db, feed, max_walks=1)
+    spec = ScopeSpec(ROOT, 5, "DOWNSTREAM")
+    await scopes._walking.acquire()  # another walk is under way: this one waits, its scope locked
+    scopes.acquire(spec)
+    await asyncio.sleep(0.05)
+    scope = scopes._scopes[spec]
+    assert scope.lock.locked()
+    assert scope.computed_at >= 0
+    # Emitted while it waits: kept, and applied once it is walked.
+    await ingest(db, run_event("more", inputs=["b"], outputs=["c"]))
+    await settle(feed)
+    assert scope.pending
+    scopes._walking.release()
+    await warmed(scopes)
+    assert not scope.pending
+    assert not scope.stale
+    assert {"job:pipelines:more", "dataset:warehouse:c", "dataset:warehouse:x"} <= scope.hops.keys()
+
+    # A removed edge that touches the scope while it is walked again makes it stale: walked anew.
+    scopes.release(spec)
+    await scopes._walking.acquire()
+    scopes.acquire(spec)
+    await asyncio.sleep(0.05)
+    scope = scopes._scopes[spec]
+    await ingest(db, run_event("copy", inputs=["a"], outputs=["y"]))  # closes b -> copy
+    await settle(feed)
+    scopes._walking.release()
+    await warmed(scopes)
+    assert scope.stale or not scope.pending
+    change = (await feed.read_between(0, feed.position))[-1]
+    hops = await scopes.nodes(spec, change)
+    assert "dataset:warehouse:y" in hops
+    assert "dataset:warehouse:x" in hops
+    assert hops["dataset:warehouse:x"] == 2
+    scopes.release(spec)
+
+
+async def test_a_scope_released_before_its_walk_is_not_walked(db, feed):
+    await ingest(db, run_event("load", inputs=["a"], outputs=["b"]))
+    await settle(feed)
+    scopes = LineageScopes(db, feed, max_walks=1)
+    spec = ScopeSpec(ROOT, 5, "DOWNSTREAM")
+    await scopes._walking.acquire()
+    scopes.acquire(spec)
+    task = scopes._warming[spec]
+    await asyncio.sleep(0.01)
+    scopes.release(spec)
+    scopes._walking.release()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert scopes.walks == 0
+    assert scopes._scopes == {}
+    assert not scopes._warming

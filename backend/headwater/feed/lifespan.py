@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from headwater.feed.hub import ChangeFeed
 from headwater.feed.listener import ChangeListener
 from headwater.feed.scopes import LineageScopes
-from headwater.lineage.documents import cache_for
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -25,9 +24,10 @@ async def change_feed(app: Litestar) -> AsyncIterator[None]:
     await listener.start()
     app.state.feed = feed
     app.state.feed_listener = listener
-    app.state.lineage_scopes = LineageScopes(app.state.pool, feed, cache_for(app.state))
+    app.state.lineage_scopes = LineageScopes(app.state.pool, feed)
     try:
         yield
     finally:
         await listener.close()
+        await app.state.lineage_scopes.close()
         await feed.close()

@@ -13,27 +13,38 @@ feed offers a change only to subscribers of the scopes it touches and of those t
 (``judging``): a scope far from where ingest writes costs nothing per change. The feed emits every
 row of a transaction before any subscriber looks at them, so the changes of one ingested event are
 all judged against the graph that event made.
+
+A new scope is walked from its root as soon as it is acquired, in the background, so that the
+first change after subscribing finds it ready; should that walk fail, the scope is walked when a
+change is next judged against it. Walks only read node ids and hops (``walk_hops``: no edges, no
+documents), and at most ``MAX_WALKS`` run at once, so that many subscribers arriving together
+queue up for the pool instead of taking every connection from ingest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from headwater.errors import NodeNotFoundError
 from headwater.feed.log import EDGE_KINDS
-from headwater.lineage.graph import Direction, fetch_lineage
+from headwater.lineage.graph import Direction, walk_hops
 
 if TYPE_CHECKING:
     import asyncpg
 
     from headwater.feed.hub import ChangeFeed
     from headwater.feed.log import ChangeRecord
-    from headwater.lineage.documents import DocumentCache
+
+logger = logging.getLogger("headwater.feed")
 
 # Edge changes a scope keeps before it gives up following them and walks again when next asked.
 MAX_PENDING = 10_000
+# Walks of the graph running at once, whoever asks for them.
+MAX_WALKS = 2
 
 
 @dataclass(frozen=True)
@@ -75,18 +86,33 @@ class _Reach:
 class LineageScopes:
     """Shared, incrementally maintained scopes, kept as fresh as the feed's reading of the log."""
 
-    def __init__(self, pool: asyncpg.Pool, feed: ChangeFeed, cache: DocumentCache | None = None) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        feed: ChangeFeed,
+        *,
+        max_walks: int = MAX_WALKS,
+    ) -> None:
         self.pool = pool
         self.feed = feed
-        self.cache = cache
         self.walks = 0  # walks of the graph made, from roots and from nodes joining a scope
         self._scopes: dict[ScopeSpec, _Scope] = {}
         self._reach: dict[tuple[str, Direction], _Reach] = {}  # walks after the latest edge change
+        self._walking = asyncio.Semaphore(max_walks)
+        self._warming: dict[ScopeSpec, asyncio.Task[None]] = {}  # first walks of new scopes
         feed.on_edge_change = self._edge_changed
         feed.scopes_judging = self.judging
 
     def acquire(self, spec: ScopeSpec) -> None:
-        self._scopes.setdefault(spec, _Scope()).users += 1
+        """Count a user of the scope; a new one starts being walked at once, in the background."""
+        scope = self._scopes.setdefault(spec, _Scope())
+        scope.users += 1
+        if scope.computed_at < 0 and spec not in self._warming:
+            task = asyncio.create_task(
+                self._warm(spec, scope), name=f"headwater-scope-walk {spec.node_id}"
+            )
+            self._warming[spec] = task
+            task.add_done_callback(lambda _: self._warmed(spec, task))
 
     def release(self, spec: ScopeSpec) -> None:
         scope = self._scopes.get(spec)
@@ -94,8 +120,34 @@ class LineageScopes:
             scope.users -= 1
             if scope.users <= 0:
                 del self._scopes[spec]
+                task = self._warming.pop(spec, None)
+                if task is not None:
+                    task.cancel()
         if not self._scopes:
             self._reach.clear()
+
+    async def close(self) -> None:
+        """Stop the walks under way (before the pool closes)."""
+        tasks = list(self._warming.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _warm(self, spec: ScopeSpec, scope: _Scope) -> None:
+        """Walk a new scope before any change asks for it; a failure leaves it to the next change."""
+        await self.feed.ready.wait()  # walked as of a known feed position
+        try:
+            await self._bring_current(scope, spec, None)
+        except Exception:
+            logger.warning(
+                "walking the lineage scope of %s failed; walked on the next change", spec, exc_info=True
+            )
+
+    def _warmed(self, spec: ScopeSpec, task: asyncio.Task[None]) -> None:
+        if self._warming.get(spec) is task:
+            del self._warming[spec]
 
     def _edge_changed(self, change: ChangeRecord) -> None:
         """Apply an edge change to the scopes it reaches, as the feed emits it. An edge whose near
@@ -155,26 +207,40 @@ class LineageScopes:
         scope = self._scopes.setdefault(spec, _Scope())
         if self._settled(scope) and not self._needs_walk(scope, spec, change):
             return scope.hops
-        async with scope.lock:
-            if self._needs_walk(scope, spec, change):
-                await self._walk_root(scope, spec)
-            while (scope.pending or scope.unwalked) and not scope.stale:
-                pending, scope.pending = scope.pending, []
-                joined = self._join(scope, spec, pending)
-                if joined is None:
-                    scope.stale = True  # a node may have left or moved away: walk again
-                    break
-                scope.unwalked.update(joined)
-                unwalked, scope.unwalked = scope.unwalked, {}
-                await self._walk_joined(scope, spec, unwalked)
-            if scope.stale:
-                await self._walk_root(scope, spec)
+        await self._bring_current(scope, spec, change)
         return scope.hops
 
-    def _needs_walk(self, scope: _Scope, spec: ScopeSpec, change: ChangeRecord) -> bool:
+    async def _bring_current(self, scope: _Scope, spec: ScopeSpec, change: ChangeRecord | None) -> None:
+        """Walk the scope from its root if it needs it (to judge ``change``, when given), then apply
+        the edge changes it has kept and walk on from the nodes that joined."""
+        async with scope.lock:
+            try:
+                if self._needs_walk(scope, spec, change):
+                    await self._walk_root(scope, spec)
+                while (scope.pending or scope.unwalked) and not scope.stale:
+                    pending, scope.pending = scope.pending, []
+                    joined = self._join(scope, spec, pending)
+                    if joined is None:
+                        scope.stale = True  # a node may have left or moved away: walk again
+                        break
+                    scope.unwalked.update(joined)
+                    unwalked, scope.unwalked = scope.unwalked, {}
+                    await self._walk_joined(scope, spec, unwalked)
+                if scope.stale:
+                    await self._walk_root(scope, spec)
+            except BaseException:
+                scope.stale = True  # a walk failed or was cancelled half way: walk again when asked
+                raise
+
+    def _needs_walk(self, scope: _Scope, spec: ScopeSpec, change: ChangeRecord | None) -> bool:
         if scope.computed_at < 0 or scope.stale:
             return True
-        return scope.missing and change.node_id == spec.node_id and change.change_id > scope.computed_at
+        return (
+            change is not None
+            and scope.missing
+            and change.node_id == spec.node_id
+            and change.change_id > scope.computed_at
+        )
 
     async def _walk_root(self, scope: _Scope, spec: ScopeSpec) -> None:
         # Edge changes emitted from here on are queued and applied on top of this walk.
@@ -189,16 +255,16 @@ class LineageScopes:
     async def _walk(
         self, node_ids: list[str], depth: int, direction: Direction
     ) -> dict[str, int] | None:
-        """Hops from the nearest of ``node_ids`` (all datasets or all jobs); None if one is unknown."""
-        self.walks += 1
-        try:
-            async with self.pool.acquire() as conn:
-                graph = await fetch_lineage(
-                    conn, node_ids, depth=depth, direction=direction, cache=self.cache
-                )
-        except NodeNotFoundError:
-            return None
-        return {n.id: n.hops for n in graph.nodes}
+        """Hops from the nearest of ``node_ids`` (all datasets or all jobs); None if one is unknown.
+        Only node ids and hops are read (``walk_hops``), by at most ``max_walks`` walks at once."""
+        async with self._walking:
+            self.walks += 1
+            try:
+                async with self.pool.acquire() as conn:
+                    found = await walk_hops(conn, node_ids, depth=depth, direction=direction)
+            except NodeNotFoundError:
+                return None
+        return found.hops
 
     async def _walk_joined(self, scope: _Scope, spec: ScopeSpec, joined: dict[str, int]) -> None:
         """Walk on from the nodes that joined the scope (or got nearer), for the hops they have left."""

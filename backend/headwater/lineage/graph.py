@@ -187,6 +187,55 @@ async def walk_lineage(
     return Walk(levels, stamps, edges, truncated)
 
 
+@dataclass(frozen=True)
+class Hops:
+    """The nodes a walk reached, by node id as the API spells it, with their hops from the nearest
+    root, and whether a cap cut it."""
+
+    hops: dict[str, int]
+    truncated: bool
+
+
+async def walk_hops(
+    conn: asyncpg.Connection,
+    node_ids: list[str],
+    *,
+    depth: int,
+    direction: Direction,
+    max_nodes: int = DEFAULT_MAX_NODES,
+) -> Hops:
+    """The nodes of ``fetch_lineage`` over the current edges (no namespaces, all node types) with
+    their hops, and nothing else: one query after resolving the roots, without edges or documents.
+
+    The same walk (lineage_walk), so the same nodes, hops and cap; NodeNotFoundError if a root is
+    unknown.
+    """
+    roots = await resolve_roots(conn, node_ids)
+    cap = max(max_nodes, len(roots))
+    row = await conn.fetchrow(
+        QUERIES["walk_lineage_ids"],
+        [r.node_id for r in roots if r.node_type == "JOB"],
+        [r.node_id for r in roots if r.node_type == "DATASET"],
+        2 * depth + 1,
+        direction in ("DOWNSTREAM", "BOTH"),
+        direction in ("UPSTREAM", "BOTH"),
+        cap,
+    )
+    assert row is not None
+    numbers: list[int] = row["node_ids"] or []
+    ids: list[str] = row["ids"] or []
+    levels: list[int] = row["levels"] or []
+    truncated = bool(row["truncated"])
+    if len(numbers) > cap:  # the two walks together: keep the nearest nodes, as walk_lineage does
+        kept = sorted(range(len(numbers)), key=lambda i: (levels[i], numbers[i]))[:cap]
+        ids = [ids[i] for i in kept]
+        levels = [levels[i] for i in kept]
+        truncated = True
+    # Levels start a dataset root at 1 (see walk_lineage); hops start every root at 0.
+    shift = 0 if any(r.node_type == "JOB" for r in roots) else 1
+    return Hops({node_id: level - shift for node_id, level in zip(ids, levels, strict=True)}, truncated)
+
+
 async def fetch_stamps(conn: asyncpg.Connection, node_ids: list[int]) -> dict[int, int]:
     """The document stamps of datasets and jobs by node id."""
     rows = await conn.fetch(QUERIES["fetch_lineage_stamps"], node_ids)
