@@ -114,6 +114,6 @@ async def test_malformed_facet_keeps_event_and_warns(client, conn, name, warning
     assert warning_path in [w["path"] for w in warnings]
     assert all(w["message"].startswith("facet ignored: ") for w in warnings)
     stored = await conn.fetchval("SELECT payload FROM raw_events")
-    assert stored == body
+    assert json.loads(stored) == body
     run_warnings = await conn.fetchval("SELECT warnings FROM runs")
     assert warning_path in [w["path"] for w in run_warnings]
