@@ -25,8 +25,10 @@ def _keys(template: str, array: str) -> str:
 
 # Each table as the columns that do not depend on generated ids or on the wall clock (now()).
 TABLES: dict[str, str] = {
+    # The payload as JSON, not as text: each way in stores the text it was given (an import, the
+    # key order of the source's jsonb; a POST, the client's).
     "raw_events": "SELECT content_hash, event_kind, event_type, event_time, run_uuid, job_namespace, job_name,"
-    " producer, payload FROM raw_events t",
+    " producer, payload::jsonb AS payload FROM raw_events t",
     "namespaces": "SELECT name FROM namespaces t",
     "sources": "SELECT name, uri FROM sources t",
     "datasets": f"SELECT namespace, name, source_name, description, facets, facets_at, fields_at,"
