@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from headwater.db.pool import register_codecs
+from headwater.db.pool import PLAN_SETTINGS, register_codecs
 from headwater.ingest.normalize import normalize_event
 from headwater.ingest.service import ingest_events
 from headwater.ingest.validate import validate_event
@@ -141,3 +141,23 @@ async def test_every_reference_of_merged_rows_points_at_a_stored_row(conn, datab
             f" AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE p.{key} = t.{column})"
         )
         assert dangling == 0, f"{table}.{column}: {dangling} rows point at no {parent} row"
+
+
+async def test_ingest_plans_generically_only_inside_its_transaction(database_url):
+    # Reads on a server connection keep a custom plan per execution (PLAN_SETTINGS); ingest's own
+    # transactions let PostgreSQL switch a statement to its generic plan (after five executions).
+    conn = await asyncpg.connect(database_url, server_settings=PLAN_SETTINGS)
+    await register_codecs(conn)
+    try:
+        valid = [validate_event(e) for e in applications(apps=8, tables=4)]
+        for start in range(0, len(valid), 4):
+            await ingest_events(conn, valid[start : start + 4])
+        # A statement without parameters has only its generic plan, whatever the setting.
+        generic = await conn.fetchval(
+            "SELECT count(*) FROM pg_prepared_statements"
+            " WHERE generic_plans > 0 AND cardinality(parameter_types) > 0"
+        )
+        assert generic > 0
+        assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+    finally:
+        await conn.close()
