@@ -24,6 +24,8 @@ from headwater.api.graphql.loaders import Loaders
 from headwater.api.graphql.schema import schema
 from headwater.feed.hub import ChangeFeed
 from headwater.feed.scopes import LineageScopes
+from headwater.ingest.service import ingest_events
+from headwater.ingest.validate import validate_event
 from tests.factories import job_run, run_event
 from tests.server import free_port
 
@@ -261,3 +263,57 @@ async def test_closing_a_subscription_frees_it(db, settings):
     assert feed.subscriber_count == 0
     assert scopes._scopes == {}
     await feed.close()
+
+
+async def test_a_scope_past_its_cap_ends_the_subscription_with_an_error(db, settings):
+    """Never a subscription that silently misses nodes: refused when it starts past the cap, ended
+    with an error naming the node and the cap when the graph grows past it."""
+    async with db.acquire() as conn:
+        await ingest_events(conn, [validate_event(run_event("load", inputs=["a"], outputs=["b"]))])
+    feed = ChangeFeed(db)
+    await feed.start()
+    scopes = LineageScopes(db, feed, max_nodes=3)
+    context = Context(
+        state=State({"pool": db, "settings": settings, "feed": feed, "lineage_scopes": scopes}),
+        loaders=Loaders(db),
+    )
+    try:
+        # Upstream of b: b, load, a. Within the cap: live changes arrive as ever.
+        variables = {"filter": {"upstreamOf": {"nodeId": "dataset:warehouse:b", "depth": 5}}}
+        stream = await schema.subscribe(CHANGES, variable_values=variables, context_value=context)
+        first = asyncio.create_task(anext(stream))
+        await asyncio.sleep(0.2)
+        async with db.acquire() as conn:
+            await ingest_events(conn, [validate_event(run_event("load", "FAIL", time=5))])
+        await feed.pump()
+        result = await asyncio.wait_for(first, 5)
+        assert not result.errors, result.errors
+        assert result.data["lineageChanges"]["nodeId"] == "job:pipelines:load"
+
+        # Past the cap as the graph grows: the change that grew it ends the subscription.
+        nxt = asyncio.create_task(anext(stream))
+        async with db.acquire() as conn:
+            await ingest_events(conn, [validate_event(run_event("feed_a", inputs=["z"], outputs=["a"]))])
+        await feed.pump()
+        result = await asyncio.wait_for(nxt, 5)
+        assert result.errors, result
+        error = result.errors[0]
+        assert error.extensions["code"] == "lineage_scope_too_large"
+        assert "dataset:warehouse:b" in error.message
+        assert "more than 3 nodes" in error.message
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(anext(stream), 5)
+        await stream.aclose()
+        assert feed.subscriber_count == 0
+        assert scopes._scopes == {}
+
+        # Past the cap when it starts: refused at once, before any change.
+        stream = await schema.subscribe(CHANGES, variable_values=variables, context_value=context)
+        result = await asyncio.wait_for(anext(stream), 5)
+        assert result.errors[0].extensions["code"] == "lineage_scope_too_large"
+        await stream.aclose()
+        assert feed.subscriber_count == 0
+        assert scopes._scopes == {}
+    finally:
+        await scopes.close()
+        await feed.close()

@@ -13,7 +13,7 @@ from headwater.errors import NodeNotFoundError
 from headwater.feed.filters import ChangeFilter, ChangeMatcher
 from headwater.feed.hub import ChangeFeed
 from headwater.feed.log import ChangeRecord
-from headwater.feed.scopes import LineageScopes, ScopeSpec
+from headwater.feed.scopes import LineageScopes, ScopeSpec, ScopeTooLargeError
 from headwater.ingest.service import ingest_events
 from headwater.ingest.validate import validate_event
 from headwater.lineage.graph import fetch_lineage, walk_hops
@@ -275,3 +275,86 @@ async def test_a_scope_released_before_its_walk_is_not_walked(db, feed):
     assert scopes.walks == 0
     assert scopes._scopes == {}
     assert not scopes._warming
+
+
+async def test_a_scope_past_its_cap_is_refused_never_cut(db, feed):
+    await ingest(db, run_event("load", inputs=["a"], outputs=["b"]))
+    await settle(feed)
+    spec = ScopeSpec(ROOT, 5, "DOWNSTREAM")
+
+    # Within the cap: the nodes and hops of the walk with the API's cap, as ever.
+    scopes = LineageScopes(db, feed, max_nodes=4)
+    matcher = ChangeMatcher(ChangeFilter(downstream_of=spec), scopes)
+    await scopes.ready(spec)
+    async with db.acquire() as conn:
+        walked = await walk_hops(conn, [ROOT], depth=5, direction="DOWNSTREAM")
+    assert scopes._scopes[spec].hops == walked.hops
+    assert len(walked.hops) == 3
+    assert not walked.truncated
+
+    # An edge that brings it past the cap: judging the change raises, naming the node and the cap.
+    sub = feed.subscribe(refuses=matcher.refuses, scopes=[spec])
+    stream = sub.changes()
+    await ingest(db, run_event("more", inputs=["b"], outputs=["c"]))
+    await settle(feed)
+
+    async def judge_until_refused() -> None:
+        while True:
+            await matcher.matches(await asyncio.wait_for(anext(stream), 5))
+
+    with pytest.raises(ScopeTooLargeError) as raised:
+        await judge_until_refused()
+    assert raised.value.code == "lineage_scope_too_large"
+    assert ROOT in raised.value.message
+    assert "more than 4 nodes" in raised.value.message
+    assert scopes._scopes[spec].hops == {}  # let go, never judged against cut
+    with pytest.raises(ScopeTooLargeError):
+        await scopes.ready(spec)
+    # Every change is offered to its subscribers, so that they hear of it at once.
+    await ingest(db, run_event("elsewhere", inputs=["x"], outputs=["y"]))
+    await settle(feed)
+    assert sub.queue
+    last = sub.queue[-1]
+    await stream.aclose()
+    matcher.close()
+    assert scopes._scopes == {}
+
+    # Acquired anew: walked anew, past the cap at once; refused whatever a change touches.
+    matcher = ChangeMatcher(ChangeFilter(downstream_of=spec), scopes)
+    with pytest.raises(ScopeTooLargeError, match="more than 4 nodes"):
+        await scopes.ready(spec)
+    with pytest.raises(ScopeTooLargeError):
+        await scopes.nodes(spec, last)
+    assert scopes.judging(last) == [spec]
+    assert scopes.current(spec, last) is None
+    matcher.close()
+
+    # The default cap follows it whole.
+    normal = LineageScopes(db, feed)
+    matcher = ChangeMatcher(ChangeFilter(downstream_of=spec), normal)
+    await normal.ready(spec)
+    hops = await normal.nodes(spec, last)
+    assert {"job:pipelines:more", "dataset:warehouse:c"} <= hops.keys()
+    matcher.close()
+
+
+async def test_a_scope_grown_past_its_cap_by_the_walk_on_from_a_joining_node_is_refused(db, feed):
+    await ingest(
+        db,
+        run_event("load", inputs=["a"], outputs=["b"]),
+        run_event("far", inputs=["c"], outputs=["d", "e", "f"]),
+    )
+    await settle(feed)
+    spec = ScopeSpec(ROOT, 5, "DOWNSTREAM")
+    scopes = LineageScopes(db, feed, max_nodes=5)
+    matcher = ChangeMatcher(ChangeFilter(downstream_of=spec), scopes)
+    await scopes.ready(spec)
+    walks = scopes.walks
+    # b -> join -> c brings c in; the walk on from c finds d, e, f: 8 nodes, past the cap.
+    await ingest(db, run_event("join", inputs=["b"], outputs=["c"]))
+    await settle(feed)
+    change = (await feed.read_between(0, feed.position))[-1]
+    with pytest.raises(ScopeTooLargeError):
+        await matcher.matches(change)
+    assert scopes.walks > walks
+    matcher.close()

@@ -80,6 +80,9 @@ class Subscription:
             start, refuses=refuses, kinds=wanted.kinds, scopes=wanted.scopes
         )
         try:
+            # A lineage scope too large to follow whole is refused now, not cut (feed/scopes.py).
+            for spec in wanted.scopes:
+                await info.context.lineage_scopes.ready(spec)
             async with contextlib.aclosing(subscription.changes()) as changes:
                 async for change in changes:
                     if await matcher.matches(change):
