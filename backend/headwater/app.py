@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -82,18 +81,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.pool = await create_pool(settings, settings.database_url or "")
         app.state.key_ring = KeyRing(app.state.pool, settings.api_key)
-        # The ingest writers' own connections, opened on their thread (see ingest.queue); none
-        # opened ahead where the server's pool opens none either.
-        writer_pool = dataclasses.replace(
-            settings,
-            pool_min_size=min(settings.pool_min_size, 1),
-            pool_max_size=max(1, settings.ingest_writers),
-        )
-        app.state.ingest_queue = IngestQueue(
-            lambda: create_pool(writer_pool, settings.database_url or ""),
-            app.state.alias_rules,
-            settings,
-        )
+        app.state.ingest_queue = IngestQueue(app.state.pool, app.state.alias_rules, settings)
         await app.state.ingest_queue.start()
         # What start-up allocated lives as long as the process: keep it out of the collector's
         # full passes, which otherwise add tens of milliseconds to large lineage answers.

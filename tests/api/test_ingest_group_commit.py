@@ -108,11 +108,8 @@ async def test_an_event_failing_in_the_database_does_not_fail_its_group(make_dat
 async def test_grouped_ingest_builds_what_one_event_at_a_time_builds(make_database, settings):
     events = applications(apps=12, tables=10)
     async with make_database() as serial, make_database() as grouped:
-        queue = IngestQueue(
-            lambda: asyncpg.create_pool(grouped, min_size=1, max_size=2, init=register_codecs),
-            [],
-            dataclasses.replace(settings, ingest_group_events=20),
-        )
+        pool = await asyncpg.create_pool(grouped, min_size=1, max_size=2, init=register_codecs)
+        queue = IngestQueue(pool, [], dataclasses.replace(settings, ingest_group_events=20))
         await queue.start()
         try:
             # Requests of one or a few events, all at once: the queue writes them in groups of 20.
@@ -123,6 +120,7 @@ async def test_grouped_ingest_builds_what_one_event_at_a_time_builds(make_databa
             results = await asyncio.gather(*(queue.submit(r) for r in requests))
         finally:
             await queue.stop()
+            await pool.close()
         assert [len(r) for r in results] == [len(r) for r in requests]
         assert all(x.status == "created" for r in results for x in r)
         # Concurrent requests have no order of their own (each is prepared in a thread and queued

@@ -11,24 +11,14 @@ Events waiting or being written are bounded (``queue_events``): past that a requ
 once with a 503, which OpenLineage clients retry, instead of piling up in memory. A request that
 is not committed within ``timeout_ms`` answers 503 too; its events may still be committed later,
 and the client's retry then answers ``duplicate``.
-
-The writers run in a thread of their own, on their own event loop and connections. A group's write
-is a few hundred statements, and its Python between them (building the next statement's rows) came
-in chunks of up to hundreds of milliseconds for a large group: on the server's event loop that held
-up every other request, and every other request's work held up the writer, each waiting for the
-other instead of PostgreSQL working while Python does. The GIL is still shared, but it changes hands
-every few milliseconds.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
-import threading
 from collections import deque
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -81,50 +71,26 @@ def _transient(exc: BaseException) -> bool:
 @dataclass
 class _Request:
     events: list[PreparedEvent]
-    # Completed on the writers' thread, awaited on the server's loop.
-    done: concurrent.futures.Future[list[IngestResult]]
-
-
-def _settle(
-    request: _Request, result: list[IngestResult] | None = None, exc: BaseException | None = None
-) -> None:
-    """Give a request its outcome, unless it has one (a request split after a failure)."""
-    with contextlib.suppress(concurrent.futures.InvalidStateError):
-        if exc is not None:
-            request.done.set_exception(exc)
-        else:
-            request.done.set_result(result or [])
+    done: asyncio.Future[list[IngestResult]]
 
 
 class IngestQueue:
     """Gathers the events of concurrent requests and commits them in groups (see the module)."""
 
-    def __init__(
-        self,
-        open_pool: Callable[[], Awaitable[asyncpg.Pool]],
-        alias_rules: list[AliasRule],
-        settings: Settings,
-    ) -> None:
-        """``open_pool`` opens the writers' own pool, on their thread; the queue closes it."""
-        self._open_pool = open_pool
+    def __init__(self, pool: asyncpg.Pool, alias_rules: list[AliasRule], settings: Settings) -> None:
+        self._pool = pool
         self._rules = alias_rules
         self._group_events = max(1, settings.ingest_group_events)
         self._wait = settings.ingest_group_wait_ms / 1000
         self._capacity = settings.ingest_queue_events
         self._timeout = settings.ingest_timeout_ms / 1000
         self._writer_count = max(1, settings.ingest_writers)
-        # Events of requests admitted and not yet answered (preparing, waiting or being written):
-        # kept on the server's loop.
-        self._admitted = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        # The rest lives on the writers' thread and loop.
-        self._thread: threading.Thread | None = None
-        self._writer_loop: asyncio.AbstractEventLoop | None = None
-        self._pool: asyncpg.Pool | None = None
         self._waiting: deque[_Request] = deque()
         self._waiting_events = 0
-        self._wake: asyncio.Event | None = None
-        self._stopping: asyncio.Event | None = None
+        # Events of requests admitted and not yet answered: preparing, waiting or being written.
+        self._admitted = 0
+        self._wake = asyncio.Event()
+        self._writers: list[asyncio.Task[None]] = []
 
     @property
     def pending_events(self) -> int:
@@ -132,47 +98,17 @@ class IngestQueue:
         return self._admitted
 
     async def start(self) -> None:
-        """Start the writers' thread; returns once their pool is open (or raises why it is not)."""
-        self._loop = asyncio.get_running_loop()
-        started: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._thread = threading.Thread(
-            target=self._run_writers, args=(started,), name="headwater-ingest-writer", daemon=True
-        )
-        self._thread.start()
-        await asyncio.wrap_future(started)
+        self._writers = [asyncio.create_task(self._write_loop()) for _ in range(self._writer_count)]
 
     async def stop(self) -> None:
-        """Write what was handed over, then stop the writers and close their pool."""
+        """Write what was handed over, then stop the writers."""
         while self._admitted:
             await asyncio.sleep(0.01)
-        if self._writer_loop is not None and self._stopping is not None:
-            self._writer_loop.call_soon_threadsafe(self._stopping.set)
-        if self._thread is not None:
-            await asyncio.to_thread(self._thread.join)
-
-    def _run_writers(self, started: concurrent.futures.Future[None]) -> None:
-        asyncio.run(self._writers_main(started))
-
-    async def _writers_main(self, started: concurrent.futures.Future[None]) -> None:
-        self._writer_loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
-        self._stopping = asyncio.Event()
-        try:
-            self._pool = await self._open_pool()
-        except BaseException as exc:
-            started.set_exception(exc)
-            return
-        writers = [asyncio.create_task(self._write_loop()) for _ in range(self._writer_count)]
-        started.set_result(None)
-        try:
-            await self._stopping.wait()
-        finally:
-            for task in writers:
-                task.cancel()
-            for task in writers:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await self._pool.close()
+        for task in self._writers:
+            task.cancel()
+        for task in self._writers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def submit(self, events: list[ValidEvent]) -> list[IngestResult]:
         """Store a request's events in one transaction, shared with other requests' events."""
@@ -189,12 +125,12 @@ class IngestQueue:
         except BaseException:
             self._admitted -= count
             raise
-        request = _Request(prepared, concurrent.futures.Future())
-        assert self._writer_loop is not None, "the queue is not started"
-        self._writer_loop.call_soon_threadsafe(self._enqueue, request)
-        done = asyncio.wrap_future(request.done)
+        done: asyncio.Future[list[IngestResult]] = asyncio.get_running_loop().create_future()
         # A request that timed out no longer reads its outcome; it is not an error left unseen.
         done.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self._waiting.append(_Request(prepared, done))
+        self._waiting_events += count
+        self._wake.set()
         try:
             return await asyncio.wait_for(asyncio.shield(done), self._timeout)
         except TimeoutError:
@@ -212,20 +148,7 @@ class IngestQueue:
             prepared += await asyncio.to_thread(prepare_events, chunk, self._rules)
         return prepared
 
-    def _enqueue(self, request: _Request) -> None:
-        """On the writers' loop: a prepared request joins the waiting ones."""
-        assert self._wake is not None
-        self._waiting.append(request)
-        self._waiting_events += len(request.events)
-        self._wake.set()
-
-    def _release(self, count: int) -> None:
-        """On the server's loop: a request's events are answered."""
-        self._admitted -= count
-
     async def _write_loop(self) -> None:
-        assert self._wake is not None
-        assert self._loop is not None
         while True:
             await self._wake.wait()
             if not self._waiting:
@@ -249,9 +172,10 @@ class IngestQueue:
             except Exception as exc:  # a bug here must not stop ingest; each request gets it
                 log.exception("writing a group of %d events failed", size)
                 for request in group:
-                    _settle(request, exc=exc)
+                    if not request.done.done():
+                        request.done.set_exception(exc)
             finally:
-                self._loop.call_soon_threadsafe(self._release, size)
+                self._admitted -= size
 
     async def _write(self, group: list[_Request]) -> None:
         try:
@@ -264,17 +188,17 @@ class IngestQueue:
                     await self._write([request])
                 return
             for request in group:
-                _settle(request, exc=exc)
+                request.done.set_exception(exc)
             return
         at = 0
         for request in group:
-            _settle(request, results[at : at + len(request.events)])
+            if not request.done.done():
+                request.done.set_result(results[at : at + len(request.events)])
             at += len(request.events)
 
     async def _store(self, events: list[PreparedEvent]) -> list[IngestResult]:
         for attempt in range(_ATTEMPTS):
             try:
-                assert self._pool is not None
                 async with self._pool.acquire() as conn:
                     return await ingest_prepared(conn, events, self._rules)
             except _RETRYABLE:
