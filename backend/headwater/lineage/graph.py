@@ -157,15 +157,7 @@ async def walk_lineage(
     """
     cap = max(max_nodes, len(roots))
     row = await conn.fetchrow(
-        QUERIES["walk_lineage"],
-        [r.node_id for r in roots if r.node_type == "JOB"],
-        [r.node_id for r in roots if r.node_type == "DATASET"],
-        2 * depth + 1,
-        direction in ("DOWNSTREAM", "BOTH"),
-        direction in ("UPSTREAM", "BOTH"),
-        as_of,
-        cap,
-        namespaces or None,
+        QUERIES["walk_lineage"], *_walk_from(roots, depth, direction), as_of, cap, namespaces or None
     )
     assert row is not None
     node_ids = row["node_ids"] or []
@@ -185,6 +177,17 @@ async def walk_lineage(
         edges = [(a, b) for a, b in edges if a in levels and b in levels]
         truncated = True
     return Walk(levels, stamps, edges, truncated)
+
+
+def _walk_from(roots: list[Root], depth: int, direction: Direction) -> tuple[Any, ...]:
+    """lineage_walk's first arguments: job roots, dataset roots, hop limit, the directions."""
+    return (
+        [r.node_id for r in roots if r.node_type == "JOB"],
+        [r.node_id for r in roots if r.node_type == "DATASET"],
+        2 * depth + 1,
+        direction in ("DOWNSTREAM", "BOTH"),
+        direction in ("UPSTREAM", "BOTH"),
+    )
 
 
 @dataclass(frozen=True)
@@ -212,15 +215,7 @@ async def walk_hops(
     """
     roots = await resolve_roots(conn, node_ids)
     cap = max(max_nodes, len(roots))
-    row = await conn.fetchrow(
-        QUERIES["walk_lineage_ids"],
-        [r.node_id for r in roots if r.node_type == "JOB"],
-        [r.node_id for r in roots if r.node_type == "DATASET"],
-        2 * depth + 1,
-        direction in ("DOWNSTREAM", "BOTH"),
-        direction in ("UPSTREAM", "BOTH"),
-        cap,
-    )
+    row = await conn.fetchrow(QUERIES["walk_lineage_ids"], *_walk_from(roots, depth, direction), cap)
     assert row is not None
     numbers: list[int] = row["node_ids"] or []
     ids: list[str] = row["ids"] or []
