@@ -36,6 +36,7 @@ from headwater.governance.policy import load_policy
 from headwater.governance.worker import governance_worker
 from headwater.ingest.aliases import load_alias_rules
 from headwater.ingest.queue import IngestQueue
+from headwater.ingest.service import COLLECTOR_THRESHOLDS
 from headwater.operations.lifespan import periodic_upkeep
 from headwater.settings import Settings, get_settings
 
@@ -84,8 +85,12 @@ def create_app(settings: Settings | None = None) -> Litestar:
         app.state.ingest_queue = IngestQueue(app.state.pool, app.state.alias_rules, settings)
         await app.state.ingest_queue.start()
         # What start-up allocated lives as long as the process: keep it out of the collector's
-        # full passes, which otherwise add tens of milliseconds to large lineage answers.
+        # full passes, which otherwise add tens of milliseconds to large lineage answers. And
+        # collect less often: requests and ingest groups allocate hundreds of thousands of small
+        # objects that live for a request; with the default thresholds the collector kept passing
+        # over them.
         gc.freeze()
+        gc.set_threshold(*COLLECTOR_THRESHOLDS)
         try:
             yield
         finally:

@@ -29,7 +29,12 @@ import asyncpg
 import msgspec
 
 from headwater.errors import InvalidEventError
-from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events
+from headwater.ingest.service import (
+    COLLECTOR_THRESHOLDS,
+    PreparedEvent,
+    ingest_prepared,
+    prepare_events,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -224,14 +229,12 @@ async def import_marquez(
 def _fewer_collections() -> Iterator[None]:
     """Collect garbage less often while importing.
 
-    A batch or two of prepared events (hundreds of thousands of small objects) is alive at any time,
-    and with the collector's default thresholds its passes over them took a tenth of the import's
-    CPU. What lived before the import is frozen out of those passes, as the server does after its
-    start-up.
+    A batch or two of prepared events is alive at any time (see COLLECTOR_THRESHOLDS). What lived
+    before the import is frozen out of the collector's passes, as the server does after its start-up.
     """
     thresholds = gc.get_threshold()
     gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
     try:
         yield
     finally:

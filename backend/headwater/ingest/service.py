@@ -33,6 +33,12 @@ if TYPE_CHECKING:
 
 _encoder = msgspec.json.Encoder()
 
+# Garbage collector thresholds for a process that ingests (the server, the Marquez import): events
+# in flight are hundreds of thousands of small objects that live for a request or a batch, and with
+# Python's defaults (700, 10, 10) the collector keeps passing over them. Measured on the Marquez
+# import: 0.70 to 0.41 ms of its CPU per event.
+COLLECTOR_THRESHOLDS = (50_000, 20, 100)
+
 
 @dataclass(frozen=True)
 class IngestResult:
