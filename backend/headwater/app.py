@@ -36,7 +36,7 @@ from headwater.governance.policy import load_policy
 from headwater.governance.worker import governance_worker
 from headwater.ingest.aliases import load_alias_rules
 from headwater.ingest.queue import IngestQueue
-from headwater.ingest.service import COLLECTOR_THRESHOLDS
+from headwater.ingest.service import rare_collections
 from headwater.operations.lifespan import periodic_upkeep
 from headwater.settings import Settings, get_settings
 
@@ -90,9 +90,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
         # objects that live for a request; with the default thresholds the collector kept passing
         # over them.
         gc.freeze()
-        gc.set_threshold(*COLLECTOR_THRESHOLDS)
         try:
-            yield
+            with rare_collections():
+                yield
         finally:
             await app.state.ingest_queue.stop()
             await app.state.pool.close()

@@ -9,7 +9,8 @@ import json
 import asyncpg
 import pytest
 
-from headwater.pipeline.db import VACUUM_EVERY, WRITER_GC_THRESHOLDS, ingest_partition
+from headwater.ingest.service import COLLECTOR_THRESHOLDS
+from headwater.pipeline.db import VACUUM_EVERY, ingest_partition
 from tests.factories import mixed_history
 
 pytestmark = pytest.mark.db
@@ -62,7 +63,7 @@ async def test_a_backfill_vacuums_the_tables_it_updates_every_few_batches_and_at
 
 async def test_the_writer_collects_garbage_rarely_while_it_writes_and_then_as_before(db, database_url):
     before = gc.get_threshold()
-    assert before != WRITER_GC_THRESHOLDS
+    assert before != COLLECTOR_THRESHOLDS
     seen: list[tuple[int, int, int]] = []
 
     def payloads():
@@ -72,5 +73,5 @@ async def test_the_writer_collects_garbage_rarely_while_it_writes_and_then_as_be
 
     [totals] = await asyncio.to_thread(lambda: list(ingest_partition(payloads(), database_url, None, 3)))
     assert totals.created > 0
-    assert set(seen) == {WRITER_GC_THRESHOLDS}
+    assert set(seen) == {COLLECTOR_THRESHOLDS}
     assert gc.get_threshold() == before

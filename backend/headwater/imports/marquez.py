@@ -30,10 +30,10 @@ import msgspec
 
 from headwater.errors import InvalidEventError
 from headwater.ingest.service import (
-    COLLECTOR_THRESHOLDS,
     PreparedEvent,
     ingest_prepared,
     prepare_events,
+    rare_collections,
 )
 
 if TYPE_CHECKING:
@@ -227,18 +227,13 @@ async def import_marquez(
 
 @contextlib.contextmanager
 def _fewer_collections() -> Iterator[None]:
-    """Collect garbage less often while importing.
-
-    A batch or two of prepared events is alive at any time (see COLLECTOR_THRESHOLDS). What lived
-    before the import is frozen out of the collector's passes, as the server does after its start-up.
-    """
-    thresholds = gc.get_threshold()
+    """Collect garbage rarely while importing (see COLLECTOR_THRESHOLDS), with what lived before
+    the import frozen out of the collector's passes, as the server does after its start-up."""
     gc.freeze()
-    gc.set_threshold(*COLLECTOR_THRESHOLDS)
     try:
-        yield
+        with rare_collections():
+            yield
     finally:
-        gc.set_threshold(*thresholds)
         gc.unfreeze()
 
 

@@ -7,6 +7,9 @@ run may come in any order; every write below is a merge that respects eventTime.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -33,11 +36,24 @@ if TYPE_CHECKING:
 
 _encoder = msgspec.json.Encoder()
 
-# Garbage collector thresholds for a process that ingests (the server, the Marquez import): events
-# in flight are hundreds of thousands of small objects that live for a request or a batch, and with
-# Python's defaults (700, 10, 10) the collector keeps passing over them. Measured on the Marquez
-# import: 0.70 to 0.41 ms of its CPU per event.
+# Garbage collector thresholds while a process ingests (the server, the Marquez import, the Spark
+# backfill's writer): events in flight are hundreds of thousands of container objects (events,
+# facets, rows) that live for a request or a batch, and with Python's defaults (700, 10, 10) the
+# collector walks them again and again for garbage that reference counting frees anyway. Measured:
+# the import's CPU per event 0.70 to 0.41 ms, the server's on /batch 0.65 to 0.47 ms, a quarter of
+# the backfill's writing time. Rarer collections still catch the odd cycle.
 COLLECTOR_THRESHOLDS = (50_000, 20, 100)
+
+
+@contextlib.contextmanager
+def rare_collections() -> Iterator[None]:
+    """``COLLECTOR_THRESHOLDS`` for the duration of a block, then the thresholds as they were."""
+    before = gc.get_threshold()
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 @dataclass(frozen=True)

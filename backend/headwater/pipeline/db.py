@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import gc
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,12 @@ import msgspec
 
 from headwater.db.pool import PLAN_SETTINGS, register_codecs
 from headwater.ingest.aliases import load_alias_rules
-from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events
+from headwater.ingest.service import (
+    PreparedEvent,
+    ingest_prepared,
+    prepare_events,
+    rare_collections,
+)
 from headwater.ingest.validate import validate_event
 from headwater.store import pipeline as pipeline_store
 
@@ -48,11 +52,6 @@ READ_CHUNK = 20_000
 # enough that dead row versions never outnumber live ones by much, rarely enough that the VACUUMs
 # themselves stay a small share of the writing.
 VACUUM_EVERY = 5
-# Garbage collector thresholds while a partition is written. A batch keeps hundreds of thousands of
-# container objects alive (events, facets, rows), and with Python's defaults (700, 10, 10) the
-# collector walks all of them dozens of times per partition, for garbage that reference counting
-# frees anyway: a quarter of the writing time. Rarer collections still catch the odd cycle.
-WRITER_GC_THRESHOLDS = (50_000, 20, 100)
 T = TypeVar("T")
 
 
@@ -190,11 +189,11 @@ def ingest_partition(
     ``VACUUM_EVERY`` batches, and at the end unless the last batch just did, the tables updated in
     place are vacuumed; at the end,
     the statistics of the others are refreshed too, as they grow. The garbage collector runs
-    rarely meanwhile (``WRITER_GC_THRESHOLDS``).
+    rarely meanwhile (``rare_collections``).
     """
     rules = load_alias_rules(Path(alias_rules_file)) if alias_rules_file else []
     totals = IngestTotals()
-    with _rare_collections(), connect(url) as db:
+    with rare_collections(), connect(url) as db:
         writing: concurrent.futures.Future[list[IngestResult]] | None = None
         unvacuumed = 0  # batches written since the last VACUUM
         for batch in _batches(payloads, batch_size):
@@ -209,17 +208,6 @@ def ingest_partition(
             db.run(pipeline_store.vacuum_model(db.conn))
         db.run(pipeline_store.analyze_model(db.conn))
     yield totals
-
-
-@contextlib.contextmanager
-def _rare_collections() -> Iterator[None]:
-    """``WRITER_GC_THRESHOLDS`` for the duration of a block, then the thresholds as they were."""
-    before = gc.get_threshold()
-    gc.set_threshold(*WRITER_GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
