@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,13 +61,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     from headwater.command_base import apply_migrations, database, load_settings
+    from headwater.ingest.service import rare_collections
 
     if args.batch_size is not None and args.batch_size < 1:
         raise CommandError("--batch-size must be 1 or more")
     settings = load_settings()
     with database(settings.database_url, settings.data_dir) as url:
         asyncio.run(apply_migrations(url))
-        summary = asyncio.run(_import(args, url, settings.alias_rules_file))
+        # The process only imports from here on: what lived before is frozen out of the garbage
+        # collector's passes (as serve does after its start-up), and it collects rarely meanwhile
+        # (see rare_collections: 0.70 to 0.41 ms of the import's CPU per event).
+        gc.freeze()
+        with rare_collections():
+            summary = asyncio.run(_import(args, url, settings.alias_rules_file))
     for line in summary.lines(args.rejects if summary.refused else None):
         print(f"headwater: {line}", file=sys.stderr)
     return 0

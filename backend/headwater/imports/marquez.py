@@ -15,12 +15,9 @@ them would have built, with nothing of Marquez's derived tables taken on trust.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
-import gc
 import json
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -29,12 +26,7 @@ import asyncpg
 import msgspec
 
 from headwater.errors import InvalidEventError
-from headwater.ingest.service import (
-    PreparedEvent,
-    ingest_prepared,
-    prepare_events,
-    rare_collections,
-)
+from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -187,54 +179,38 @@ async def import_marquez(
         )
     start = max(filter(None, [since, summary.resumed_from]), default=None)
     source = await MarquezSource.connect(source_url)
-    with _fewer_collections():
-        try:
-            summary.total = await source.count(start, until)
-            if progress is not None:
-                progress.set_phase(
-                    "importing events in event_time order", total=summary.total, unit="events"
-                )
-            # Reading and preparing (CPU, in a worker thread) run ahead of writing (mostly
-            # PostgreSQL's time) by up to PREPARED_AHEAD batches, so that the writer always finds its
-            # next batch ready: a batch that takes long to prepare is absorbed by the one before it.
-            ready: asyncio.Queue[_Batch | None] = asyncio.Queue(maxsize=PREPARED_AHEAD)
-
-            async def read_and_prepare() -> None:
-                async for rows in source.pages(start, until, batch_size):
-                    prepared = await asyncio.to_thread(
-                        _prepare_batch, rows, alias_rules, summary, rejects
-                    )
-                    await ready.put(_Batch(prepared, rows[-1]["event_time"], len(rows)))
-                await ready.put(None)
-
-            async def write() -> None:
-                while (batch := await ready.get()) is not None:
-                    await _write_batch(target, batch, key, since, until, alias_rules, summary)
-                    if progress is not None:
-                        progress.set_count(summary.read)
-
-            async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(read_and_prepare())
-                tasks.create_task(write())
-        except BaseExceptionGroup as group:
-            # One of the two failed (the other was cancelled): raise what it raised, as a plain loop
-            # would.
-            raise group.exceptions[0] from None
-        finally:
-            await source.close()
-    return summary
-
-
-@contextlib.contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Collect garbage rarely while importing (see COLLECTOR_THRESHOLDS), with what lived before
-    the import frozen out of the collector's passes, as the server does after its start-up."""
-    gc.freeze()
     try:
-        with rare_collections():
-            yield
+        summary.total = await source.count(start, until)
+        if progress is not None:
+            progress.set_phase(
+                "importing events in event_time order", total=summary.total, unit="events"
+            )
+        # Reading and preparing (CPU, in a worker thread) run ahead of writing (mostly PostgreSQL's
+        # time) by up to PREPARED_AHEAD batches, so that the writer always finds its next batch
+        # ready: a batch that takes long to prepare is absorbed by the one prepared before it.
+        ready: asyncio.Queue[_Batch | None] = asyncio.Queue(maxsize=PREPARED_AHEAD)
+
+        async def read_and_prepare() -> None:
+            async for rows in source.pages(start, until, batch_size):
+                prepared = await asyncio.to_thread(_prepare_batch, rows, alias_rules, summary, rejects)
+                await ready.put(_Batch(prepared, rows[-1]["event_time"], len(rows)))
+            await ready.put(None)
+
+        async def write() -> None:
+            while (batch := await ready.get()) is not None:
+                await _write_batch(target, batch, key, since, until, alias_rules, summary)
+                if progress is not None:
+                    progress.set_count(summary.read)
+
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(read_and_prepare())
+            tasks.create_task(write())
+    except BaseExceptionGroup as group:
+        # One of the two failed (the other was cancelled): raise what it raised, as a plain loop would.
+        raise group.exceptions[0] from None
     finally:
-        gc.unfreeze()
+        await source.close()
+    return summary
 
 
 @dataclass(frozen=True)
