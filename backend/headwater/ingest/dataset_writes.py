@@ -16,18 +16,24 @@ if TYPE_CHECKING:
 
 
 class DatasetWriter:
-    """Writes the datasets of one event; ``row_of`` then maps any identity to the stored dataset."""
+    """Writes the datasets of one event; ``row_of`` then maps any identity to the stored dataset.
+
+    ``aliases`` maps the identities recorded so far (before the batch, and by the events written
+    before this one) to the canonical identity of their dataset; the writer adds those it records.
+    """
 
     def __init__(
         self,
         db: Rounds,
         event: NormalizedEvent,
         rules: list[AliasRule],
+        aliases: dict[tuple[str, str], tuple[str, str]],
         changes: list[Change],
     ) -> None:
         self.db = db
         self.n = event
         self.rules = rules
+        self.aliases = aliases
         self.changes = changes
         # reported or aliased identity -> stored dataset
         self.datasets: dict[tuple[str, str], DatasetRow] = {}
@@ -39,9 +45,7 @@ class DatasetWriter:
         n = self.n
         defs = self._all_defs()
         identity_lists = dataset_identity_lists(n, self.rules)
-        known = await self.db(
-            dataset_store.find_dataset_aliases, [(i[0], i[1]) for ids in identity_lists for i in ids]
-        )
+        known = self.aliases
         upserts, targets = plan_dataset_upserts(defs, identity_lists, known)
         namespaces = {k[0] for k in upserts} | ({n.job_namespace} if n.job_namespace else set())
         if namespaces:
@@ -53,15 +57,19 @@ class DatasetWriter:
         rows = await self.db(dataset_store.upsert_datasets, (list(upserts.values()), n.event_time))
         by_key = {(r.namespace, r.name): r for r in rows}
         aliases: dict[tuple[str, str], tuple[str, str, uuid.UUID, str]] = {}
+        recorded: dict[tuple[str, str], tuple[str, str]] = {}
         for key, identities in zip(targets, identity_lists, strict=True):
             row = by_key[key]
             self.datasets[key] = row
             for namespace, name, kind in identities:
                 self.datasets[(namespace, name)] = row
-                if (namespace, name) not in known:  # a stored alias keeps its dataset
-                    aliases.setdefault((namespace, name), (namespace, name, row.dataset_uuid, kind))
+                # A recorded alias keeps its dataset; of two for one identity, the first is kept.
+                if (namespace, name) not in known and (namespace, name) not in aliases:
+                    aliases[(namespace, name)] = (namespace, name, row.dataset_uuid, kind)
+                    recorded[(namespace, name)] = (row.namespace, row.name)
         if aliases:
             await self.db(dataset_store.insert_dataset_aliases, list(aliases.values()))
+            known.update(recorded)
         self.changes += [
             Change(
                 "DATASET_CREATED",

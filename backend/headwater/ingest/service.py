@@ -22,7 +22,7 @@ from headwater.ingest.job_writes import JobWriter
 from headwater.ingest.normalize import AliasRule, NormalizedEvent, normalize_event
 from headwater.ingest.rounds import Rounds
 from headwater.ingest.sql_facets import derive_from_sql
-from headwater.ingest.waves import event_identities, plan_waves
+from headwater.ingest.waves import Identity, event_identities, plan_waves
 from headwater.store import changes as change_store
 from headwater.store import datasets as dataset_store
 from headwater.store import events as event_store
@@ -139,28 +139,29 @@ async def ingest_prepared(
             fresh.append(p.normalized)
             results.append(IngestResult("created", p.event.kind, run_id, p.normalized.warnings))
         changes: list[list[Change]] = [[] for _ in fresh]
-        for wave in await _waves(conn, fresh, alias_rules):
-            rounds = Rounds(conn)
-            written = await rounds.run([_write(rounds, fresh[i], alias_rules) for i in wave])
-            for i, event_changes in zip(wave, written, strict=True):
-                changes[i] = event_changes
+        if fresh:
+            # The identities already recorded, looked up once for the whole batch; the writers add
+            # those they record, so that an event sees the aliases of the events before it.
+            [aliases] = await dataset_store.find_dataset_aliases(
+                conn, [event_identities(fresh, alias_rules)]
+            )
+            for wave in plan_waves(fresh, alias_rules, aliases):
+                rounds = Rounds(conn)
+                written = await rounds.run(
+                    [_write(rounds, fresh[i], alias_rules, aliases) for i in wave]
+                )
+                for i, event_changes in zip(wave, written, strict=True):
+                    changes[i] = event_changes
         await change_store.insert_changes(conn, [c for event_changes in changes for c in event_changes])
         return results
 
 
-async def _waves(
-    conn: asyncpg.Connection, events: list[NormalizedEvent], rules: list[AliasRule]
-) -> list[list[int]]:
-    if len(events) < 2:
-        return [list(range(len(events)))] if events else []
-    [stored_aliases] = await dataset_store.find_dataset_aliases(conn, [event_identities(events, rules)])
-    return plan_waves(events, rules, stored_aliases)
-
-
-async def _write(db: Rounds, n: NormalizedEvent, rules: list[AliasRule]) -> list[Change]:
+async def _write(
+    db: Rounds, n: NormalizedEvent, rules: list[AliasRule], aliases: dict[Identity, Identity]
+) -> list[Change]:
     """The model rows of one event; returns the changes it made."""
     changes: list[Change] = []
-    datasets = DatasetWriter(db, n, rules, changes)
+    datasets = DatasetWriter(db, n, rules, aliases, changes)
     await datasets.write_datasets()
     versions = await datasets.write_schemas_and_versions()
     if n.kind in ("RUN", "JOB"):
