@@ -37,6 +37,8 @@ class DatasetWriter:
         self.changes = changes
         # reported or aliased identity -> stored dataset
         self.datasets: dict[tuple[str, str], DatasetRow] = {}
+        # the state of each stored dataset as the event found it (by uuid)
+        self.states: dict[uuid.UUID, dataset_store.DatasetState] = {}
 
     def _all_defs(self) -> list[DatasetDef]:
         return self.n.inputs + self.n.outputs
@@ -47,14 +49,19 @@ class DatasetWriter:
         identity_lists = dataset_identity_lists(n, self.rules)
         known = self.aliases
         upserts, targets = plan_dataset_upserts(defs, identity_lists, known)
-        namespaces = {k[0] for k in upserts} | ({n.job_namespace} if n.job_namespace else set())
-        if namespaces:
-            await self.db(dataset_store.upsert_namespaces, sorted(namespaces))
         if not upserts:
             return
         sources = {(d.source_name, d.source_uri) for d in defs if d.source_name}
-        await self.db(dataset_store.upsert_sources, sorted(sources, key=lambda s: (s[0], s[1] or "")))
-        rows = await self.db(dataset_store.upsert_datasets, (list(upserts.values()), n.event_time))
+        upserted = await self.db(
+            dataset_store.upsert_datasets,
+            dataset_store.DatasetUpserts(
+                list(upserts.values()),
+                n.event_time,
+                sorted(sources, key=lambda s: (s[0], s[1] or "")),
+            ),
+        )
+        rows = [u.row for u in upserted]
+        self.states = {u.row.dataset_uuid: u.state for u in upserted}
         by_key = {(r.namespace, r.name): r for r in rows}
         aliases: dict[tuple[str, str], tuple[str, str, uuid.UUID, str]] = {}
         recorded: dict[tuple[str, str], tuple[str, str]] = {}
@@ -105,9 +112,7 @@ class DatasetWriter:
                 ]
                 if is_write:
                     written.add(dataset_uuid)
-        states = await self.db(
-            dataset_store.fetch_dataset_states, [self.row_of(d).dataset_uuid for d in defs]
-        )
+        states = {u: self.states[u] for u in (self.row_of(d).dataset_uuid for d in defs)}
         await self._write_schemas(schemas, written, states)
         versions: dict[uuid.UUID, uuid.UUID | None] = {
             uuid_: state.current_version_uuid for uuid_, state in states.items()

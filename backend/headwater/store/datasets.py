@@ -46,27 +46,6 @@ class DatasetUpsert:
 # of several events, runs one statement for all of them and returns one result per request.
 
 
-async def upsert_namespaces(conn: asyncpg.Connection, requests: list[list[str]]) -> list[None]:
-    """Register namespaces that are new."""
-    await conn.execute(QUERIES["upsert_namespaces"], [n for names in requests for n in names])
-    return [None] * len(requests)
-
-
-async def upsert_sources(
-    conn: asyncpg.Connection, requests: list[list[tuple[str, str | None]]]
-) -> list[None]:
-    """Register data sources (name, uri); of several uris for a name, the last reported wins."""
-    sources = [s for request in requests for s in request]
-    if sources:
-        await conn.execute(
-            QUERIES["upsert_sources"],
-            [s[0] for s in sources],
-            [s[1] for s in sources],
-            list(range(len(sources))),
-        )
-    return [None] * len(requests)
-
-
 async def find_dataset_aliases(
     conn: asyncpg.Connection, requests: list[list[tuple[str, str]]]
 ) -> list[dict[tuple[str, str], tuple[str, str]]]:
@@ -93,13 +72,33 @@ async def fetch_dataset_identities(
     return [{u: found[u] for u in request if u in found} for request in requests]
 
 
+@dataclass(frozen=True)
+class DatasetUpserts:
+    """The datasets of one event as of its time, and the data sources (name, uri) it reported."""
+
+    items: list[DatasetUpsert]
+    at: dt.datetime
+    sources: list[tuple[str, str | None]]
+
+
+@dataclass(frozen=True)
+class UpsertedDataset:
+    """A dataset as stored after an upsert: its identity, and the state an event's schema and
+    version writes are decided by."""
+
+    row: DatasetRow
+    state: DatasetState
+
+
 async def upsert_datasets(
-    conn: asyncpg.Connection, requests: list[tuple[list[DatasetUpsert], dt.datetime]]
-) -> list[list[DatasetRow]]:
-    """Create or touch datasets by canonical identity as of a time; one row per item, any order."""
-    items = [(item, at) for upserts, at in requests for item in upserts]
+    conn: asyncpg.Connection, requests: list[DatasetUpserts]
+) -> list[list[UpsertedDataset]]:
+    """Create or touch datasets by canonical identity as of a time, registering their namespaces
+    and data sources (of several uris for a source, the last reported wins); one row per item."""
+    items = [(item, r.at) for r in requests for item in r.items]
     if not items:
         return [[] for _ in requests]
+    sources = [s for r in requests for s in r.sources]
     rows = await conn.fetch(
         QUERIES["upsert_datasets"],
         json_text(
@@ -117,16 +116,41 @@ async def upsert_datasets(
             ]
         ),
         any(i.deleted_facets for i, _ in items),
+        [s[0] for s in sources],
+        [s[1] for s in sources],
+        list(range(len(sources))),
     )
-    by_key = {(r["namespace"], r["name"]): _dataset_row(r) for r in rows}
+    by_key = {(r["namespace"], r["name"]): _upserted(r, r) for r in rows}
     missing = sorted({(i.namespace, i.name) for i, _ in items} - by_key.keys())
     if missing:
         # Created by a concurrent transaction after the upsert's snapshot was taken.
         found = await conn.fetch(
             QUERIES["fetch_datasets_by_identity"], [m[0] for m in missing], [m[1] for m in missing]
         )
-        by_key.update({(r["namespace"], r["name"]): _dataset_row(r) for r in found})
-    return [[by_key[(i.namespace, i.name)] for i in upserts] for upserts, _ in requests]
+        states = {
+            r["dataset_uuid"]: r
+            for r in await conn.fetch(
+                QUERIES["fetch_dataset_states"], [r["dataset_uuid"] for r in found]
+            )
+        }
+        by_key.update(
+            {(r["namespace"], r["name"]): _upserted(r, states[r["dataset_uuid"]]) for r in found}
+        )
+    return [[by_key[(i.namespace, i.name)] for i in r.items] for r in requests]
+
+
+def _upserted(row: asyncpg.Record, state: asyncpg.Record) -> UpsertedDataset:
+    return UpsertedDataset(_dataset_row(row), _dataset_state(state))
+
+
+def _dataset_state(r: asyncpg.Record) -> DatasetState:
+    return DatasetState(
+        r["dataset_uuid"],
+        r["fields_at"],
+        r["current_version_at"],
+        r["current_version_uuid"],
+        r["fields"],
+    )
 
 
 def _dataset_row(r: asyncpg.Record) -> DatasetRow:
@@ -156,16 +180,7 @@ async def fetch_dataset_states(
     rows = await conn.fetch(
         QUERIES["fetch_dataset_states"], sorted({u for request in requests for u in request})
     )
-    found = {
-        r["dataset_uuid"]: DatasetState(
-            r["dataset_uuid"],
-            r["fields_at"],
-            r["current_version_at"],
-            r["current_version_uuid"],
-            r["fields"],
-        )
-        for r in rows
-    }
+    found = {r["dataset_uuid"]: _dataset_state(r) for r in rows}
     return [{u: found[u] for u in request if u in found} for request in requests]
 
 

@@ -1,18 +1,3 @@
--- name: upsert_namespaces
--- Registers namespaces (of datasets and jobs); returns nothing.
-INSERT INTO namespaces (name)
-SELECT DISTINCT n FROM unnest($1::text[]) AS n
-ON CONFLICT (name) DO NOTHING;
-
--- name: upsert_sources
--- Registers data sources from dataSource facets ($3: the order they were reported in), keeping the
--- latest non-null uri.
-INSERT INTO sources (name, uri)
-SELECT DISTINCT ON (n) n, u FROM unnest($1::text[], $2::text[], $3::int[]) AS t(n, u, ord)
-ORDER BY n, u IS NULL, ord DESC
-ON CONFLICT (name) DO UPDATE SET uri = coalesce(excluded.uri, sources.uri), updated_at = now()
-WHERE excluded.uri IS DISTINCT FROM sources.uri AND excluded.uri IS NOT NULL;
-
 -- name: find_dataset_aliases
 -- The dataset (uuid and canonical identity) each of the given identities already resolves to.
 SELECT a.namespace, a.name, a.dataset_uuid, d.namespace AS dataset_namespace, d.name AS dataset_name
@@ -25,16 +10,32 @@ JOIN datasets d ON d.dataset_uuid = a.dataset_uuid;
 SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid = ANY($1::uuid[]);
 
 -- name: upsert_datasets
--- Creates or touches datasets ($1: a JSON array) by canonical identity, each as of its event's time.
+-- Creates or touches datasets ($1: a JSON array) by canonical identity, each as of its event's time,
+-- and registers their namespaces and the data sources reported with them ($3, $4, $5: name, uri and
+-- the order they were reported in; the latest non-null uri of a source is kept).
 -- Facets merge per key, the later eventTime winning; `_deleted` facets are removed ($2: whether any
 -- item deletes facets). A row is rewritten only when its source, description or facets change or an
 -- earlier event arrives late (updated_at and facets_at are the time of the last change): a dataset
 -- seen again as it was costs no new row version and no index entry. Returns one row per input with
--- its uuid and node id (rows not rewritten come from the statement's snapshot).
+-- its uuid, node id and what the event's schema and version writes are decided by: when its fields
+-- were last set, its current fields and its current version (rows not rewritten come from the
+-- statement's snapshot).
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
         AS t(namespace text, name text, source_name text, description text, facets jsonb, deleted jsonb,
              at timestamptz)
+),
+namespaces_seen AS (
+    INSERT INTO namespaces (name)
+    SELECT DISTINCT namespace FROM input
+    ON CONFLICT (name) DO NOTHING
+),
+sources_seen AS (
+    INSERT INTO sources (name, uri)
+    SELECT DISTINCT ON (n) n, u FROM unnest($3::text[], $4::text[], $5::int[]) AS t(n, u, ord)
+    ORDER BY n, u IS NULL, ord DESC
+    ON CONFLICT (name) DO UPDATE SET uri = coalesce(excluded.uri, sources.uri), updated_at = now()
+    WHERE excluded.uri IS DISTINCT FROM sources.uri AND excluded.uri IS NOT NULL
 ),
 written AS (
     INSERT INTO datasets AS d (namespace, name, source_name, description, facets, facets_at, created_at,
@@ -60,13 +61,22 @@ written AS (
                                                               FROM input i
                                                               WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
                               END)
-    RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created
+    RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created, d.fields_at,
+              d.current_version_at, d.current_version_uuid
+),
+stored AS (
+    SELECT * FROM written
+    UNION ALL
+    SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, false, d.fields_at, d.current_version_at,
+           d.current_version_uuid
+    FROM datasets d JOIN (SELECT DISTINCT namespace, name FROM input) i USING (namespace, name)
+    WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = d.namespace AND w.name = d.name)
 )
-SELECT * FROM written
-UNION ALL
-SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, false
-FROM datasets d JOIN (SELECT DISTINCT namespace, name FROM input) i USING (namespace, name)
-WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = d.namespace AND w.name = d.name);
+SELECT s.*,
+       coalesce((SELECT jsonb_agg(jsonb_build_object('name', f.name, 'type', f.type, 'description', f.description)
+                                  ORDER BY f.position)
+                 FROM dataset_fields f WHERE f.dataset_uuid = s.dataset_uuid), '[]'::jsonb) AS fields
+FROM stored s;
 
 -- name: fetch_datasets_by_identity
 -- Uuid and node id of the datasets among (namespace, name) identities ($1, $2), one index probe each

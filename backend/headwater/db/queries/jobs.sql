@@ -1,12 +1,17 @@
 -- name: upsert_jobs
--- Creates or touches jobs, each as of its event's time ($8); facets merge per key with the later
--- eventTime winning, `_deleted` facets ($7, a JSON array per job; $9: whether any) are removed. As for
--- datasets, a row is rewritten only when something in it changes (updated_at and facets_at are the
--- time of the last change). Returns each job's uuid, node id and whether it was created.
+-- Creates or touches jobs, each as of its event's time ($8), and registers their namespaces; facets
+-- merge per key with the later eventTime winning, `_deleted` facets ($7, a JSON array per job; $9:
+-- whether any) are removed. As for datasets, a row is rewritten only when something in it changes
+-- (updated_at and facets_at are the time of the last change). Returns each job's uuid, node id and whether it was created.
 WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[],
                          $8::timestamptz[])
         AS t(namespace, name, parent_job_uuid, job_type, description, facets, deleted, at)
+),
+namespaces_seen AS (
+    INSERT INTO namespaces (name)
+    SELECT DISTINCT namespace FROM input
+    ON CONFLICT (name) DO NOTHING
 ),
 written AS (
     INSERT INTO jobs AS j (namespace, name, parent_job_uuid, job_type, description, facets, facets_at, created_at,
