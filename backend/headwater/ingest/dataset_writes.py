@@ -166,9 +166,7 @@ class DatasetWriter:
             dataset_store.upsert_dataset_versions,
             dataset_store.VersionWrites(list(writes.values()), n.run_id, n.event_time),
         )
-        versions = {k: v[0] for k, v in created.items()}
-        await self.db(dataset_store.set_current_dataset_versions, (versions, n.event_time))
-        return versions
+        return {k: v[0] for k, v in created.items()}
 
 
 def dataset_identity_lists(

@@ -212,7 +212,8 @@ class VersionWrites:
 async def upsert_dataset_versions(
     conn: asyncpg.Connection, requests: list[VersionWrites]
 ) -> list[dict[uuid.UUID, tuple[uuid.UUID, bool]]]:
-    """Version per (dataset, schema, storage version): dataset uuid -> (version uuid, created)."""
+    """Version per (dataset, schema, storage version), made current where it is the latest write:
+    dataset uuid -> (version uuid, created)."""
     items = [(w, r.run_uuid, r.at) for r in requests for w in r.writes]
     if not items:
         return [{} for _ in requests]
@@ -236,19 +237,11 @@ async def upsert_dataset_versions(
             [w[2] for w in same],
         )
         found.update({r["dataset_uuid"]: (r["dataset_version_uuid"], False) for r in rows})
-    return [{w[0]: found[w[0]] for w in r.writes} for r in requests]
-
-
-async def set_current_dataset_versions(
-    conn: asyncpg.Connection, requests: list[tuple[dict[uuid.UUID, uuid.UUID], dt.datetime]]
-) -> list[None]:
-    """Point datasets at the version of their latest write by eventTime."""
-    items = [(d, v, at) for versions, at in requests for d, v in versions.items()]
-    if items:
+        at = {w[0]: at for w, _, at in items}
         await conn.execute(
             QUERIES["set_current_dataset_versions"],
-            [i[0] for i in items],
-            [i[1] for i in items],
-            [i[2] for i in items],
+            [r["dataset_uuid"] for r in rows],
+            [r["dataset_version_uuid"] for r in rows],
+            [at[r["dataset_uuid"]] for r in rows],
         )
-    return [None] * len(requests)
+    return [{w[0]: found[w[0]] for w in r.writes} for r in requests]

@@ -131,8 +131,9 @@ WHERE (dataset_fields.type, dataset_fields.description, dataset_fields.position)
 -- name: upsert_dataset_versions
 -- One version per distinct (schema, storage version) of a dataset; a write without a schema facet
 -- reuses the current schema. Each write comes with its run ($4) and eventTime ($5); a version is
--- rewritten only by an earlier write arriving late. Returns the version each dataset was written at
--- (versions not rewritten come from the statement's snapshot).
+-- rewritten only by an earlier write arriving late. The version a dataset was written at becomes its
+-- current one if this is its latest write by eventTime. Returns the version each dataset was written
+-- at (versions not rewritten come from the statement's snapshot).
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::jsonb[], $3::text[], $4::uuid[], $5::timestamptz[])
         AS t(dataset_uuid, schema_fields, storage_version, run_uuid, at)
@@ -157,12 +158,22 @@ written AS (
         created_by_run_uuid = excluded.created_by_run_uuid, created_at = excluded.created_at
     WHERE excluded.created_at < v.created_at
     RETURNING v.dataset_uuid, v.dataset_version_uuid, (xmax = 0) AS created
+),
+versions AS (
+    SELECT * FROM written
+    UNION ALL
+    SELECT v.dataset_uuid, v.dataset_version_uuid, false
+    FROM resolved r JOIN dataset_versions v ON v.dataset_uuid = r.dataset_uuid AND v.version = r.version
+    WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.dataset_uuid = r.dataset_uuid)
+),
+-- As set_current_dataset_versions, for the versions found here.
+made_current AS (
+    UPDATE datasets d SET current_version_uuid = v.dataset_version_uuid, current_version_at = i.at
+    FROM versions v JOIN input i USING (dataset_uuid)
+    WHERE d.dataset_uuid = v.dataset_uuid AND (d.current_version_at IS NULL OR d.current_version_at <= i.at)
+      AND d.current_version_uuid IS DISTINCT FROM v.dataset_version_uuid
 )
-SELECT * FROM written
-UNION ALL
-SELECT v.dataset_uuid, v.dataset_version_uuid, false
-FROM resolved r JOIN dataset_versions v ON v.dataset_uuid = r.dataset_uuid AND v.version = r.version
-WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.dataset_uuid = r.dataset_uuid);
+SELECT * FROM versions;
 
 -- name: fetch_dataset_versions
 -- The versions writes were at: (dataset, schema or current schema, storage version), as
@@ -182,7 +193,8 @@ JOIN dataset_versions v
                      || '|' || coalesce(i.storage_version, ''));
 
 -- name: set_current_dataset_versions
--- Points datasets at the version of their latest write by eventTime ($3: the time of each write).
+-- Points datasets at the version of their latest write by eventTime ($3: the time of each write), for
+-- versions upsert_dataset_versions could not see.
 -- current_version_at is when the current version became current: a write at the current version
 -- changes nothing.
 UPDATE datasets d SET current_version_uuid = t.version_uuid, current_version_at = t.at
