@@ -69,34 +69,28 @@ class JobWriter:
         n = self.n
         assert n.job_namespace is not None
         assert n.job_name is not None
-        parent_job_uuid = None
+        parent = None
+        upserts = []
         if n.parent_job is not None and n.parent_job != (n.job_namespace, n.job_name):
-            parent = await self.db(
-                job_store.upsert_jobs, job_store.JobUpsert(*n.parent_job, at=n.event_time)
-            )
-            parent_job_uuid = parent.job_uuid
-            if parent.created:
-                self.changes.append(
-                    Change(
-                        "JOB_CREATED",
-                        format_node_id("JOB", *n.parent_job),
-                        n.parent_job[0],
-                        n.event_time,
-                    )
-                )
-        job = await self.db(
-            job_store.upsert_jobs,
+            parent = n.parent_job
+            upserts.append(job_store.JobUpsert(*parent, at=n.event_time))
+        upserts.append(
             job_store.JobUpsert(
                 n.job_namespace,
                 n.job_name,
                 at=n.event_time,
-                parent_job_uuid=parent_job_uuid,
+                parent=parent,
                 job_type=n.job_type,
                 description=n.job_description,
                 facets=n.job_facets,
                 deleted_facets=n.job_deleted_facets,
-            ),
+            )
         )
+        *parent_row, job = await self.db(job_store.upsert_jobs, upserts)
+        if parent is not None and parent_row[0].created:
+            self.changes.append(
+                Change("JOB_CREATED", format_node_id("JOB", *parent), parent[0], n.event_time)
+            )
         node = format_node_id("JOB", n.job_namespace, n.job_name)
         if job.created:
             self.changes.append(Change("JOB_CREATED", node, n.job_namespace, n.event_time))

@@ -30,38 +30,43 @@ class JobUpsert:
     namespace: str
     name: str
     at: dt.datetime
-    parent_job_uuid: uuid.UUID | None = None
+    # The parent job (namespace, name), upserted before it in the same request.
+    parent: tuple[str, str] | None = None
     job_type: str | None = None
     description: str | None = None
     facets: dict[str, Any] = field(default_factory=dict)
     deleted_facets: list[str] = field(default_factory=list)
 
 
-async def upsert_jobs(conn: asyncpg.Connection, requests: list[JobUpsert]) -> list[JobRow]:
-    """Create or touch jobs; facets merge per key with the later eventTime winning."""
+async def upsert_jobs(conn: asyncpg.Connection, requests: list[list[JobUpsert]]) -> list[list[JobRow]]:
+    """Create or touch jobs; facets merge per key with the later eventTime winning. A job may name a
+    parent upserted in the same request."""
+    items = [item for request in requests for item in request]
     rows = await conn.fetch(
         QUERIES["upsert_jobs"],
-        [r.namespace for r in requests],
-        [r.name for r in requests],
-        [r.parent_job_uuid for r in requests],
-        [r.job_type for r in requests],
-        [r.description for r in requests],
-        [r.facets for r in requests],
-        [json_text(r.deleted_facets) for r in requests],
-        [r.at for r in requests],
-        any(r.deleted_facets for r in requests),
+        [r.namespace for r in items],
+        [r.name for r in items],
+        [r.parent[0] if r.parent else None for r in items],
+        [r.parent[1] if r.parent else None for r in items],
+        [r.job_type for r in items],
+        [r.description for r in items],
+        [r.facets for r in items],
+        [json_text(r.deleted_facets) for r in items],
+        [r.at for r in items],
+        [uuid.uuid4() for _ in items],
+        any(r.deleted_facets for r in items),
     )
     found = {
         (r["namespace"], r["name"]): JobRow(r["job_uuid"], r["node_id"], r["created"]) for r in rows
     }
-    missing = sorted({(r.namespace, r.name) for r in requests} - found.keys())
+    missing = sorted({(r.namespace, r.name) for r in items} - found.keys())
     if missing:
         # Created by a concurrent transaction after the upsert's snapshot was taken.
         for r in await conn.fetch(
             QUERIES["fetch_jobs_by_identity"], [m[0] for m in missing], [m[1] for m in missing]
         ):
             found[(r["namespace"], r["name"])] = JobRow(r["job_uuid"], r["node_id"], False)
-    return [found[(r.namespace, r.name)] for r in requests]
+    return [[found[(r.namespace, r.name)] for r in request] for request in requests]
 
 
 @dataclass(frozen=True)

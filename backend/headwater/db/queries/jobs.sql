@@ -1,12 +1,25 @@
 -- name: upsert_jobs
--- Creates or touches jobs, each as of its event's time ($8), and registers their namespaces; facets
--- merge per key with the later eventTime winning, `_deleted` facets ($7, a JSON array per job; $9:
+-- Creates or touches jobs, each as of its event's time ($9), and registers their namespaces; facets
+-- merge per key with the later eventTime winning, `_deleted` facets ($8, a JSON array per job; $11:
 -- whether any) are removed. As for datasets, a row is rewritten only when something in it changes
--- (updated_at and facets_at are the time of the last change). Returns each job's uuid, node id and whether it was created.
-WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[],
-                         $8::timestamptz[])
-        AS t(namespace, name, parent_job_uuid, job_type, description, facets, deleted, at)
+-- (updated_at and facets_at are the time of the last change). Returns each job's uuid, node id and
+-- whether it was created.
+WITH given AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[],
+                         $8::jsonb[], $9::timestamptz[], $10::uuid[])
+        AS t(namespace, name, parent_namespace, parent_name, job_type, description, facets, deleted, at, new_uuid)
+),
+-- A job names its parent ($3, $4), upserted by the same statement: the parent's uuid is the stored
+-- one, else the one its new row is given ($10).
+input AS (
+    SELECT g.*,
+           CASE WHEN g.parent_namespace IS NOT NULL THEN
+               coalesce((SELECT p.job_uuid FROM jobs p
+                         WHERE p.namespace = g.parent_namespace AND p.name = g.parent_name),
+                        (SELECT p.new_uuid FROM given p
+                         WHERE p.namespace = g.parent_namespace AND p.name = g.parent_name))
+           END AS parent_job_uuid
+    FROM given g
 ),
 namespaces_seen AS (
     INSERT INTO namespaces (name)
@@ -14,9 +27,9 @@ namespaces_seen AS (
     ON CONFLICT (name) DO NOTHING
 ),
 written AS (
-    INSERT INTO jobs AS j (namespace, name, parent_job_uuid, job_type, description, facets, facets_at, created_at,
-                           updated_at)
-    SELECT namespace, name, parent_job_uuid, job_type, description,
+    INSERT INTO jobs AS j (job_uuid, namespace, name, parent_job_uuid, job_type, description, facets, facets_at,
+                           created_at, updated_at)
+    SELECT new_uuid, namespace, name, parent_job_uuid, job_type, description,
            facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
     FROM input
     ON CONFLICT (namespace, name) DO UPDATE SET
@@ -24,7 +37,7 @@ written AS (
         job_type = merge_reported(j.job_type, j.facets_at, excluded.job_type, excluded.facets_at),
         description = merge_reported(j.description, j.facets_at, excluded.description, excluded.facets_at),
         facets = merge_facets(j.facets, j.facets_at, excluded.facets, excluded.facets_at,
-                              CASE WHEN $9::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                              CASE WHEN $11::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
                                                               FROM input i
                                                               WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
                               END),
@@ -34,7 +47,7 @@ written AS (
     WHERE report_changes_node(j.created_at, excluded.created_at, j.facets_at, excluded.facets_at,
                               j.job_type, excluded.job_type, j.description, excluded.description,
                               j.facets, excluded.facets,
-                              CASE WHEN $9::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
+                              CASE WHEN $11::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
                                                               FROM input i
                                                               WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
                               END)
