@@ -311,32 +311,32 @@ class JobWriter:
         the job; close the edges it no longer has and announce the change."""
         n = self.n
         version, inputs, outputs, at = finished.version, finished.inputs, finished.outputs, finished.at
-        move = await self.db(
-            job_store.set_job_versions, job_store.VersionWritten(job_uuid, version.uuid, at, n.run_id)
-        )
-        if move is None:
-            return
-        input_uuids = [i[2] for i in inputs]
-        output_uuids = [o[2] for o in outputs]
-        closed = await self.db(
-            edge_store.close_stale_job_edges, (job_uuid, at, input_uuids, output_uuids)
-        )
-        stale = [
-            edge_store.StaleColumnLineage(
-                job_uuid,
+        column_outputs = [
+            (
                 [
                     self.row_of(d).dataset_uuid
                     for d in n.outputs
                     if (d.derived_column_edges if derived else d.column_edges)
                 ],
                 derived,
-                at,
-                n.run_id,
             )
             for derived in (False, True)
         ]
-        if any(s.output_uuids for s in stale):
-            await self.db(edge_store.close_stale_column_lineage, stale)
+        move = await self.db(
+            job_store.set_job_versions,
+            job_store.VersionWritten(
+                job_uuid,
+                version.uuid,
+                at,
+                n.run_id,
+                [i[2] for i in inputs],
+                [o[2] for o in outputs],
+                [c for c in column_outputs if c[0]],
+            ),
+        )
+        if move is None:
+            return
+        closed = move.closed_edges
         if move.previous_version_uuid == version.uuid and not closed:
             return
         added_inputs = [i for i in inputs if i[2] not in set(move.previous_input_uuids)]

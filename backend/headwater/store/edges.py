@@ -84,23 +84,6 @@ async def upsert_lineage_edges(
     return [opened.get(r.job_uuid, []) for r in requests]
 
 
-async def close_stale_job_edges(
-    conn: asyncpg.Connection,
-    requests: list[tuple[uuid.UUID, dt.datetime, list[uuid.UUID], list[uuid.UUID]]],
-) -> list[list[EdgeChange]]:
-    """Close the edges of each (job, at, inputs, outputs) that its completed run no longer has."""
-    closed = _changes_by_job(
-        await conn.fetch(
-            QUERIES["close_stale_job_edges"],
-            [r[0] for r in requests],
-            [r[1] for r in requests],
-            [json_text(r[2]) for r in requests],
-            [json_text(r[3]) for r in requests],
-        )
-    )
-    return [closed.get(r[0], []) for r in requests]
-
-
 @dataclass(frozen=True)
 class ColumnEdgeOpened:
     output_dataset_uuid: uuid.UUID
@@ -148,31 +131,3 @@ async def upsert_column_lineage(
                 )
             )
     return [opened.get(r.job_uuid, []) for r in requests]
-
-
-@dataclass(frozen=True)
-class StaleColumnLineage:
-    """The column edges a completed run replaces: its job's into these outputs, derived or reported."""
-
-    job_uuid: uuid.UUID
-    output_uuids: list[uuid.UUID]
-    derived: bool
-    at: dt.datetime
-    run_uuid: uuid.UUID | None
-
-
-async def close_stale_column_lineage(
-    conn: asyncpg.Connection, requests: list[list[StaleColumnLineage]]
-) -> list[None]:
-    """Close the job's column edges into these outputs that the completed run no longer reports."""
-    items = [r for request in requests for r in request if r.output_uuids]
-    if items:
-        await conn.execute(
-            QUERIES["close_stale_column_lineage"],
-            [r.job_uuid for r in items],
-            [json_text(r.output_uuids) for r in items],
-            [r.at for r in items],
-            [r.derived for r in items],
-            [r.run_uuid for r in items],
-        )
-    return [None] * len(requests)

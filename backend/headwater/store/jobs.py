@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
+from headwater.store.edges import EdgeChange
 
 if TYPE_CHECKING:
     import asyncpg
@@ -106,42 +107,65 @@ async def upsert_job_versions(
 
 @dataclass(frozen=True)
 class CurrentVersionMove:
+    """A job whose current version moved: the version before, and the edges the move closed."""
+
     previous_version_uuid: uuid.UUID | None
     previous_version: str | None
     previous_input_uuids: list[uuid.UUID]
     previous_output_uuids: list[uuid.UUID]
+    closed_edges: list[EdgeChange]
 
 
 @dataclass(frozen=True)
 class VersionWritten:
     """A job version computed from a completed run's datasets (or a job event's), to be made the
-    job's current version if the run is the job's latest."""
+    job's current version if the run is the job's latest: with the datasets it reads and writes,
+    and the outputs whose column lineage the run reported, as (dataset uuids, derived)."""
 
     job_uuid: uuid.UUID
     version_uuid: uuid.UUID
     at: dt.datetime
     run_uuid: uuid.UUID | None
+    input_uuids: list[uuid.UUID]
+    output_uuids: list[uuid.UUID]
+    column_outputs: list[tuple[list[uuid.UUID], bool]]
 
 
 async def set_job_versions(
     conn: asyncpg.Connection, requests: list[VersionWritten]
 ) -> list[CurrentVersionMove | None]:
-    """Move current versions; None where the current version did not move (a later run already
-    defined the job)."""
+    """Move current versions, closing the edges and column edges the new version no longer has;
+    None where the current version did not move (a later run already defined the job)."""
     rows = await conn.fetch(
         QUERIES["set_job_versions"],
         [r.job_uuid for r in requests],
         [r.version_uuid for r in requests],
         [r.at for r in requests],
         [r.run_uuid for r in requests],
+        [json_text(r.input_uuids) for r in requests],
+        [json_text(r.output_uuids) for r in requests],
+        [
+            json_text(
+                [{"outputs": outputs, "derived": derived} for outputs, derived in r.column_outputs]
+            )
+            for r in requests
+        ],
     )
+    closed: dict[uuid.UUID, list[EdgeChange]] = {}
+    for row in rows:
+        if not row["moved"]:
+            closed.setdefault(row["job_uuid"], []).append(
+                EdgeChange(row["src_node_id"], row["dst_node_id"], row["edge_type"], row["dataset_uuid"])
+            )
     moved = {
         row["job_uuid"]: CurrentVersionMove(
             row["previous_version_uuid"],
             row["previous_version"],
             list(row["previous_input_uuids"] or []),
             list(row["previous_output_uuids"] or []),
+            closed.get(row["job_uuid"], []),
         )
         for row in rows
+        if row["moved"]
     }
     return [moved.get(r.job_uuid) for r in requests]

@@ -37,23 +37,3 @@ RETURNING c.job_uuid, c.output_dataset_uuid, c.output_field, c.input_dataset_uui
 )
 SELECT job_uuid, output_dataset_uuid, output_field, input_dataset_uuid, input_field, derived
 FROM written WHERE opened;
-
--- name: close_stale_column_lineage
--- A completed run that reported column lineage for an output replaces its job's ($1) earlier column
--- edges into that output ($2: a JSON array of dataset uuids): those not reported by this run ($5) nor
--- confirmed since its eventTime ($3) are closed. $4: the derived edges, or the reported ones. Each
--- output is looked up through its index (the fenced LATERAL), whatever the table's statistics say.
-WITH stale AS (
-    SELECT x.column_edge_id, t.at
-    FROM unnest($1::uuid[], $2::jsonb[], $3::timestamptz[], $4::boolean[], $5::uuid[])
-             AS t(job_uuid, outputs, at, derived, run_uuid)
-         CROSS JOIN LATERAL jsonb_array_elements_text(t.outputs) AS o(dataset_uuid)
-         CROSS JOIN LATERAL (
-             SELECT c.column_edge_id FROM column_lineage c
-             WHERE c.output_dataset_uuid = o.dataset_uuid::uuid AND c.job_uuid = t.job_uuid AND c.valid_to IS NULL
-               AND c.derived = t.derived AND c.last_seen_at < t.at AND c.last_run_uuid IS DISTINCT FROM t.run_uuid
-             OFFSET 0
-         ) x
-)
-UPDATE column_lineage c SET valid_to = (SELECT s.at FROM stale s WHERE s.column_edge_id = c.column_edge_id)
-WHERE c.column_edge_id = ANY (ARRAY(SELECT column_edge_id FROM stale));

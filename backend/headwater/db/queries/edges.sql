@@ -45,23 +45,3 @@ written AS (
     RETURNING src_node_id, dst_node_id, job_uuid, edge_type, dataset_uuid, (xmax = 0) AS opened
 )
 SELECT src_node_id, dst_node_id, job_uuid, edge_type, dataset_uuid FROM written WHERE opened;
-
--- name: close_stale_job_edges
--- A completed run defines its job's current lineage: the job's open, non-manual edges that the run did
--- not report ($3 inputs, $4 outputs: JSON arrays of dataset uuids) and that no later event confirmed
--- are closed at the run's eventTime ($2). Returns the closed edges. Each job's edges are looked up
--- through its index (the fenced LATERAL), whatever the table's statistics say.
-WITH stale AS (
-    SELECT x.edge_id, t.at
-    FROM unnest($1::uuid[], $2::timestamptz[], $3::jsonb[], $4::jsonb[]) AS t(job_uuid, at, inputs, outputs)
-         CROSS JOIN LATERAL (
-             SELECT e.edge_id FROM lineage_edges e
-             WHERE e.job_uuid = t.job_uuid AND e.valid_to IS NULL AND NOT e.manual AND e.last_seen_at < t.at
-               AND NOT ((e.edge_type = 'READ' AND t.inputs ? e.dataset_uuid::text)
-                        OR (e.edge_type = 'WRITE' AND t.outputs ? e.dataset_uuid::text))
-             OFFSET 0
-         ) x
-)
-UPDATE lineage_edges e SET valid_to = (SELECT s.at FROM stale s WHERE s.edge_id = e.edge_id)
-WHERE e.edge_id = ANY (ARRAY(SELECT edge_id FROM stale))
-RETURNING e.src_node_id, e.dst_node_id, e.job_uuid, e.edge_type, e.dataset_uuid;

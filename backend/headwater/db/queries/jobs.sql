@@ -102,21 +102,75 @@ JOIN job_versions v ON v.job_uuid = t.job_uuid AND v.version = t.version;
 
 -- name: set_job_versions
 -- Makes each job version ($2), computed from a completed run's datasets, its job's current one if the
--- run ($4) is the job's latest completed one by eventTime ($3). Returns, for each job that moved, the
--- previous current version with its inputs and outputs (to tell which edges the change added); no row
--- for a job that did not move. (The run's row got its version when its event was written.)
+-- run ($4) is the job's latest completed one by eventTime ($3), and closes at that time what the new
+-- version no longer has:
+-- - the job's open, non-manual edges that the run did not report ($5 inputs, $6 outputs: JSON arrays
+--   of dataset uuids) and that no later event confirmed;
+-- - the job's column edges into the outputs the run reported column lineage for ($7: per job, a JSON
+--   array of {outputs, derived}: the derived edges, or the reported ones) that the run did not
+--   report and that were not confirmed since its eventTime.
+-- Returns a row per job that moved (with its previous current version, inputs and outputs, to tell
+-- which edges the change added) and a row per edge closed; no row for a job that did not move.
+-- (The run's row got its version when its event was written.) Each job's edges and each output's
+-- column edges are looked up through their index (the fenced LATERALs), whatever the statistics say.
 WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::uuid[])
-        AS t(job_uuid, version_uuid, at, run_uuid)
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::uuid[], $5::jsonb[], $6::jsonb[],
+                         $7::jsonb[])
+        AS t(job_uuid, version_uuid, at, run_uuid, inputs, outputs, column_outputs)
 ),
 previous AS (
     SELECT j.job_uuid, j.current_version_uuid, v.version, v.input_uuids, v.output_uuids
     FROM jobs j LEFT JOIN job_versions v ON v.job_version_uuid = j.current_version_uuid
     WHERE j.job_uuid = ANY(ARRAY(SELECT job_uuid FROM input)) FOR UPDATE OF j
+),
+moved AS (
+    UPDATE jobs j SET current_version_uuid = i.version_uuid, current_version_at = i.at,
+                      latest_run_uuid = coalesce(i.run_uuid, j.latest_run_uuid)
+    FROM input i JOIN previous p USING (job_uuid)
+    WHERE j.job_uuid = i.job_uuid AND (j.current_version_at IS NULL OR j.current_version_at <= i.at)
+    RETURNING j.job_uuid, p.current_version_uuid AS previous_version_uuid, p.version AS previous_version,
+              p.input_uuids AS previous_input_uuids, p.output_uuids AS previous_output_uuids
+),
+stale_edges AS (
+    SELECT x.edge_id, t.at
+    FROM input t
+         JOIN moved USING (job_uuid)
+         CROSS JOIN LATERAL (
+             SELECT e.edge_id FROM lineage_edges e
+             WHERE e.job_uuid = t.job_uuid AND e.valid_to IS NULL AND NOT e.manual AND e.last_seen_at < t.at
+               AND NOT ((e.edge_type = 'READ' AND t.inputs ? e.dataset_uuid::text)
+                        OR (e.edge_type = 'WRITE' AND t.outputs ? e.dataset_uuid::text))
+             OFFSET 0
+         ) x
+),
+closed_edges AS (
+    UPDATE lineage_edges e SET valid_to = (SELECT s.at FROM stale_edges s WHERE s.edge_id = e.edge_id)
+    WHERE e.edge_id = ANY (ARRAY(SELECT edge_id FROM stale_edges))
+    RETURNING e.src_node_id, e.dst_node_id, e.job_uuid, e.edge_type, e.dataset_uuid
+),
+stale_column_edges AS (
+    SELECT x.column_edge_id, t.at
+    FROM input t
+         JOIN moved USING (job_uuid)
+         CROSS JOIN LATERAL jsonb_array_elements(t.column_outputs) AS c(item)
+         CROSS JOIN LATERAL jsonb_array_elements_text(c.item->'outputs') AS o(dataset_uuid)
+         CROSS JOIN LATERAL (
+             SELECT l.column_edge_id FROM column_lineage l
+             WHERE l.output_dataset_uuid = o.dataset_uuid::uuid AND l.job_uuid = t.job_uuid AND l.valid_to IS NULL
+               AND l.derived = (c.item->>'derived')::boolean AND l.last_seen_at < t.at
+               AND l.last_run_uuid IS DISTINCT FROM t.run_uuid
+             OFFSET 0
+         ) x
+),
+closed_column_edges AS (
+    UPDATE column_lineage l
+    SET valid_to = (SELECT s.at FROM stale_column_edges s WHERE s.column_edge_id = l.column_edge_id)
+    WHERE l.column_edge_id = ANY (ARRAY(SELECT column_edge_id FROM stale_column_edges))
 )
-UPDATE jobs j SET current_version_uuid = i.version_uuid, current_version_at = i.at,
-                  latest_run_uuid = coalesce(i.run_uuid, j.latest_run_uuid)
-FROM input i JOIN previous p USING (job_uuid)
-WHERE j.job_uuid = i.job_uuid AND (j.current_version_at IS NULL OR j.current_version_at <= i.at)
-RETURNING j.job_uuid, p.current_version_uuid AS previous_version_uuid, p.version AS previous_version,
-          p.input_uuids AS previous_input_uuids, p.output_uuids AS previous_output_uuids;
+SELECT job_uuid, true AS moved, previous_version_uuid, previous_version, previous_input_uuids,
+       previous_output_uuids, NULL::bigint AS src_node_id, NULL::bigint AS dst_node_id, NULL::text AS edge_type,
+       NULL::uuid AS dataset_uuid
+FROM moved
+UNION ALL
+SELECT job_uuid, false, NULL, NULL, NULL, NULL, src_node_id, dst_node_id, edge_type, dataset_uuid
+FROM closed_edges;
