@@ -44,20 +44,8 @@ async def register_codecs(conn: asyncpg.Connection) -> None:
 # keeps scanning it as it grows, and ingest slowed from 150 to under 40 events/s over 20,000 events.
 # No JIT: every statement here runs in milliseconds, and an estimate inflated by a set-returning
 # function (100 rows a call) was enough to spend 20 ms compiling a statement that ran in 10.
+# Ingest's writes are the exception (see the query begin_ingest_writes).
 PLAN_SETTINGS = {"plan_cache_mode": "force_custom_plan", "jit": "off"}
-
-# Ingest's writes are the exception: planning was 30 % of their PostgreSQL time (custom plans of
-# statements of several CTEs, 20 statements a batch of 500), and their lookups no longer depend on
-# a plan's estimates (each probes its index through a fenced LATERAL). Measured side by side over
-# 40,000 and 100,000 Spark-shaped events written from an empty store, generic plans cut ingest's
-# PostgreSQL CPU per event by 17 % and stayed as flat as the store grew. Set for the transaction only.
-INGEST_PLANNING = "SELECT set_config('plan_cache_mode', 'auto', true)"
-
-
-async def plan_ingest_writes(conn: asyncpg.Connection) -> None:
-    """Let this transaction's statements use generic plans where PostgreSQL finds them cheaper."""
-    await conn.execute(INGEST_PLANNING)
-
 
 class TimedPool(asyncpg.Pool):
     """A pool whose acquire gives up after ``acquire_timeout`` seconds unless given its own.

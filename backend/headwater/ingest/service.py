@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from headwater.db.pool import plan_ingest_writes
 from headwater.errors import FieldError
 from headwater.ingest.dataset_writes import DatasetWriter
 from headwater.ingest.job_writes import JobWriter
@@ -125,8 +124,7 @@ async def ingest_prepared(
     and the change log lists the changes of each event in the order given.
     """
     async with conn.transaction():
-        await event_store.lock_ingest_writes(conn)
-        await plan_ingest_writes(conn)
+        await event_store.begin_ingest_writes(conn)
         raw_ids = await event_store.insert_raw_events(conn, [raw_event_row(p) for p in events])
         results: list[IngestResult] = []
         fresh: list[NormalizedEvent] = []

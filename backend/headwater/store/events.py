@@ -125,6 +125,7 @@ async def drop_partition(conn: asyncpg.Connection, partition: Partition) -> None
     _months_ready[_database(conn)].discard(partition.starts)
 
 
-async def lock_ingest_writes(conn: asyncpg.Connection) -> None:
-    """Wait for this transaction's turn among every process's ingest writes (see the query)."""
-    await conn.execute(QUERIES["lock_ingest_writes"])
+async def begin_ingest_writes(conn: asyncpg.Connection) -> None:
+    """Wait for this transaction's turn among every process's ingest writes, and let its statements
+    use generic plans (see the query)."""
+    await conn.execute(QUERIES["begin_ingest_writes"])
