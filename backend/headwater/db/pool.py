@@ -47,6 +47,7 @@ async def register_codecs(conn: asyncpg.Connection) -> None:
 # Ingest's writes are the exception (see the query begin_ingest_writes).
 PLAN_SETTINGS = {"plan_cache_mode": "force_custom_plan", "jit": "off"}
 
+
 class TimedPool(asyncpg.Pool):
     """A pool whose acquire gives up after ``acquire_timeout`` seconds unless given its own.
 

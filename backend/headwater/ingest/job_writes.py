@@ -111,23 +111,27 @@ class JobWriter:
             (job.node_id, self.row_of(d).node_id, self.row_of(d).dataset_uuid, "WRITE", d.derived)
             for d in n.outputs
         ]
-        added = []
-        if edges:
-            added = await self.db(
-                edge_store.upsert_lineage_edges,
-                edge_store.EventEdges(job.job_uuid, n.event_time, n.run_id, edges=_unique(edges)),
+        column_edges = await self._column_edges()
+        opened = edge_store.EdgesOpened()
+        if edges or column_edges:
+            opened = await self.db(
+                edge_store.upsert_edges,
+                edge_store.EventEdges(
+                    job.job_uuid, n.event_time, n.run_id, _unique(edges), column_edges
+                ),
             )
-        if added:
+        if opened.edges:
             self.changes.append(
                 Change(
                     "EDGES_ADDED",
                     node,
                     n.job_namespace,
                     n.event_time,
-                    {"edges": await self._describe_edges(added, node)},
+                    {"edges": await self._describe_edges(opened.edges, node)},
                 )
             )
-        await self._write_column_lineage(job.job_uuid, node)
+        if opened.column_edges:
+            self._announce_column_edges(opened.column_edges, node)
         # A failed or aborted run is versioned, but does not redefine the job's lineage.
         if finished is not None and finished.state == "COMPLETE":
             await self._move_current_version(job.job_uuid, node, finished)
@@ -189,12 +193,9 @@ class JobWriter:
             for row in map(self.row_of, defs)
         ]
 
-    async def _write_column_lineage(self, job_uuid: uuid.UUID, node: str) -> None:
-        """Store reported and SQL-derived column edges; per output, mark the less trusted superseded.
-
-        Column edges the job did not have before are a change of their own (COLUMN_EDGES_ADDED): a
-        column's lineage may grow in the middle of a run, before any job version changes.
-        """
+    async def _column_edges(self) -> list[tuple[edge_store.ColumnEdgeRow, bool, bool]]:
+        """The reported and SQL-derived column edges of the event, each with whether it is derived
+        and whether it is superseded: per output, the less trusted of the two is."""
         n = self.n
         schemas = await self._output_schemas()
         rows: list[tuple[edge_store.ColumnEdgeRow, bool, bool]] = []
@@ -204,32 +205,31 @@ class JobWriter:
             prefer_derived = bool(derived) and names_unknown_fields(d.column_edges, schema)
             rows += [(row, False, prefer_derived) for row in reported]
             rows += [(row, True, bool(reported) and not prefer_derived) for row in derived]
-        if not rows:
-            return
-        opened = await self.db(
-            edge_store.upsert_column_lineage,
-            edge_store.EventEdges(job_uuid, n.event_time, n.run_id, column_edges=rows),
+        return rows
+
+    def _announce_column_edges(self, opened: list[edge_store.ColumnEdgeOpened], node: str) -> None:
+        """Column edges the job did not have before are a change of their own (COLUMN_EDGES_ADDED):
+        a column's lineage may grow in the middle of a run, before any job version changes."""
+        n = self.n
+        by_uuid = self.datasets.by_uuid()
+        edges = [
+            {
+                "origin": _node(by_uuid[e.input_dataset_uuid]),
+                "originField": e.input_field,
+                "destination": _node(by_uuid[e.output_dataset_uuid]),
+                "destinationField": e.output_field,
+                "derived": e.derived,
+            }
+            for e in opened
+        ]
+        # In the order of names, not of uuids: the same events give the same change anywhere.
+        edges.sort(
+            key=lambda e: (e["destination"], e["destinationField"], e["origin"], e["originField"])
         )
-        if opened:
-            by_uuid = self.datasets.by_uuid()
-            edges = [
-                {
-                    "origin": _node(by_uuid[e.input_dataset_uuid]),
-                    "originField": e.input_field,
-                    "destination": _node(by_uuid[e.output_dataset_uuid]),
-                    "destinationField": e.output_field,
-                    "derived": e.derived,
-                }
-                for e in opened
-            ]
-            # In the order of names, not of uuids: the same events give the same change anywhere.
-            edges.sort(
-                key=lambda e: (e["destination"], e["destinationField"], e["origin"], e["originField"])
-            )
-            assert n.job_namespace is not None
-            self.changes.append(
-                Change("COLUMN_EDGES_ADDED", node, n.job_namespace, n.event_time, {"columnEdges": edges})
-            )
+        assert n.job_namespace is not None
+        self.changes.append(
+            Change("COLUMN_EDGES_ADDED", node, n.job_namespace, n.event_time, {"columnEdges": edges})
+        )
 
     async def _output_schemas(self) -> list[set[str] | None]:
         """The field names each output is known to have (None: no schema known), where it matters.

@@ -51,20 +51,27 @@ class EventEdges:
 # events, one statement, one result per request.
 
 
-def _changes_by_job(rows: list[asyncpg.Record]) -> dict[uuid.UUID, list[EdgeChange]]:
-    by_job: dict[uuid.UUID, list[EdgeChange]] = {}
-    for r in rows:
-        by_job.setdefault(r["job_uuid"], []).append(
-            EdgeChange(r["src_node_id"], r["dst_node_id"], r["edge_type"], r["dataset_uuid"])
-        )
-    return by_job
+@dataclass(frozen=True)
+class ColumnEdgeOpened:
+    output_dataset_uuid: uuid.UUID
+    output_field: str
+    input_dataset_uuid: uuid.UUID
+    input_field: str
+    derived: bool
 
 
-async def upsert_lineage_edges(
-    conn: asyncpg.Connection, requests: list[EventEdges]
-) -> list[list[EdgeChange]]:
-    """Open or refresh the edges of each event; returns those opened, per event."""
-    rows = [
+@dataclass(frozen=True)
+class EdgesOpened:
+    """What an event's edges opened (edges it only refreshed are not listed)."""
+
+    edges: list[EdgeChange] = field(default_factory=list)
+    column_edges: list[ColumnEdgeOpened] = field(default_factory=list)
+
+
+async def upsert_edges(conn: asyncpg.Connection, requests: list[EventEdges]) -> list[EdgesOpened]:
+    """Open or refresh the edges and the column edges (output field <- input field) of each event's
+    job; returns what each request opened (events of one round are of different jobs)."""
+    edges = [
         {
             "src": e[0],
             "dst": e[1],
@@ -78,28 +85,8 @@ async def upsert_lineage_edges(
         for r in requests
         for e in r.edges
     ]
-    if not rows:
-        return [[] for _ in requests]
-    opened = _changes_by_job(await conn.fetch(QUERIES["upsert_lineage_edges"], json_text(rows)))
-    return [opened.get(r.job_uuid, []) for r in requests]
-
-
-@dataclass(frozen=True)
-class ColumnEdgeOpened:
-    output_dataset_uuid: uuid.UUID
-    output_field: str
-    input_dataset_uuid: uuid.UUID
-    input_field: str
-    derived: bool
-
-
-async def upsert_column_lineage(
-    conn: asyncpg.Connection, requests: list[EventEdges]
-) -> list[list[ColumnEdgeOpened]]:
-    """Open or refresh the column edges (output field <- input field) of each event's job; returns
-    the edges each request opened (events of one round are of different jobs)."""
-    # Thousands of edges a round: one JSON document encodes far faster than thirteen arrays.
-    rows = [
+    # Thousands of column edges a round: one JSON document encodes far faster than thirteen arrays.
+    column_edges = [
         {
             "out_ds": c.output_dataset_uuid,
             "out_field": c.output_field,
@@ -118,16 +105,24 @@ async def upsert_column_lineage(
         for r in requests
         for c, derived, superseded in r.column_edges
     ]
-    opened: dict[uuid.UUID, list[ColumnEdgeOpened]] = {}
-    if rows:
-        for r in await conn.fetch(QUERIES["upsert_column_lineage"], json_text(rows)):
-            opened.setdefault(r["job_uuid"], []).append(
-                ColumnEdgeOpened(
-                    r["output_dataset_uuid"],
-                    r["output_field"],
-                    r["input_dataset_uuid"],
-                    r["input_field"],
-                    r["derived"],
+    opened: dict[uuid.UUID, EdgesOpened] = {}
+    if edges or column_edges:
+        for row in await conn.fetch(QUERIES["upsert_edges"], json_text(edges), json_text(column_edges)):
+            job = opened.setdefault(row["job_uuid"], EdgesOpened())
+            if row["column_edge"]:
+                job.column_edges.append(
+                    ColumnEdgeOpened(
+                        row["output_dataset_uuid"],
+                        row["output_field"],
+                        row["input_dataset_uuid"],
+                        row["input_field"],
+                        row["derived"],
+                    )
                 )
-            )
-    return [opened.get(r.job_uuid, []) for r in requests]
+            else:
+                job.edges.append(
+                    EdgeChange(
+                        row["src_node_id"], row["dst_node_id"], row["edge_type"], row["dataset_uuid"]
+                    )
+                )
+    return [opened.get(r.job_uuid, EdgesOpened()) for r in requests]
