@@ -57,5 +57,9 @@ SELECT raw_events_create_partition($1::text::timestamptz);
 -- several CTEs, 20 statements a batch of 500), and their lookups no longer depend on a plan's
 -- estimates (each probes its index through a fenced LATERAL). Measured side by side over 40,000 and
 -- 100,000 Spark-shaped events written from an empty store, generic plans cut ingest's PostgreSQL CPU
--- per event by 17 % and stayed as flat as the store grew. Set for the transaction only.
-SELECT pg_advisory_xact_lock(hashtext('headwater.ingest')), set_config('plan_cache_mode', 'auto', true);
+-- per event by 17 % and stayed as flat as the store grew. Never JIT, whatever the connection's
+-- settings: the estimates of these statements of many CTEs cross jit_above_cost, and compiling them
+-- tripled ingest's PostgreSQL CPU per event on a connection that allowed it. Both for the transaction
+-- only.
+SELECT pg_advisory_xact_lock(hashtext('headwater.ingest')), set_config('plan_cache_mode', 'auto', true),
+       set_config('jit', 'off', true);
