@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from headwater.ingest.service import IngestResult, PreparedEvent, ingest_prepared
+from headwater.ingest.service import RACES, IngestResult, PreparedEvent, ingest_prepared
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -28,12 +28,6 @@ if TYPE_CHECKING:
 # table (migrations not applied), resources, object state (ALLOW_CONNECTIONS false, lock timeout),
 # operator intervention (shutdown, statement timeout) and system errors.
 _UNAVAILABLE_CLASSES = frozenset({"08", "28", "3D", "42", "53", "55", "57", "58"})
-# Concurrent writers (another consumer, the HTTP server) racing on the same rows: retried at once.
-_RACES = (
-    asyncpg.exceptions.SerializationError,
-    asyncpg.exceptions.DeadlockDetectedError,
-    asyncpg.exceptions.UniqueViolationError,
-)
 _RACE_ATTEMPTS = 5
 
 
@@ -84,7 +78,7 @@ async def _write(
         try:
             async with pool.acquire() as conn:
                 return await store(conn, events, rules)
-        except _RACES:
+        except RACES:
             if attempt == _RACE_ATTEMPTS - 1:
                 raise
             await asyncio.sleep(0.01 * (attempt + 1))

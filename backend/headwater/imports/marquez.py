@@ -26,7 +26,7 @@ import asyncpg
 import msgspec
 
 from headwater.errors import InvalidEventError
-from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events
+from headwater.ingest.service import RACES, PreparedEvent, ingest_prepared, prepare_events
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -38,12 +38,6 @@ if TYPE_CHECKING:
 BATCH_SIZE = 1_000
 # Batches read and prepared ahead of the one being written.
 PREPARED_AHEAD = 1
-# Concurrent writers (another import, the server) can race this one on the same rows.
-_RETRYABLE = (
-    asyncpg.exceptions.SerializationError,
-    asyncpg.exceptions.DeadlockDetectedError,
-    asyncpg.exceptions.UniqueViolationError,
-)
 _ATTEMPTS = 5
 
 _REQUIRED_COLUMNS = {"event_time", "event"}
@@ -276,7 +270,7 @@ async def _write_batch(
                     batch.reached,
                 )
             break
-        except _RETRYABLE:
+        except RACES:
             if attempt == _ATTEMPTS - 1:
                 raise
             await asyncio.sleep(0.05 * (attempt + 1))

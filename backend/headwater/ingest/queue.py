@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from headwater.errors import AppError, DatabaseUnavailableError
-from headwater.ingest.service import IngestResult, PreparedEvent, ingest_prepared, prepare_events
+from headwater.ingest.service import RACES, IngestResult, PreparedEvent, ingest_prepared, prepare_events
 
 if TYPE_CHECKING:
     from headwater.ingest.normalize import AliasRule
@@ -34,12 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("headwater.ingest")
 
-# Concurrent events of one run can race on the same rows; these are safe to retry as a whole.
-_RETRYABLE = (
-    asyncpg.exceptions.SerializationError,
-    asyncpg.exceptions.DeadlockDetectedError,
-    asyncpg.exceptions.UniqueViolationError,
-)
 _ATTEMPTS = 5
 # SQLSTATE classes that say nothing about the events: connection exceptions (08), insufficient
 # resources (53), operator intervention (57: shutdown, statement timeout).
@@ -57,7 +51,7 @@ class IngestOverloadedError(AppError):
 
 def _transient(exc: BaseException) -> bool:
     """Whether a failure comes from the database's state, not from the events written."""
-    if isinstance(exc, _RETRYABLE):
+    if isinstance(exc, RACES):
         return True
     if isinstance(
         exc, OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.ConnectionDoesNotExistError
@@ -201,7 +195,7 @@ class IngestQueue:
             try:
                 async with self._pool.acquire() as conn:
                     return await ingest_prepared(conn, events, self._rules)
-            except _RETRYABLE:
+            except RACES:
                 if attempt == _ATTEMPTS - 1:
                     raise
                 await asyncio.sleep(0.01 * (attempt + 1))

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+import asyncpg
 import msgspec
 
 from headwater.errors import FieldError
@@ -29,8 +30,6 @@ from headwater.store.changes import Change
 from headwater.store.events import RawEventRow
 
 if TYPE_CHECKING:
-    import asyncpg
-
     from headwater.ingest.validate import ValidEvent
 
 _encoder = msgspec.json.Encoder()
@@ -53,6 +52,19 @@ def rare_collections() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
+
+
+# Failures of an ingest transaction that come from other writers, not from its events: concurrent
+# writers (another server worker, a consumer, an import, a backfill) racing on the same rows, or a
+# job upserted with its parent naming the uuid the parent's new row is given while another writer
+# (a manual job) created the parent meanwhile. Rolled back, the same events may simply be written
+# again.
+RACES = (
+    asyncpg.exceptions.SerializationError,
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.UniqueViolationError,
+    asyncpg.exceptions.ForeignKeyViolationError,
+)
 
 
 @dataclass(frozen=True)

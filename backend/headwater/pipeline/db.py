@@ -22,6 +22,7 @@ import msgspec
 from headwater.db.pool import PLAN_SETTINGS, register_codecs
 from headwater.ingest.aliases import load_alias_rules
 from headwater.ingest.service import (
+    RACES,
     PreparedEvent,
     ingest_prepared,
     prepare_events,
@@ -39,13 +40,6 @@ if TYPE_CHECKING:
     from headwater.ingest.normalize import AliasRule
     from headwater.ingest.service import IngestResult
 
-# Concurrent writers (the server, another backfill) can race on the same rows: the transaction is
-# rolled back and run again, as the server does.
-_RETRYABLE = (
-    asyncpg.exceptions.SerializationError,
-    asyncpg.exceptions.DeadlockDetectedError,
-    asyncpg.exceptions.UniqueViolationError,
-)
 _ATTEMPTS = 5
 READ_CHUNK = 20_000
 # Batches written between two VACUUMs of the tables ingest updates in place (``vacuum_model``): often
@@ -229,7 +223,7 @@ async def _store(
         try:
             results = await ingest_prepared(conn, events, rules)
             break
-        except _RETRYABLE:
+        except RACES:
             if attempt == _ATTEMPTS - 1:
                 raise
             await asyncio.sleep(0.05 * (attempt + 1))
