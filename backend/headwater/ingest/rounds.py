@@ -7,14 +7,18 @@ once, as one set-based statement over the requests of all events, hands every co
 result and lets them go on to their next step. A wave of 300 events thus costs the statements of
 one event, not 300 times as many.
 
+The coroutines are stepped here directly, not as asyncio tasks: between two statements nothing but
+their own Python runs, instead of a task switch per coroutine and a pass of the event loop (with
+whatever else the server has to do) per step. A step may await only ``Rounds`` (or coroutines that
+do); the statements themselves are awaited on the event loop as usual.
+
 This is only correct for events that touch disjoint rows; ``service.plan_waves`` groups events so.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     import asyncpg
@@ -28,47 +32,61 @@ T = TypeVar("T")
 BatchOperation = Callable[["asyncpg.Connection", list[A]], Awaitable[Sequence[R]]]
 
 
+class _Request(Generic[A, R]):
+    """What a step awaits: its request to an operation, answered by ``Rounds.run``."""
+
+    __slots__ = ("operation", "request")
+
+    def __init__(self, operation: BatchOperation[A, R], request: A) -> None:
+        self.operation = operation
+        self.request = request
+
+    def __await__(self) -> Generator[_Request[A, R], R, R]:
+        return (yield self)
+
+
 class Rounds:
     """Runs the store operations requested by many coroutines together, one statement per operation."""
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.conn = conn
-        self._requests: dict[BatchOperation[Any, Any], list[tuple[Any, asyncio.Future[Any]]]] = {}
-        self._waiting = 0
 
-    def __call__(self, operation: BatchOperation[A, R], request: A) -> asyncio.Future[R]:
+    def __call__(self, operation: BatchOperation[A, R], request: A) -> Awaitable[R]:
         """Ask for ``operation`` on ``request`` in the next round; await the result."""
-        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self._requests.setdefault(operation, []).append((request, future))
-        self._waiting += 1
-        return future
+        return _Request(operation, request)
 
     async def run(self, coroutines: list[Coroutine[Any, Any, T]]) -> list[T]:
         """Run the coroutines to the end, a round of statements whenever all of them wait."""
-        tasks = [asyncio.ensure_future(c) for c in coroutines]
-        try:
-            while True:
-                # Let every coroutine run until it waits for a round or finishes.
-                while sum(not t.done() for t in tasks) > self._waiting:
-                    await asyncio.sleep(0)
-                for task in tasks:
-                    if task.done() and task.exception() is not None:
-                        raise task.exception()  # type: ignore[misc]
-                if not self._requests:
-                    return [t.result() for t in tasks]
-                await self._round()
-        finally:
-            for task in tasks:
-                task.cancel()
-            self._requests.clear()
-            self._waiting = 0
+        results: list[Any] = [None] * len(coroutines)
+        # operation -> (coroutine index, request) of the steps waiting for it
+        waiting: dict[BatchOperation[Any, Any], list[tuple[int, Any]]] = {}
 
-    async def _round(self) -> None:
-        requests, self._requests = self._requests, {}
-        for operation, calls in requests.items():
-            results = await operation(self.conn, [request for request, _ in calls])
-            if len(results) != len(calls):
-                raise AssertionError(f"{operation.__name__} answered {len(results)} of {len(calls)}")
-            for (_, future), result in zip(calls, results, strict=True):
-                future.set_result(result)
-            self._waiting -= len(calls)
+        def step(index: int, answer: Any) -> None:
+            try:
+                asked = coroutines[index].send(answer)
+            except StopIteration as done:
+                results[index] = done.value
+                return
+            if not isinstance(asked, _Request):
+                raise TypeError(f"a write step awaited {asked!r}; it may await only Rounds")
+            waiting.setdefault(asked.operation, []).append((index, asked.request))
+
+        try:
+            for index in range(len(coroutines)):
+                step(index, None)
+            while waiting:
+                this_round = dict(waiting)
+                waiting.clear()
+                for operation, calls in this_round.items():
+                    answers = await operation(self.conn, [request for _, request in calls])
+                    if len(answers) != len(calls):
+                        raise AssertionError(
+                            f"{operation.__name__} answered {len(answers)} of {len(calls)}"
+                        )
+                    # A step asks for its next operation in the round after this one.
+                    for (index, _), answer in zip(calls, answers, strict=True):
+                        step(index, answer)
+            return results
+        finally:
+            for coroutine in coroutines:
+                coroutine.close()
