@@ -8,14 +8,13 @@ message and the message that fails alone becomes a dead letter).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import asyncpg
 
-from headwater.ingest.service import RACES, IngestResult, PreparedEvent, ingest_prepared
+from headwater.ingest.service import IngestResult, PreparedEvent, ingest_prepared, retrying_races
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 # table (migrations not applied), resources, object state (ALLOW_CONNECTIONS false, lock timeout),
 # operator intervention (shutdown, statement timeout) and system errors.
 _UNAVAILABLE_CLASSES = frozenset({"08", "28", "3D", "42", "53", "55", "57", "58"})
-_RACE_ATTEMPTS = 5
 
 
 class DatabaseUnavailableError(Exception):
@@ -74,15 +72,11 @@ async def store(
 async def _write(
     pool: asyncpg.Pool, events: list[PreparedEvent], rules: list[AliasRule]
 ) -> list[IngestResult]:
-    for attempt in range(_RACE_ATTEMPTS):
-        try:
-            async with pool.acquire() as conn:
-                return await store(conn, events, rules)
-        except RACES:
-            if attempt == _RACE_ATTEMPTS - 1:
-                raise
-            await asyncio.sleep(0.01 * (attempt + 1))
-    raise AssertionError("unreachable")
+    async def write() -> list[IngestResult]:
+        async with pool.acquire() as conn:
+            return await store(conn, events, rules)
+
+    return await retrying_races(write, pause=0.01)
 
 
 async def write_items(pool: asyncpg.Pool, items: list[Item], rules: list[AliasRule]) -> None:

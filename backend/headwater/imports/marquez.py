@@ -26,19 +26,19 @@ import asyncpg
 import msgspec
 
 from headwater.errors import InvalidEventError
-from headwater.ingest.service import RACES, PreparedEvent, ingest_prepared, prepare_events
+from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events, retrying_races
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from headwater.ingest.normalize import AliasRule
+    from headwater.ingest.service import IngestResult
     from headwater.ingest.validate import ValidEvent
     from headwater.pipeline.progress import Progress
 
 BATCH_SIZE = 1_000
 # Batches read and prepared ahead of the one being written.
 PREPARED_AHEAD = 1
-_ATTEMPTS = 5
 
 _REQUIRED_COLUMNS = {"event_time", "event"}
 # PostgreSQL's jsonb holds valid JSON only: decoding it cannot fail.
@@ -255,25 +255,23 @@ async def _write_batch(
     summary: ImportSummary,
 ) -> None:
     """Write prepared events and how far the import has come, in one transaction."""
-    for attempt in range(_ATTEMPTS):
-        try:
-            async with target.transaction():
-                results = await ingest_prepared(target, batch.events, alias_rules)
-                await target.execute(
-                    "INSERT INTO import_progress (source, since, until, reached)"
-                    " VALUES ($1, coalesce($2::timestamptz, '-infinity'), coalesce($3::timestamptz, 'infinity'), $4)"
-                    " ON CONFLICT (source, since, until)"
-                    " DO UPDATE SET reached = excluded.reached, updated_at = now()",
-                    key,
-                    since,
-                    until,
-                    batch.reached,
-                )
-            break
-        except RACES:
-            if attempt == _ATTEMPTS - 1:
-                raise
-            await asyncio.sleep(0.05 * (attempt + 1))
+
+    async def write() -> list[IngestResult]:
+        async with target.transaction():
+            results = await ingest_prepared(target, batch.events, alias_rules)
+            await target.execute(
+                "INSERT INTO import_progress (source, since, until, reached)"
+                " VALUES ($1, coalesce($2::timestamptz, '-infinity'), coalesce($3::timestamptz, 'infinity'), $4)"
+                " ON CONFLICT (source, since, until)"
+                " DO UPDATE SET reached = excluded.reached, updated_at = now()",
+                key,
+                since,
+                until,
+                batch.reached,
+            )
+        return results
+
+    results = await retrying_races(write, pause=0.05)
     summary.read += batch.rows
     for result in results:
         if result.status == "created":

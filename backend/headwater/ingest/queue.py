@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from headwater.errors import AppError, DatabaseUnavailableError
-from headwater.ingest.service import RACES, IngestResult, PreparedEvent, ingest_prepared, prepare_events
+from headwater.ingest.service import (
+    RACES,
+    IngestResult,
+    PreparedEvent,
+    ingest_prepared,
+    prepare_events,
+    retrying_races,
+)
 
 if TYPE_CHECKING:
     from headwater.ingest.normalize import AliasRule
@@ -34,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("headwater.ingest")
 
-_ATTEMPTS = 5
 # SQLSTATE classes that say nothing about the events: connection exceptions (08), insufficient
 # resources (53), operator intervention (57: shutdown, statement timeout).
 _TRANSIENT_CLASSES = ("08", "53", "57")
@@ -191,12 +197,8 @@ class IngestQueue:
             at += len(request.events)
 
     async def _store(self, events: list[PreparedEvent]) -> list[IngestResult]:
-        for attempt in range(_ATTEMPTS):
-            try:
-                async with self._pool.acquire() as conn:
-                    return await ingest_prepared(conn, events, self._rules)
-            except RACES:
-                if attempt == _ATTEMPTS - 1:
-                    raise
-                await asyncio.sleep(0.01 * (attempt + 1))
-        raise AssertionError("unreachable")
+        async def write() -> list[IngestResult]:
+            async with self._pool.acquire() as conn:
+                return await ingest_prepared(conn, events, self._rules)
+
+        return await retrying_races(write, pause=0.01)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import asyncpg
 import msgspec
@@ -65,6 +65,22 @@ RACES = (
     asyncpg.exceptions.UniqueViolationError,
     asyncpg.exceptions.ForeignKeyViolationError,
 )
+RACE_ATTEMPTS = 5
+
+T = TypeVar("T")
+
+
+async def retrying_races(write: Callable[[], Awaitable[T]], pause: float) -> T:
+    """``write()``, run again when it fails on a race (``RACES``), ``RACE_ATTEMPTS`` times in all,
+    waiting ``pause`` seconds longer before each new attempt; the last failure is raised."""
+    for attempt in range(1, RACE_ATTEMPTS + 1):
+        try:
+            return await write()
+        except RACES:
+            if attempt == RACE_ATTEMPTS:
+                raise
+            await asyncio.sleep(pause * attempt)
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)

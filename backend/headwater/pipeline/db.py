@@ -22,11 +22,11 @@ import msgspec
 from headwater.db.pool import PLAN_SETTINGS, register_codecs
 from headwater.ingest.aliases import load_alias_rules
 from headwater.ingest.service import (
-    RACES,
     PreparedEvent,
     ingest_prepared,
     prepare_events,
     rare_collections,
+    retrying_races,
 )
 from headwater.ingest.validate import validate_event
 from headwater.store import pipeline as pipeline_store
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from headwater.ingest.normalize import AliasRule
     from headwater.ingest.service import IngestResult
 
-_ATTEMPTS = 5
 READ_CHUNK = 20_000
 # Batches written between two VACUUMs of the tables ingest updates in place (``vacuum_model``): often
 # enough that dead row versions never outnumber live ones by much, rarely enough that the VACUUMs
@@ -219,14 +218,7 @@ async def _store(
     conn: asyncpg.Connection, events: list[PreparedEvent], rules: list[AliasRule], *, vacuum_after: bool
 ) -> list[IngestResult]:
     """Ingest one batch in a transaction (run again on a race), then VACUUM if asked."""
-    for attempt in range(_ATTEMPTS):
-        try:
-            results = await ingest_prepared(conn, events, rules)
-            break
-        except RACES:
-            if attempt == _ATTEMPTS - 1:
-                raise
-            await asyncio.sleep(0.05 * (attempt + 1))
+    results = await retrying_races(lambda: ingest_prepared(conn, events, rules), pause=0.05)
     if vacuum_after:
         await pipeline_store.vacuum_model(conn)
     return results

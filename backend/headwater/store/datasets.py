@@ -237,11 +237,11 @@ async def upsert_dataset_versions(
             [w[2] for w in same],
         )
         found.update({r["dataset_uuid"]: (r["dataset_version_uuid"], False) for r in rows})
-        at = {w[0]: at for w, _, at in items}
+        written_at = {w[0]: at for w, _, at in items}
         await conn.execute(
             QUERIES["set_current_dataset_versions"],
             [r["dataset_uuid"] for r in rows],
             [r["dataset_version_uuid"] for r in rows],
-            [at[r["dataset_uuid"]] for r in rows],
+            [written_at[r["dataset_uuid"]] for r in rows],
         )
     return [{w[0]: found[w[0]] for w in r.writes} for r in requests]

@@ -21,6 +21,11 @@ class EdgeChange:
     edge_type: str
     dataset_uuid: uuid.UUID
 
+    @classmethod
+    def of(cls, row: asyncpg.Record) -> EdgeChange:
+        """The edge a statement opened or closed, from the columns it returns."""
+        return cls(row["src_node_id"], row["dst_node_id"], row["edge_type"], row["dataset_uuid"])
+
 
 @dataclass(frozen=True)
 class ColumnEdgeRow:
@@ -120,9 +125,5 @@ async def upsert_edges(conn: asyncpg.Connection, requests: list[EventEdges]) -> 
                     )
                 )
             else:
-                job.edges.append(
-                    EdgeChange(
-                        row["src_node_id"], row["dst_node_id"], row["edge_type"], row["dataset_uuid"]
-                    )
-                )
+                job.edges.append(EdgeChange.of(row))
     return [opened.get(r.job_uuid, EdgesOpened()) for r in requests]

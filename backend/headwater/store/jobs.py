@@ -154,9 +154,7 @@ async def set_job_versions(
     closed: dict[uuid.UUID, list[EdgeChange]] = {}
     for row in rows:
         if not row["moved"]:
-            closed.setdefault(row["job_uuid"], []).append(
-                EdgeChange(row["src_node_id"], row["dst_node_id"], row["edge_type"], row["dataset_uuid"])
-            )
+            closed.setdefault(row["job_uuid"], []).append(EdgeChange.of(row))
     moved = {
         row["job_uuid"]: CurrentVersionMove(
             row["previous_version_uuid"],
