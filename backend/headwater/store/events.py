@@ -127,5 +127,5 @@ async def drop_partition(conn: asyncpg.Connection, partition: Partition) -> None
 
 async def begin_ingest_writes(conn: asyncpg.Connection) -> None:
     """Wait for this transaction's turn among every process's ingest writes, and let its statements
-    use generic plans and no JIT (see the query)."""
+    plan once per connection, without sequential scans or JIT (see the query)."""
     await conn.execute(QUERIES["begin_ingest_writes"])

@@ -69,8 +69,10 @@ stored AS (
     UNION ALL
     SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, false, d.fields_at, d.current_version_at,
            d.current_version_uuid
-    FROM datasets d JOIN (SELECT DISTINCT namespace, name FROM input) i USING (namespace, name)
-    WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = d.namespace AND w.name = d.name)
+    FROM (SELECT DISTINCT namespace, name FROM input) i
+         CROSS JOIN LATERAL (SELECT * FROM datasets d
+                             WHERE d.namespace = i.namespace AND d.name = i.name OFFSET 0) d
+    WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = i.namespace AND w.name = i.name)
 )
 SELECT s.*,
        coalesce((SELECT jsonb_agg(jsonb_build_object('name', f.name, 'type', f.type, 'description', f.description)

@@ -52,14 +52,18 @@ SELECT raw_events_create_partition($1::text::timestamptz);
 -- that share rows (a parent job, a popular dataset) would otherwise lock them in different orders
 -- and deadlock; what runs outside the database (HTTP, validation, SQL parsing) still runs in
 -- parallel. Held until the transaction ends.
--- Ingest's statements may then use generic plans, unlike every other statement of the connection
--- (see headwater.db.pool): planning was 30 % of their PostgreSQL time (custom plans of statements of
--- several CTEs, 20 statements a batch of 500), and their lookups no longer depend on a plan's
--- estimates (each probes its index through a fenced LATERAL). Measured side by side over 40,000 and
--- 100,000 Spark-shaped events written from an empty store, generic plans cut ingest's PostgreSQL CPU
--- per event by 17 % and stayed as flat as the store grew. Never JIT, whatever the connection's
--- settings: the estimates of these statements of many CTEs cross jit_above_cost, and compiling them
--- tripled ingest's PostgreSQL CPU per event on a connection that allowed it. Both for the transaction
--- only.
-SELECT pg_advisory_xact_lock(hashtext('headwater.ingest')), set_config('plan_cache_mode', 'auto', true),
+-- Ingest's statements then plan once per connection (a generic plan, reused by every transaction),
+-- unlike every other statement of the connection (see headwater.db.pool), and never by a sequential
+-- scan. Their lookups are keyed (unique keys, fenced LATERAL probes of an index), so the plan built
+-- for the first transaction, on tables still empty, is the one they need at any size; without
+-- sequential scans a generic plan cannot bet on a table staying small. Planning a custom plan per
+-- execution cost as much as running the statement: with `auto`, statements over unnest() of their
+-- arrays were re-planned every time (their custom estimates beat the generic one), 24 % of
+-- PostgreSQL's time with 32 clients. Measured side by side (write path alone, groups of 16, 30,000
+-- events from an empty store): 341 falling to 218 events/s with custom plans, 433 to 459 with these.
+-- Never JIT, whatever the connection's settings: the estimates of these statements of many CTEs
+-- cross jit_above_cost, and compiling them tripled ingest's PostgreSQL CPU per event on a connection
+-- that allowed it. All for the transaction only.
+SELECT pg_advisory_xact_lock(hashtext('headwater.ingest')),
+       set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
        set_config('jit', 'off', true);

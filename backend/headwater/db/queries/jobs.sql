@@ -57,8 +57,9 @@ written AS (
 SELECT * FROM written
 UNION ALL
 SELECT j.namespace, j.name, j.job_uuid, j.node_id, false
-FROM jobs j JOIN (SELECT DISTINCT namespace, name FROM input) i USING (namespace, name)
-WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = j.namespace AND w.name = j.name);
+FROM (SELECT DISTINCT namespace, name FROM input) i
+     CROSS JOIN LATERAL (SELECT * FROM jobs j WHERE j.namespace = i.namespace AND j.name = i.name OFFSET 0) j
+WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = i.namespace AND w.name = i.name);
 
 -- name: fetch_jobs_by_identity
 -- Uuid and node id of jobs by identity (rows another transaction created while an upsert was
