@@ -14,8 +14,9 @@ from headwater.ingest.fold import (
     names_unknown_fields,
     run_lineage,
     run_state_after,
+    touches_parent,
 )
-from headwater.ingest.normalize import ColumnEdgeDef
+from headwater.ingest.normalize import ColumnEdgeDef, NormalizedEvent
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 T1 = T0 + dt.timedelta(minutes=1)
@@ -99,3 +100,26 @@ def test_reported_column_lineage_naming_projections_loses_to_the_sql():
     # Without a schema nothing tells the names are wrong; without edges there is nothing to keep.
     assert not names_unknown_fields([edge("_0")], None)
     assert names_unknown_fields([], {"total"})
+
+
+def child_event(parent: tuple[str, str] | None, at: dt.datetime) -> NormalizedEvent:
+    return NormalizedEvent(
+        kind="RUN",
+        event_type="START",
+        event_time=at,
+        producer="https://example.com/producer",
+        job_namespace="pipelines",
+        job_name="app.step",
+        parent_job=parent,
+    )
+
+
+def test_a_parent_is_upserted_unless_stored_as_created_at_or_before_the_event():
+    app = ("pipelines", "app")
+    assert touches_parent(child_event(app, T1), {})  # not stored: created by the event
+    assert touches_parent(child_event(app, T1), {app: T2})  # the event makes it older
+    assert not touches_parent(child_event(app, T1), {app: T1})
+    assert not touches_parent(child_event(app, T2), {app: T0})
+    assert not touches_parent(child_event(None, T1), {})
+    # A job naming itself as its parent is written as the job.
+    assert not touches_parent(child_event(("pipelines", "app.step"), T1), {})

@@ -38,14 +38,38 @@ def test_every_operation_runs_once_per_round_for_every_waiting_step() -> None:
         return await rounds.run([writer(rounds, n) for n in (1, 2, 3)])
 
     assert asyncio.run(main()) == [(1, -4), (2, -4), (3, -12)]
-    # Round 1: every writer doubles. Round 2: the odd ones double again while the even one negates.
-    # Round 3: the odd ones negate.
+    # Every writer doubles; the odd ones double again while the even one, ahead, waits for them
+    # (double was asked for first); then all negate together.
     assert calls == [
         ("double", [1, 2, 3]),
         ("double", [2, 6]),
-        ("negate", [4]),
-        ("negate", [4, 12]),
+        ("negate", [4, 4, 12]),
     ]
+
+
+def test_the_operation_first_in_the_order_runs_first() -> None:
+    calls: list[tuple[str, list[int]]] = []
+
+    async def double(conn: Any, requests: list[int]) -> list[int]:
+        calls.append(("double", requests))
+        return [r * 2 for r in requests]
+
+    async def negate(conn: Any, requests: list[int]) -> list[int]:
+        calls.append(("negate", requests))
+        return [-r for r in requests]
+
+    async def writer(db: Rounds, n: int) -> int:
+        if n % 2:  # odd writers negate first, then double
+            return await db(double, await db(negate, n))
+        return await db(negate, await db(double, n))
+
+    async def main(order: list[Any]) -> list[int]:
+        rounds = Rounds(CONN, order)
+        return await rounds.run([writer(rounds, n) for n in (1, 2, 3)])
+
+    assert asyncio.run(main([double, negate])) == [-2, -4, -6]
+    # The even writer doubles alone; the odd ones negate with it, then double alone.
+    assert calls == [("double", [2]), ("negate", [1, 3, 4]), ("double", [-1, -3])]
 
 
 def test_a_step_may_await_only_rounds() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from headwater.ingest.normalize import NormalizedEvent, normalize_event
@@ -86,3 +87,17 @@ def test_a_source_changing_its_uri_goes_after_every_event_that_named_it():
         writes("t6", "jdbc:a"),
     )
     assert plan_waves(events, [], {}) == [[0, 1, 2], [3, 4], [5]]
+
+
+def test_children_of_a_stored_parent_they_do_not_change_share_a_wave():
+    parent = "00000000-0000-0000-0000-0000000000ff"
+    events = normalized(
+        run_event("app", "START", run_id=parent),
+        run_event("app.step", run_facets=parent_facet(parent, "app"), outputs=["t1"]),
+        run_event("app.other_step", run_facets=parent_facet(parent, "app"), outputs=["t2"]),
+    )
+    stored_before = {("pipelines", "app"): events[0].event_time}
+    assert plan_waves(events, [], {}, stored_before) == [[0, 1, 2]]
+    # Stored, but created after the children's time: each makes it older, in order.
+    stored_after = {("pipelines", "app"): events[0].event_time + dt.timedelta(days=1)}
+    assert plan_waves(events, [], {}, stored_after) == [[0], [1], [2]]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from headwater.ingest.normalize import TERMINAL_STATES
 
 if TYPE_CHECKING:
-    from headwater.ingest.normalize import ColumnEdgeDef
+    from headwater.ingest.normalize import ColumnEdgeDef, NormalizedEvent
 
 ACTIVE_STATES = frozenset({"START", "RUNNING"})
 
@@ -54,6 +54,21 @@ def run_state_after(before: RunState, event_type: str | None, at: dt.datetime) -
     ):
         return RunState(event_type, at)
     return before
+
+
+def touches_parent(event: NormalizedEvent, parents_created: dict[tuple[str, str], dt.datetime]) -> bool:
+    """Whether writing an event must upsert its parent job too, or only name it.
+
+    A parent job is upserted (created, or made older) when it is not stored yet or was created
+    after the event's time; ``parents_created`` tells when the stored ones were created. A parent
+    stored as created at or before the event would not change: the event only names it, and does
+    not share its row with the events that write it.
+    """
+    parent = event.parent_job
+    if parent is None or parent == (event.job_namespace, event.job_name):
+        return False
+    created = parents_created.get(parent)
+    return created is None or created > event.event_time
 
 
 def run_lineage(

@@ -14,6 +14,7 @@ from headwater.ingest.fold import (
     names_unknown_fields,
     run_lineage,
     run_state_after,
+    touches_parent,
 )
 from headwater.ingest.normalize import TERMINAL_STATES, ColumnEdgeDef, DatasetDef, NormalizedEvent
 from headwater.lineage.node_ids import format_node_id
@@ -58,9 +59,11 @@ class JobWriter:
         event: NormalizedEvent,
         datasets: DatasetWriter,
         changes: list[Change],
+        parents_created: dict[tuple[str, str], dt.datetime],
     ) -> None:
         self.db = db
         self.n = event
+        self.parents_created = parents_created
         self.datasets = datasets
         self.row_of = datasets.row_of
         self.changes = changes
@@ -73,7 +76,10 @@ class JobWriter:
         upserts = []
         if n.parent_job is not None and n.parent_job != (n.job_namespace, n.job_name):
             parent = n.parent_job
-            upserts.append(job_store.JobUpsert(*parent, at=n.event_time))
+            # A stored parent the event does not change is only named (the job's upsert finds its
+            # uuid), so that events of one parent's children need not wait for one another.
+            if touches_parent(n, self.parents_created):
+                upserts.append(job_store.JobUpsert(*parent, at=n.event_time))
         upserts.append(
             job_store.JobUpsert(
                 n.job_namespace,
@@ -87,7 +93,7 @@ class JobWriter:
             )
         )
         *parent_row, job = await self.db(job_store.upsert_jobs, upserts)
-        if parent is not None and parent_row[0].created:
+        if parent is not None and parent_row and parent_row[0].created:
             self.changes.append(
                 Change("JOB_CREATED", format_node_id("JOB", *parent), parent[0], n.event_time)
             )

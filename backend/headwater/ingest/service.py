@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import gc
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,7 +26,10 @@ from headwater.ingest.sql_facets import derive_from_sql
 from headwater.ingest.waves import Identity, event_identities, plan_waves
 from headwater.store import changes as change_store
 from headwater.store import datasets as dataset_store
+from headwater.store import edges as edge_store
 from headwater.store import events as event_store
+from headwater.store import jobs as job_store
+from headwater.store import runs as run_store
 from headwater.store.changes import Change
 from headwater.store.events import RawEventRow
 
@@ -81,6 +85,25 @@ async def retrying_races(write: Callable[[], Awaitable[T]], pause: float) -> T:
                 raise
             await asyncio.sleep(pause * attempt)
     raise AssertionError("unreachable")
+
+
+# The store operations of the writers (``dataset_writes``, ``job_writes``) in the order an event
+# takes them: a wave's events run each one together (see ``rounds``). The dataset identities of
+# edges come last: they describe both the edges an event opens and those its job version closes.
+WRITE_ORDER = (
+    dataset_store.upsert_datasets,
+    dataset_store.insert_dataset_aliases,
+    dataset_store.replace_dataset_fields,
+    dataset_store.upsert_dataset_versions,
+    job_store.upsert_jobs,
+    run_store.read_runs,
+    job_store.upsert_job_versions,
+    run_store.write_run_events,
+    dataset_store.fetch_dataset_states,
+    edge_store.upsert_edges,
+    job_store.set_job_versions,
+    dataset_store.fetch_dataset_identities,
+)
 
 
 @dataclass(frozen=True)
@@ -171,10 +194,19 @@ async def ingest_prepared(
             [aliases] = await dataset_store.find_dataset_aliases(
                 conn, [event_identities(fresh, alias_rules)]
             )
-            for wave in plan_waves(fresh, alias_rules, aliases):
-                rounds = Rounds(conn)
+            # When the batch's parent jobs were created, if they are stored: a child event that
+            # would not change its parent need not wait for the events writing it (a single event
+            # has nothing to wait for).
+            parents = {n.parent_job for n in fresh if n.parent_job is not None}
+            parents_created = (
+                await job_store.find_jobs_created(conn, sorted(parents))
+                if len(fresh) > 1 and parents
+                else {}
+            )
+            for wave in plan_waves(fresh, alias_rules, aliases, parents_created):
+                rounds = Rounds(conn, WRITE_ORDER)
                 written = await rounds.run(
-                    [_write(rounds, fresh[i], alias_rules, aliases) for i in wave]
+                    [_write(rounds, fresh[i], alias_rules, aliases, parents_created) for i in wave]
                 )
                 for i, event_changes in zip(wave, written, strict=True):
                     changes[i] = event_changes
@@ -183,7 +215,11 @@ async def ingest_prepared(
 
 
 async def _write(
-    db: Rounds, n: NormalizedEvent, rules: list[AliasRule], aliases: dict[Identity, Identity]
+    db: Rounds,
+    n: NormalizedEvent,
+    rules: list[AliasRule],
+    aliases: dict[Identity, Identity],
+    parents_created: dict[tuple[str, str], dt.datetime],
 ) -> list[Change]:
     """The model rows of one event; returns the changes it made."""
     changes: list[Change] = []
@@ -191,5 +227,5 @@ async def _write(
     await datasets.write_datasets()
     versions = await datasets.write_schemas_and_versions()
     if n.kind in ("RUN", "JOB"):
-        await JobWriter(db, n, datasets, changes).write(versions)
+        await JobWriter(db, n, datasets, changes, parents_created).write(versions)
     return changes

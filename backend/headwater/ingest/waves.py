@@ -19,8 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from headwater.ingest.dataset_writes import dataset_identity_lists
+from headwater.ingest.fold import touches_parent
 
 if TYPE_CHECKING:
+    import datetime as dt
     from collections.abc import Hashable
 
     from headwater.ingest.normalize import AliasRule, NormalizedEvent
@@ -62,11 +64,15 @@ def plan_waves(
     events: list[NormalizedEvent],
     rules: list[AliasRule],
     stored_aliases: dict[Identity, Identity],
+    parents_created: dict[tuple[str, str], dt.datetime] | None = None,
 ) -> list[list[int]]:
     """Indexes of ``events`` per wave, in order; each wave lists its events in their given order.
 
-    ``stored_aliases`` maps identities already recorded to the canonical identity of their dataset.
+    ``stored_aliases`` maps identities already recorded to the canonical identity of their dataset;
+    ``parents_created``, when the stored parent jobs were created: an event only naming a parent
+    that it does not change (``fold.touches_parent``) does not wait for the events writing it.
     """
+    created = parents_created or {}
     identities = _Identities()
     lists = [dataset_identity_lists(n, rules) for n in events]
     for event_lists in lists:
@@ -80,7 +86,7 @@ def plan_waves(
     sources = _Sources()
     waves: list[list[int]] = []
     for index, (n, event_lists) in enumerate(zip(events, lists, strict=True)):
-        rows = _rows(n, event_lists, identities)
+        rows = _rows(n, event_lists, identities, created)
         reported = {(d.source_name, d.source_uri) for d in n.inputs + n.outputs if d.source_name}
         wave = max(
             sources.earliest_wave(reported),
@@ -96,7 +102,10 @@ def plan_waves(
 
 
 def _rows(
-    n: NormalizedEvent, identity_lists: list[list[tuple[str, str, str]]], identities: _Identities
+    n: NormalizedEvent,
+    identity_lists: list[list[tuple[str, str, str]]],
+    identities: _Identities,
+    parents_created: dict[tuple[str, str], dt.datetime],
 ) -> set[Hashable]:
     """The run, jobs and datasets an event writes."""
     rows: set[Hashable] = {("dataset", identities.root((i[0][0], i[0][1]))) for i in identity_lists}
@@ -104,7 +113,7 @@ def _rows(
         rows.add(("run", n.run_id))
     if n.job_namespace is not None:
         rows.add(("job", n.job_namespace, n.job_name))
-    if n.parent_job is not None:
+    if n.parent_job is not None and touches_parent(n, parents_created):
         rows.add(("job", *n.parent_job))
     return rows
 

@@ -70,6 +70,16 @@ async def upsert_jobs(conn: asyncpg.Connection, requests: list[list[JobUpsert]])
     return [[found[(r.namespace, r.name)] for r in request] for request in requests]
 
 
+async def find_jobs_created(
+    conn: asyncpg.Connection, identities: list[tuple[str, str]]
+) -> dict[tuple[str, str], dt.datetime]:
+    """When each of the given jobs that is stored was created (its earliest eventTime)."""
+    rows = await conn.fetch(
+        QUERIES["find_jobs_created"], [i[0] for i in identities], [i[1] for i in identities]
+    )
+    return {(r["namespace"], r["name"]): r["created_at"] for r in rows}
+
+
 @dataclass(frozen=True)
 class JobVersionUpsert:
     job_uuid: uuid.UUID
