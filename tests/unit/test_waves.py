@@ -45,14 +45,18 @@ def test_a_dataset_read_by_one_job_and_written_by_another_orders_them():
     assert plan_waves(events, [], {}) == [[0, 2], [1]]
 
 
-def test_a_child_run_waits_for_its_parent_job():
+def application_and_two_steps() -> list[NormalizedEvent]:
+    """An application's run, then two SQL jobs of it (children naming it as their parent)."""
     parent = "00000000-0000-0000-0000-0000000000ff"
-    events = normalized(
+    return normalized(
         run_event("app", "START", run_id=parent),
         run_event("app.step", run_facets=parent_facet(parent, "app"), outputs=["t1"]),
         run_event("app.other_step", run_facets=parent_facet(parent, "app"), outputs=["t2"]),
     )
-    assert plan_waves(events, [], {}) == [[0], [1], [2]]
+
+
+def test_a_child_run_waits_for_its_parent_job():
+    assert plan_waves(application_and_two_steps(), [], {}) == [[0], [1], [2]]
 
 
 def test_two_names_of_one_table_never_share_a_wave():
@@ -90,12 +94,7 @@ def test_a_source_changing_its_uri_goes_after_every_event_that_named_it():
 
 
 def test_children_of_a_stored_parent_they_do_not_change_share_a_wave():
-    parent = "00000000-0000-0000-0000-0000000000ff"
-    events = normalized(
-        run_event("app", "START", run_id=parent),
-        run_event("app.step", run_facets=parent_facet(parent, "app"), outputs=["t1"]),
-        run_event("app.other_step", run_facets=parent_facet(parent, "app"), outputs=["t2"]),
-    )
+    events = application_and_two_steps()
     stored_before = {("pipelines", "app"): events[0].event_time}
     assert plan_waves(events, [], {}, stored_before) == [[0, 1, 2]]
     # Stored, but created after the children's time: each makes it older, in order.
