@@ -113,7 +113,8 @@ def _rows(
         rows.add(("run", n.run_id))
     if n.job_namespace is not None:
         rows.add(("job", n.job_namespace, n.job_name))
-    if n.parent_job is not None and touches_parent(n, parents_created):
+    if touches_parent(n, parents_created):
+        assert n.parent_job is not None
         rows.add(("job", *n.parent_job))
     return rows
 

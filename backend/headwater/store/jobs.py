@@ -75,7 +75,7 @@ async def find_jobs_created(
 ) -> dict[tuple[str, str], dt.datetime]:
     """When each of the given jobs that is stored was created (its earliest eventTime)."""
     rows = await conn.fetch(
-        QUERIES["find_jobs_created"], [i[0] for i in identities], [i[1] for i in identities]
+        QUERIES["fetch_jobs_by_identity"], [i[0] for i in identities], [i[1] for i in identities]
     )
     return {(r["namespace"], r["name"]): r["created_at"] for r in rows}
 

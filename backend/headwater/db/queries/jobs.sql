@@ -61,20 +61,14 @@ FROM (SELECT DISTINCT namespace, name FROM input) i
      CROSS JOIN LATERAL (SELECT * FROM jobs j WHERE j.namespace = i.namespace AND j.name = i.name OFFSET 0) j
 WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = i.namespace AND w.name = i.name);
 
--- name: find_jobs_created
--- When each of the given jobs ($1, $2: namespace, name) that is stored was created (its earliest
--- eventTime); an index probe per job.
-SELECT t.namespace, t.name, j.created_at
-FROM unnest($1::text[], $2::text[]) AS t(namespace, name)
-     CROSS JOIN LATERAL (SELECT j.created_at FROM jobs j
-                         WHERE j.namespace = t.namespace AND j.name = t.name OFFSET 0) j;
-
 -- name: fetch_jobs_by_identity
--- Uuid and node id of jobs by identity (rows another transaction created while an upsert was
--- running, which the upsert's snapshot cannot see).
-SELECT j.namespace, j.name, j.job_uuid, j.node_id, false AS created
+-- Uuid, node id and creation time (the earliest eventTime) of the stored jobs among the given
+-- identities ($1, $2: namespace, name), an index probe per job: the parent jobs a batch names, and
+-- rows another transaction created while an upsert was running, which the upsert's snapshot cannot see.
+SELECT t.namespace, t.name, j.job_uuid, j.node_id, j.created_at
 FROM unnest($1::text[], $2::text[]) AS t(namespace, name)
-JOIN jobs j ON j.namespace = t.namespace AND j.name = t.name;
+     CROSS JOIN LATERAL (SELECT j.job_uuid, j.node_id, j.created_at FROM jobs j
+                         WHERE j.namespace = t.namespace AND j.name = t.name OFFSET 0) j;
 
 -- name: upsert_job_versions
 -- The job version for (inputs, outputs, code) of each job ($3, $4: JSON arrays of dataset uuids);
