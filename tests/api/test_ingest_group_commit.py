@@ -21,6 +21,7 @@ from headwater.db.pool import register_codecs
 from headwater.ingest.queue import IngestQueue
 from headwater.ingest.validate import validate_event
 from headwater.settings import Settings
+from headwater.store.events import begin_ingest_writes
 from tests.db.test_batched_ingest import applications, ingest
 from tests.factories import run_event
 from tests.snapshot import model_snapshot
@@ -73,6 +74,32 @@ async def test_grouped_requests_each_get_their_own_answer(make_database, setting
     assert [r["status"] for r in answers[4].json()["results"]] == ["created", "created"]
     assert sorted(r["job_name"] for r in transactions) == ["a", "b", "c", "c"]
     assert len({r["tx"] for r in transactions}) == 1  # one transaction for the four events
+
+
+async def test_requests_arriving_while_another_writer_has_the_turn_join_one_group(
+    make_database, settings
+):
+    """A writer takes its group once its turn has come (another server worker, a consumer or an
+    import may hold it), not before: what arrived meanwhile is written with it, not after it."""
+    async with make_database() as url:
+        with server(settings, url) as client:
+            other_writer = await asyncpg.connect(url)
+            try:
+                turn = other_writer.transaction()
+                await turn.start()
+                await begin_ingest_writes(other_writer)
+                first = asyncio.ensure_future(post(client, run_event("first")))
+                await asyncio.sleep(0.3)  # the writer now waits for its turn
+                later = asyncio.ensure_future(post_all(client, [run_event("b"), run_event("c")]))
+                await asyncio.sleep(0.3)
+                await turn.rollback()
+                answers = [await first, *await later]
+                transactions = await other_writer.fetch("SELECT xmin::text AS tx FROM raw_events")
+            finally:
+                await other_writer.close()
+    assert [r.status_code for r in answers] == [201, 201, 201]
+    assert len(transactions) == 3
+    assert len({r["tx"] for r in transactions}) == 1
 
 
 async def test_an_event_failing_in_the_database_does_not_fail_its_group(make_database, settings):

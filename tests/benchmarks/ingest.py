@@ -572,11 +572,13 @@ def main() -> int:
     events = _encode(ingest_events())
     stored = args.stored
     worker_counts = [int(w) for w in args.workers.split(",")]
-    sources: list[tuple[str, Path | None, int]] = [
-        ("this" if len(worker_counts) == 1 else f"this, {w} workers", None, w) for w in worker_counts
-    ]
-    if args.server_src:
-        sources.insert(0, (f"{args.server_src}", args.server_src.resolve(), 1))
+    # Per worker count, the other checkout (if any) first, then this one.
+    sources: list[tuple[str, Path | None, int]] = []
+    for w in worker_counts:
+        workers = "" if len(worker_counts) == 1 else f", {w} workers"
+        if args.server_src:
+            sources.append((f"{args.server_src}{workers}", args.server_src.resolve(), w))
+        sources.append((f"this{workers}", None, w))
     print(f"{len(events):,} events, {args.stored:,} stored first; {os.cpu_count()} cores", flush=True)
     rows = []
     for scenario in _scenarios(args.scenarios, args.batch_clients):
@@ -585,7 +587,7 @@ def main() -> int:
                 r = asyncio.run(measure(scenario, src, events, stored, args.storage, workers))
                 rows.append((scenario.name, label, attempt + 1, r))
                 print(
-                    f"{scenario.name:<28} {label:<16} #{attempt + 1}: {r['rate']:7,.0f} events/s"
+                    f"{scenario.name:<28} {label:<26} #{attempt + 1}: {r['rate']:7,.0f} events/s"
                     f"  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
                     f"  server {r['server_cpu']:5.2f} s  pg {r['pg_cpu']:5.2f} s per 1,000"
                     f"  {r['statements']:.1f} statements, {r['xacts']:.2f} xacts, {r['written']:.0f} rows written per event"

@@ -429,8 +429,9 @@ async def latency(
                 producer.poll(0)
                 if now >= next_poll:
                     rows = await conn.fetch(
-                        "SELECT raw_event_id, payload->'run'->>'runId' AS r, payload->>'eventType' AS t,"
-                        " payload->>'eventTime' AS e FROM raw_events WHERE raw_event_id > $1",
+                        "SELECT raw_event_id, p->'run'->>'runId' AS r, p->>'eventType' AS t,"
+                        " p->>'eventTime' AS e FROM raw_events, LATERAL (SELECT payload::json AS p) j"
+                        " WHERE raw_event_id > $1",
                         last,
                     )
                     at = time.monotonic()

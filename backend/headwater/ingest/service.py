@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import gc
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -168,50 +168,65 @@ async def ingest_events(
 async def ingest_prepared(
     conn: asyncpg.Connection, events: list[PreparedEvent], alias_rules: list[AliasRule]
 ) -> list[IngestResult]:
-    """Store prepared events in one transaction (all or none); duplicates are not stored twice.
+    """Store prepared events in one transaction (all or none); duplicates are not stored twice."""
+    async with ingest_turn(conn):
+        return await write_prepared(conn, events, alias_rules)
+
+
+@contextlib.asynccontextmanager
+async def ingest_turn(conn: asyncpg.Connection) -> AsyncIterator[None]:
+    """A transaction that has waited for its turn among every process's ingest writes (see the
+    query ``begin_ingest_writes``); ``write_prepared`` runs inside it."""
+    async with conn.transaction():
+        await event_store.begin_ingest_writes(conn)
+        yield
+
+
+async def write_prepared(
+    conn: asyncpg.Connection, events: list[PreparedEvent], alias_rules: list[AliasRule]
+) -> list[IngestResult]:
+    """Store prepared events in the transaction of an ``ingest_turn``.
 
     The result is the same as storing the events one by one in the order given: events that share a
     run, job or dataset are written in that order, the others a wave at a time (``waves``, ``rounds``),
     and the change log lists the changes of each event in the order given.
     """
-    async with conn.transaction():
-        await event_store.begin_ingest_writes(conn)
-        raw_ids = await event_store.insert_raw_events(conn, [raw_event_row(p) for p in events])
-        results: list[IngestResult] = []
-        fresh: list[NormalizedEvent] = []
-        for p, raw_id in zip(events, raw_ids, strict=True):
-            run = getattr(p.event.model, "run", None)
-            run_id = str(run.run_id) if run else None
-            if raw_id is None:
-                results.append(IngestResult("duplicate", p.event.kind, run_id))
-                continue
-            fresh.append(p.normalized)
-            results.append(IngestResult("created", p.event.kind, run_id, p.normalized.warnings))
-        changes: list[list[Change]] = [[] for _ in fresh]
-        if fresh:
-            # The identities already recorded, looked up once for the whole batch; the writers add
-            # those they record, so that an event sees the aliases of the events before it.
-            [aliases] = await dataset_store.find_dataset_aliases(
-                conn, [event_identities(fresh, alias_rules)]
+    raw_ids = await event_store.insert_raw_events(conn, [raw_event_row(p) for p in events])
+    results: list[IngestResult] = []
+    fresh: list[NormalizedEvent] = []
+    for p, raw_id in zip(events, raw_ids, strict=True):
+        run = getattr(p.event.model, "run", None)
+        run_id = str(run.run_id) if run else None
+        if raw_id is None:
+            results.append(IngestResult("duplicate", p.event.kind, run_id))
+            continue
+        fresh.append(p.normalized)
+        results.append(IngestResult("created", p.event.kind, run_id, p.normalized.warnings))
+    changes: list[list[Change]] = [[] for _ in fresh]
+    if fresh:
+        # The identities already recorded, looked up once for the whole batch; the writers add
+        # those they record, so that an event sees the aliases of the events before it.
+        [aliases] = await dataset_store.find_dataset_aliases(
+            conn, [event_identities(fresh, alias_rules)]
+        )
+        # When the batch's parent jobs were created, if they are stored: a child event that
+        # would not change its parent need not wait for the events writing it (a single event
+        # has nothing to wait for).
+        parents = {n.parent_job for n in fresh if n.parent_job is not None}
+        parents_created = (
+            await job_store.find_jobs_created(conn, sorted(parents))
+            if len(fresh) > 1 and parents
+            else {}
+        )
+        for wave in plan_waves(fresh, alias_rules, aliases, parents_created):
+            rounds = Rounds(conn, WRITE_ORDER)
+            written = await rounds.run(
+                [_write(rounds, fresh[i], alias_rules, aliases, parents_created) for i in wave]
             )
-            # When the batch's parent jobs were created, if they are stored: a child event that
-            # would not change its parent need not wait for the events writing it (a single event
-            # has nothing to wait for).
-            parents = {n.parent_job for n in fresh if n.parent_job is not None}
-            parents_created = (
-                await job_store.find_jobs_created(conn, sorted(parents))
-                if len(fresh) > 1 and parents
-                else {}
-            )
-            for wave in plan_waves(fresh, alias_rules, aliases, parents_created):
-                rounds = Rounds(conn, WRITE_ORDER)
-                written = await rounds.run(
-                    [_write(rounds, fresh[i], alias_rules, aliases, parents_created) for i in wave]
-                )
-                for i, event_changes in zip(wave, written, strict=True):
-                    changes[i] = event_changes
-        await change_store.insert_changes(conn, [c for event_changes in changes for c in event_changes])
-        return results
+            for i, event_changes in zip(wave, written, strict=True):
+                changes[i] = event_changes
+    await change_store.insert_changes(conn, [c for event_changes in changes for c in event_changes])
+    return results
 
 
 async def _write(
