@@ -40,7 +40,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -52,7 +51,7 @@ from typing import Any
 
 import asyncpg
 import psutil
-from backfill import SERVER_URL, spark_events
+from backfill import SERVER_URL, _free_port, spark_events
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from ingest import _start_server, post
@@ -63,12 +62,6 @@ REPO = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
 BATCH = 500
 BATCH_CLIENTS = 4
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager

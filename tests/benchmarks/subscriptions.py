@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,18 +42,13 @@ import websockets
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.feed.stalled_clients import stalled_subscriber
+from tests.server import free_port
 
 from headwater.db.migrate import migrate
 
 SUBSCRIPTION = """subscription($filter: LineageChangeFilter) {
   lineageChanges(filter: $filter) { cursor kind nodeId details }
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_replica(database_url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
