@@ -98,10 +98,16 @@ async def test_each_poison_kind_is_a_dead_letter_and_later_events_are_ingested(
     assert all(r["key"] == "run:spark://cluster/etl_app_9" for r in rows)
     assert [r["replayable"] for r in rows] == [True] * len(rows)
 
-    # The consumer's metrics: dead letters counted, nothing left to read on the partition.
+    # The consumer's metrics: dead letters counted, nothing left to read on the partition once the
+    # offsets are committed (to Kafka, after the events are in PostgreSQL).
+    lag_done = f'headwater_kafka_consumer_lag{{partition="0",topic="{name}"}} 0.0'
+
+    async def offsets_committed() -> bool:
+        return lag_done in httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+
+    await wait_for(offsets_committed, timeout=10, what="no lag left", alive=[consumer])
     text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
     assert f'headwater_kafka_dead_letters_total{{topic="{name}"}} {float(len(poison))}' in text
-    assert f'headwater_kafka_consumer_lag{{partition="0",topic="{name}"}} 0.0' in text
     assert "headwater_kafka_paused 0.0" in text
     # The server's /metrics counts what the table holds.
     async with AsyncTestClient(app=create_app(Settings(database_url=database))) as client:

@@ -508,6 +508,8 @@ class KafkaConsumer:
             log.warning("offsets not committed (%s); the messages will come again as duplicates", exc)
             return
         self.committed.update(mine)
+        # The lag shown drops as soon as the offsets are committed, not at the next poll.
+        await self._update_lag()
 
     def _count(self, items: list[Item]) -> None:
         now = time.monotonic()
