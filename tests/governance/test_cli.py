@@ -78,9 +78,9 @@ async def test_apply_applies_what_is_pending_and_says_what_it_did(governed: Gove
     assert (await governed.labels(p.CONTACTS))["email"] == ["pii"]
     again = json.loads(headwater("governance", "apply", env=env).stdout)
     assert again["changes_read"] == 0
-    # With nothing left to apply, it still says how far the applied changes go (the server's worker
-    # may meanwhile have stepped over the changes the first apply wrote, which it has nothing to do
-    # for).
+    # With nothing left to apply, it still says how far the applied changes go: possibly past the
+    # first answer, over changes governance itself wrote since (classifications, violations), which
+    # leave nothing to do.
     assert again["last_change_id"] >= outcome["last_change_id"]
     assert again["last_change_id"] == await governed.pool.fetchval(
         "SELECT last_change_id FROM governance_progress"

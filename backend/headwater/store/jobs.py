@@ -63,9 +63,7 @@ async def upsert_jobs(conn: asyncpg.Connection, requests: list[list[JobUpsert]])
     missing = sorted({(r.namespace, r.name) for r in items} - found.keys())
     if missing:
         # Created by a concurrent transaction after the upsert's snapshot was taken.
-        for r in await conn.fetch(
-            QUERIES["fetch_jobs_by_identity"], [m[0] for m in missing], [m[1] for m in missing]
-        ):
+        for r in await _fetch_by_identity(conn, missing):
             found[(r["namespace"], r["name"])] = JobRow(r["job_uuid"], r["node_id"], False)
     return [[found[(r.namespace, r.name)] for r in request] for request in requests]
 
@@ -74,10 +72,17 @@ async def find_jobs_created(
     conn: asyncpg.Connection, identities: list[tuple[str, str]]
 ) -> dict[tuple[str, str], dt.datetime]:
     """When each of the given jobs that is stored was created (its earliest eventTime)."""
-    rows = await conn.fetch(
+    rows = await _fetch_by_identity(conn, identities)
+    return {(r["namespace"], r["name"]): r["created_at"] for r in rows}
+
+
+async def _fetch_by_identity(
+    conn: asyncpg.Connection, identities: list[tuple[str, str]]
+) -> list[asyncpg.Record]:
+    """The stored jobs among the given (namespace, name) identities."""
+    return await conn.fetch(
         QUERIES["fetch_jobs_by_identity"], [i[0] for i in identities], [i[1] for i in identities]
     )
-    return {(r["namespace"], r["name"]): r["created_at"] for r in rows}
 
 
 @dataclass(frozen=True)
