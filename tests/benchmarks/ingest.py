@@ -510,10 +510,20 @@ async def measure(
                 post, port, path, bodies, scenario.clients, scenario.rate
             )
             figures = await probe.stop()
-            after = await _storage(url) if storage else {}
         finally:
             server.terminate()
             server.wait(timeout=30)
+        # Once the server's connections have closed: a backend reports its row counts to the
+        # statistics only from time to time (up to 10 s late) and when it exits.
+        after: dict[str, tuple[int, int, int]] = {}
+        if storage:
+            for _ in range(100):
+                if not await admin.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", DATABASE
+                ):
+                    break
+                await asyncio.sleep(0.1)
+            after = await _storage(url)
         await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
     finally:
         await admin.close()
