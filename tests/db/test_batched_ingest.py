@@ -55,6 +55,36 @@ def applications(apps: int, tables: int, seed: int = 3) -> list[dict[str, Any]]:
     return events
 
 
+def reopened_edges() -> list[dict[str, Any]]:
+    """A run reports its edges again after another run of its job closed some of them: its COMPLETE
+    opens them anew, though its START wrote them earlier in the same batch."""
+
+    def run(run_id: uuid.UUID, kind: str, minute: int, inputs: list[str]) -> dict[str, Any]:
+        target = dataset(
+            "totals", fields=["id"], column_lineage={"id": [("warehouse", i, "id") for i in inputs]}
+        )
+        return run_event(
+            "load",
+            kind,
+            run_id=run_id,
+            time=minute,
+            inputs=[dataset(i, fields=["id"]) for i in inputs],
+            outputs=[target],
+        )
+
+    first, second, other = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
+    return [
+        run_event("copy", "START", run_id=other, time=1, inputs=[dataset("c")], outputs=[dataset("d")]),
+        run_event(
+            "copy", "COMPLETE", run_id=other, time=2, inputs=[dataset("c")], outputs=[dataset("d")]
+        ),
+        run(first, "START", 1, ["a", "b"]),
+        run(second, "START", 2, ["a"]),
+        run(second, "COMPLETE", 3, ["a"]),
+        run(first, "COMPLETE", 4, ["a", "b"]),
+    ]
+
+
 def reference_events() -> list[dict[str, Any]]:
     """The complete events of the OpenLineage corpus, when it is there."""
     if not EVENTS.is_dir():
@@ -77,11 +107,13 @@ async def ingest(url: str, events: list[dict[str, Any]], batch: int) -> None:
 
 @pytest.mark.parametrize(
     "scenario",
-    ["mixed history", "applications", "applications, shuffled", "reference corpus"],
+    ["mixed history", "applications", "applications, shuffled", "edges reopened", "reference corpus"],
 )
 async def test_one_batch_builds_what_one_event_at_a_time_builds(make_database, scenario):
     if scenario == "mixed history":
         events = mixed_history()
+    elif scenario == "edges reopened":
+        events = reopened_edges()
     elif scenario == "reference corpus":
         events = reference_events()
         if not events:

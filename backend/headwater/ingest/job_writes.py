@@ -60,10 +60,12 @@ class JobWriter:
         datasets: DatasetWriter,
         changes: list[Change],
         parents_created: dict[tuple[str, str], dt.datetime],
+        written_edges: edge_store.WrittenEdges,
     ) -> None:
         self.db = db
         self.n = event
         self.parents_created = parents_created
+        self.written_edges = written_edges
         self.datasets = datasets
         self.row_of = datasets.row_of
         self.changes = changes
@@ -123,7 +125,12 @@ class JobWriter:
             opened = await self.db(
                 edge_store.upsert_edges,
                 edge_store.EventEdges(
-                    job.job_uuid, n.event_time, n.run_id, _unique(edges), column_edges
+                    job.job_uuid,
+                    n.event_time,
+                    n.run_id,
+                    _unique(edges),
+                    column_edges,
+                    self.written_edges,
                 ),
             )
         if opened.edges:
@@ -342,6 +349,7 @@ class JobWriter:
         )
         if move is None:
             return
+        self.written_edges.forget_job(job_uuid)
         closed = move.closed_edges
         if move.previous_version_uuid == version.uuid and not closed:
             return

@@ -218,10 +218,14 @@ async def write_prepared(
             if len(fresh) > 1 and parents
             else {}
         )
+        written_edges = edge_store.WrittenEdges()
         for wave in plan_waves(fresh, alias_rules, aliases, parents_created):
             rounds = Rounds(conn, WRITE_ORDER)
             written = await rounds.run(
-                [_write(rounds, fresh[i], alias_rules, aliases, parents_created) for i in wave]
+                [
+                    _write(rounds, fresh[i], alias_rules, aliases, parents_created, written_edges)
+                    for i in wave
+                ]
             )
             for i, event_changes in zip(wave, written, strict=True):
                 changes[i] = event_changes
@@ -235,6 +239,7 @@ async def _write(
     rules: list[AliasRule],
     aliases: dict[Identity, Identity],
     parents_created: dict[tuple[str, str], dt.datetime],
+    written_edges: edge_store.WrittenEdges,
 ) -> list[Change]:
     """The model rows of one event; returns the changes it made."""
     changes: list[Change] = []
@@ -242,5 +247,5 @@ async def _write(
     await datasets.write_datasets()
     versions = await datasets.write_schemas_and_versions()
     if n.kind in ("RUN", "JOB"):
-        await JobWriter(db, n, datasets, changes, parents_created).write(versions)
+        await JobWriter(db, n, datasets, changes, parents_created, written_edges).write(versions)
     return changes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
@@ -39,6 +39,109 @@ class ColumnEdgeRow:
     masking: bool | None
 
 
+# An edge as an event reports it: (src node, dst node, dataset, READ|WRITE, derived).
+EdgeRow = tuple[int, int, uuid.UUID, str, bool]
+
+
+class WrittenEdges:
+    """The open edges and column edges one ingest transaction has opened or changed, as it left them.
+
+    A later event of the same transaction that reports them again (a run's COMPLETE after its START,
+    in the same group) is compared with them here, and an edge the upsert would leave as it is is not
+    sent: the upsert would only find it, lock it and change nothing. The comparisons restate, in
+    Python, the upsert's conditions for changing a row (``upsert_edges`` in edges.sql); a test holds
+    the two to the same answers. Nothing else changes these rows while the transaction runs (it holds
+    them locked) except its own closing of a job's edges when a job version moves: ``forget_job``.
+    """
+
+    def __init__(self) -> None:
+        # job -> (src node, dst node) -> (first_seen_at, last_seen_at, valid_from, last_run_uuid, derived)
+        self._edges: dict[uuid.UUID, dict[tuple[int, int], tuple[Any, ...]]] = {}
+        # job -> column edge key -> (first_seen_at, last_seen_at, last_run_uuid, description, masking,
+        # superseded)
+        self._column_edges: dict[uuid.UUID, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
+
+    def changes_edge(
+        self, job_uuid: uuid.UUID, e: EdgeRow, at: dt.datetime, run: uuid.UUID | None
+    ) -> bool:
+        """Whether upserting the edge would change it (or open it: not written before)."""
+        state = self._edges.get(job_uuid, {}).get((e[0], e[1]))
+        if state is None:
+            return True
+        first_seen, last_seen, valid_from, last_run, derived = state
+        return (
+            at < first_seen
+            or at < valid_from
+            or (derived and not e[4])
+            or (at > last_seen and run != last_run)
+        )
+
+    def changes_column_edge(
+        self,
+        job_uuid: uuid.UUID,
+        c: ColumnEdgeRow,
+        derived: bool,
+        superseded: bool,
+        at: dt.datetime,
+        run: uuid.UUID | None,
+    ) -> bool:
+        """Whether upserting the column edge would change it (or open it: not written before)."""
+        key = (
+            c.output_dataset_uuid,
+            c.output_field,
+            c.input_dataset_uuid,
+            c.input_field,
+            c.transformation_type or "",
+            c.transformation_subtype or "",
+            derived,
+        )
+        state = self._column_edges.get(job_uuid, {}).get(key)
+        if state is None:
+            return True
+        first_seen, last_seen, last_run, description, masking, was_superseded = state
+        return (
+            at < first_seen
+            or (c.description if c.description is not None else description) != description
+            or (c.masking if c.masking is not None else masking) != masking
+            or superseded != was_superseded
+            or (at > last_seen and run != last_run)
+        )
+
+    def record(self, row: asyncpg.Record) -> None:
+        """An edge or column edge as ``upsert_edges`` returned it."""
+        if row["column_edge"]:
+            key = (
+                row["output_dataset_uuid"],
+                row["output_field"],
+                row["input_dataset_uuid"],
+                row["input_field"],
+                row["transformation_type"] or "",
+                row["transformation_subtype"] or "",
+                row["derived"],
+            )
+            self._column_edges.setdefault(row["job_uuid"], {})[key] = (
+                row["first_seen_at"],
+                row["last_seen_at"],
+                row["last_run_uuid"],
+                row["description"],
+                row["masking"],
+                row["superseded"],
+            )
+        else:
+            self._edges.setdefault(row["job_uuid"], {})[(row["src_node_id"], row["dst_node_id"])] = (
+                row["first_seen_at"],
+                row["last_seen_at"],
+                row["valid_from"],
+                row["last_run_uuid"],
+                row["derived"],
+            )
+
+    def forget_job(self, job_uuid: uuid.UUID) -> None:
+        """The job's edges may have been closed: compare nothing with what was recorded of them."""
+        self._edges.pop(job_uuid, None)
+        self._column_edges.pop(job_uuid, None)
+
+
 @dataclass(frozen=True)
 class EventEdges:
     """What one event of a job reports: the edges or column edges, and when and by which run."""
@@ -46,10 +149,11 @@ class EventEdges:
     job_uuid: uuid.UUID
     at: dt.datetime
     run_uuid: uuid.UUID | None
-    # (src node, dst node, dataset, READ|WRITE, derived)
-    edges: list[tuple[int, int, uuid.UUID, str, bool]] = field(default_factory=list)
+    edges: list[EdgeRow] = field(default_factory=list)
     # (column edge, derived, superseded)
     column_edges: list[tuple[ColumnEdgeRow, bool, bool]] = field(default_factory=list)
+    # What the transaction wrote before: edges it would leave unchanged are not sent.
+    written: WrittenEdges = field(default_factory=WrittenEdges)
 
 
 # The functions below are batch operations (see ``headwater.ingest.rounds``): the requests of several
@@ -89,6 +193,7 @@ async def upsert_edges(conn: asyncpg.Connection, requests: list[EventEdges]) -> 
         }
         for r in requests
         for e in r.edges
+        if r.written.changes_edge(r.job_uuid, e, r.at, r.run_uuid)
     ]
     # Thousands of column edges a round: one JSON document encodes far faster than thirteen arrays.
     column_edges = [
@@ -109,10 +214,15 @@ async def upsert_edges(conn: asyncpg.Connection, requests: list[EventEdges]) -> 
         }
         for r in requests
         for c, derived, superseded in r.column_edges
+        if r.written.changes_column_edge(r.job_uuid, c, derived, superseded, r.at, r.run_uuid)
     ]
     opened: dict[uuid.UUID, EdgesOpened] = {}
     if edges or column_edges:
+        written = {r.job_uuid: r.written for r in requests}
         for row in await conn.fetch(QUERIES["upsert_edges"], json_text(edges), json_text(column_edges)):
+            written[row["job_uuid"]].record(row)
+            if not row["opened"]:
+                continue
             job = opened.setdefault(row["job_uuid"], EdgesOpened())
             if row["column_edge"]:
                 job.column_edges.append(

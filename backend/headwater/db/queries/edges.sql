@@ -10,7 +10,9 @@
 -- through a job), producer-reported or derived, marking them superseded when the other source is
 -- preferred; each edge comes with the eventTime and run of its event. An open column edge is found by
 -- its key in column_lineage_open_key, one index probe per edge however large the table.
--- Returns the edges and column edges opened (not those refreshed), column_edge telling which.
+-- Returns every edge and column edge it opened or changed, as it left them (opened telling which
+-- are new, column_edge which kind): what the rest of the transaction compares its events' edges
+-- with (``store.edges.WrittenEdges``).
 WITH input AS (
     SELECT DISTINCT ON (src, dst) *
     FROM json_to_recordset($1::json)
@@ -47,7 +49,8 @@ written AS (
     WHERE excluded.first_seen_at < e.first_seen_at OR excluded.valid_from < e.valid_from
        OR (e.derived AND NOT excluded.derived)
        OR (excluded.last_seen_at > e.last_seen_at AND excluded.last_run_uuid IS DISTINCT FROM e.last_run_uuid)
-    RETURNING src_node_id, dst_node_id, job_uuid, edge_type, dataset_uuid, (xmax = 0) AS opened
+    RETURNING src_node_id, dst_node_id, job_uuid, edge_type, dataset_uuid, (xmax = 0) AS opened, derived,
+              first_seen_at, last_seen_at, valid_from, last_run_uuid
 ),
 column_written AS (
     INSERT INTO column_lineage AS c (output_dataset_uuid, output_field, input_dataset_uuid, input_field, job_uuid,
@@ -77,14 +80,18 @@ column_written AS (
        OR coalesce(excluded.masking, c.masking) IS DISTINCT FROM c.masking
        OR excluded.superseded IS DISTINCT FROM c.superseded
        OR (excluded.last_seen_at > c.last_seen_at AND excluded.last_run_uuid IS DISTINCT FROM c.last_run_uuid)
-    RETURNING c.job_uuid, c.output_dataset_uuid, c.output_field, c.input_dataset_uuid, c.input_field, c.derived,
-              (xmax = 0) AS opened
+    RETURNING c.job_uuid, c.output_dataset_uuid, c.output_field, c.input_dataset_uuid, c.input_field,
+              c.transformation_type, c.transformation_subtype, c.derived, (xmax = 0) AS opened, c.first_seen_at,
+              c.last_seen_at, c.last_run_uuid, c.description, c.masking, c.superseded
 )
-SELECT false AS column_edge, src_node_id, dst_node_id, job_uuid, edge_type, dataset_uuid,
+SELECT false AS column_edge, opened, job_uuid, derived, first_seen_at, last_seen_at, last_run_uuid, src_node_id,
+       dst_node_id, edge_type, dataset_uuid, valid_from,
        NULL::uuid AS output_dataset_uuid, NULL::text AS output_field, NULL::uuid AS input_dataset_uuid,
-       NULL::text AS input_field, NULL::boolean AS derived
-FROM written WHERE opened
+       NULL::text AS input_field, NULL::text AS transformation_type, NULL::text AS transformation_subtype,
+       NULL::text AS description, NULL::boolean AS masking, NULL::boolean AS superseded
+FROM written
 UNION ALL
-SELECT true, NULL, NULL, job_uuid, NULL, NULL, output_dataset_uuid, output_field, input_dataset_uuid, input_field,
-       derived
-FROM column_written WHERE opened;
+SELECT true, opened, job_uuid, derived, first_seen_at, last_seen_at, last_run_uuid, NULL, NULL, NULL, NULL, NULL,
+       output_dataset_uuid, output_field, input_dataset_uuid, input_field, transformation_type,
+       transformation_subtype, description, masking, superseded
+FROM column_written;
