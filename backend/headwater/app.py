@@ -20,6 +20,7 @@ from headwater.api.graphql.graphiql import graphiql_static_router
 from headwater.api.graphql.schema import GraphQLController
 from headwater.api.graphql.stalled import guard_websockets
 from headwater.api.metrics import MetricsController, prometheus_config
+from headwater.api.parameters import refuse_nul_parameters
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
 from headwater.api.rest.catalog import catalog_handlers, keep_encoded_slashes
 from headwater.api.rest.column_lineage import get_column_lineage
@@ -118,7 +119,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 *mcp_routes,
             ],
             middleware=[retry_after(settings.retry_after_s), prometheus_config.middleware],
-            guards=[require_key],
+            guards=[refuse_nul_parameters, require_key],
             lifespan=[
                 lifespan,
                 kafka_consumer,

@@ -64,7 +64,10 @@ def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Respons
     if isinstance(exc, ValidationException) and isinstance(exc.extra, list):
         extra["errors"] = [
             {
-                "path": f"{e.get('source', 'query')}.{e.get('key', '')}".rstrip("."),
+                # The source is litestar's ParamType (a str enum): its value, "query" or "path".
+                "path": f"{getattr(e.get('source'), 'value', e.get('source') or 'query')}.{e.get('key', '')}".rstrip(
+                    "."
+                ),
                 "message": e.get("message", ""),
             }
             for e in exc.extra

@@ -134,8 +134,8 @@ async def get_violations(
 ) -> dict[str, Any]:
     after_id = 0
     if after is not None:
-        if not after.isdigit():
-            raise InvalidRequestError(f"after must be a violation id, got '{after}'.")
+        if not (after.isascii() and after.isdigit() and int(after) < 2**63):
+            raise InvalidRequestError(f"after must be a violation id, got '{after[:100]}'.")
         after_id = int(after)
     async with state.pool.acquire() as conn:
         found = await classifications.list_violations(

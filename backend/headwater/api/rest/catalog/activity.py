@@ -52,7 +52,8 @@ def _time(value: str | None, default: dt.datetime, param: str) -> dt.datetime:
 def _zone(timezone: str) -> str:
     try:
         zoneinfo.ZoneInfo(timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    # OSError: a name too long for a file name (zoneinfo looks the zone up as a file).
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
         raise InvalidRequestError(f"Unknown time zone '{timezone}'.") from None
     return timezone
 

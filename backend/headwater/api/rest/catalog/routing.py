@@ -27,7 +27,10 @@ MAX_LIMIT = 1000
 Limit = Annotated[
     int, Parameter(ge=1, le=MAX_LIMIT, description=f"Page size (default 100, at most {MAX_LIMIT}).")
 ]
-Offset = Annotated[int, Parameter(ge=0, description="Items to skip.")]
+# The largest integer every JSON client holds exactly (and far below PostgreSQL's bigint): past it,
+# a 400 naming the bound instead of a failed statement.
+MAX_OFFSET = 2**53 - 1
+Offset = Annotated[int, Parameter(ge=0, le=MAX_OFFSET, description="Items to skip.")]
 
 
 def _reencode(segment: str) -> str:

@@ -1,0 +1,94 @@
+"""Parameters of reads and writes a careless or hostile client sends (NUL characters, numbers past
+what PostgreSQL takes, absurd time zones): a 4xx naming the parameter, never a 500."""
+
+from __future__ import annotations
+
+import pytest
+
+from headwater.api.rest.catalog.routing import MAX_OFFSET
+from tests.client import execute, post_all
+from tests.factories import job_run
+
+pytestmark = pytest.mark.db
+
+NUL_PATHS = [
+    ("GET", "/api/v1/namespaces/a%00b", "path.namespace"),
+    ("GET", "/api/v1/namespaces/warehouse/datasets/a%00b", "path.dataset"),
+    ("DELETE", "/api/v1/namespaces/warehouse/datasets/a%00b", "path.dataset"),
+    ("DELETE", "/api/v1/namespaces/pipelines/jobs/lo%00ad", "path.job"),
+    ("GET", "/api/v1/namespaces/pipelines/jobs/a%00b/versions", "path.job"),
+    ("GET", "/api/v1/namespaces/warehouse/datasets/orders/versions/a%00b", "path.version"),
+    ("GET", "/api/v1/lineage?nodeId=job:a%00:b", "query.nodeId"),
+    ("GET", "/api/v1/column-lineage?nodeId=datasetField:a:b:c%00", "query.nodeId"),
+    ("GET", "/api/v1/search?q=or%00ders", "query.q"),
+    ("GET", "/api/v1/governance/violations?namespace=%00", "query.namespace"),
+    ("GET", "/api/v1/governance/classifications?namespace=%00&name=x", "query.namespace"),
+]
+
+
+@pytest.mark.parametrize(("method", "url", "where"), NUL_PATHS)
+async def test_a_nul_in_a_parameter_is_a_400_naming_it(client, method, url, where):
+    await post_all(client, job_run("load", inputs=["orders"], outputs=["totals"]))
+    response = await client.request(method, url)
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["code"] == "invalid_request"
+    assert [e["path"] for e in body["errors"]] == [where]
+    assert "U+0000" in body["detail"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/jobs?offset={}",
+        "/api/v1/events/lineage?offset={}",
+        "/api/v1/namespaces/warehouse/datasets?offset={}",
+        "/api/v1/namespaces/pipelines/jobs/load/runs?offset={}",
+    ],
+)
+async def test_offsets_go_up_to_what_every_json_client_holds_exactly(client, url):
+    await post_all(client, job_run("load", inputs=["orders"], outputs=["totals"]))
+    largest = MAX_OFFSET
+    assert (await client.get(url.format(largest))).status_code == 200
+    assert (await client.get(url.format(2**63))).status_code == 400
+    response = await client.get(url.format(largest + 1))
+    assert response.status_code == 400, response.text
+    assert response.json()["errors"][0]["path"] == "query.offset"
+
+
+@pytest.mark.parametrize("after", ["99999999999999999999999", "²", "-1"])
+async def test_a_violation_cursor_past_any_id_is_a_400(client, after):
+    response = await client.get("/api/v1/governance/violations", params={"after": after})
+    assert response.status_code == 400, response.text
+    assert "violation id" in response.json()["detail"]
+
+
+async def test_a_time_zone_too_long_for_a_file_name_is_a_400_not_a_503(client):
+    response = await client.get("/api/v1/stats/lineage-events", params={"timezone": "a" * 300})
+    assert response.status_code == 400, response.text
+    assert response.json()["detail"].startswith("Unknown time zone")
+
+
+async def test_graphql_refuses_a_nul_in_a_variable_or_a_string_naming_where(client):
+    body = await execute(
+        client,
+        'query($ids: [ID!]!) { suspectChanges(nodeIds: $ids, since: "2020-01-01T00:00:00Z") '
+        "{ __typename } }",
+        ids=["dataset:a:b", "dataset:a\x00:b"],
+    )
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "invalid_request"
+    assert "$ids[1]" in error["message"]
+
+    body = await execute(client, '{ dataset(namespace: "a\\u0000", name: "b") { name } }')
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "invalid_request"
+    assert "a string on line 1" in error["message"]
+
+    for query, variables in [
+        ("query($n: String!) { namespace(name: $n) { name } }", {"n": "a\x00"}),
+        ("query($n: String) { datasets(nameContains: $n) { nodes { name } } }", {"n": "\x00"}),
+        ("query($n: String!) { job(namespace: $n, name: $n) { name } }", {"n": "\x00"}),
+    ]:
+        [error] = (await execute(client, query, **variables))["errors"]
+        assert error["extensions"]["code"] == "invalid_request", error
