@@ -14,6 +14,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types.unset import UNSET, UnsetType
 
 from headwater.api.auth import PENDING_STATE, SCOPES_STATE, bearer_token, check_key
+from headwater.api.graphql.arguments import RefuseNulArguments
 from headwater.api.graphql.context import Context, LoadersPerOperation, context_getter
 from headwater.api.graphql.errors import HeadwaterSchema
 from headwater.api.graphql.graphiql import ENDPOINT, graphiql_html
@@ -32,7 +33,7 @@ schema = HeadwaterSchema(
     query=Query,
     mutation=Mutation,
     subscription=Subscription,
-    extensions=[*limit_extensions(), LoadersPerOperation],
+    extensions=[*limit_extensions(), RefuseNulArguments, LoadersPerOperation],
     config=StrawberryConfig(disable_field_suggestions=True),
     execution_context_class=SharedRenderingExecutor,
 )
