@@ -287,3 +287,22 @@ async def test_an_unknown_node_is_an_error_that_suggests_near_names(sessions: Se
     ]:
         assert failed.is_error
         assert says in failed.content[0].text
+
+
+async def test_an_argument_holding_nul_is_an_error_that_names_it(sessions: Sessions) -> None:
+    async with sessions() as session:
+        answers = {
+            (tool, argument): await session.call_tool(tool, {argument: value})
+            for tool, argument, value in [
+                ("get_dataset", "node_id", "dataset:warehouse\x00:orders"),
+                ("lineage", "node_id", "dataset:warehouse:orders\x00"),
+                ("root_cause", "node_id", "dataset:\x00:x"),
+                ("get_run", "run_id", "\x00"),
+                ("search", "text", "ord\x00"),
+            ]
+        }
+    for (_, argument), answer in answers.items():
+        assert answer.is_error
+        assert answer.content[0].text.endswith(
+            f"{argument} holds U+0000 (NUL), which no text stored here can contain."
+        )

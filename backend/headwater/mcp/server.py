@@ -8,11 +8,13 @@ answer any request.
 
 from __future__ import annotations
 
+import functools
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from litestar.handlers import asgi
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
 
@@ -21,7 +23,7 @@ from headwater.lineage.documents import cache_for
 from headwater.mcp.tools import TOOLS, Reads
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Awaitable, Callable
     from contextlib import AbstractAsyncContextManager
 
     from litestar import Litestar
@@ -35,6 +37,8 @@ id, then ask lineage, impact_of_change (what breaks if this dataset or column ch
 root_cause (why this dataset may be wrong). Answers are paged (offset, next_offset) and graphs
 are capped by max_nodes (truncated says when the cap cut them)."""
 
+T = TypeVar("T")
+
 
 def build_server(
     reads: Callable[[MCPServer[Reads]], AbstractAsyncContextManager[Reads]],
@@ -46,8 +50,24 @@ def build_server(
     # Every tool only reads: a client may call them without asking the user first.
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
     for tool in TOOLS:
-        server.add_tool(tool, annotations=read_only)
+        server.add_tool(refusing_nul(tool), annotations=read_only)
     return server
+
+
+def refusing_nul(tool: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """The tool, answering an error that names the argument when one holds U+0000 (NUL): no text
+    stored here can contain it, and it would otherwise fail in a statement. The SDK reads the
+    tool's own signature through the wrapper."""
+
+    @functools.wraps(tool)
+    async def checked(**arguments: Any) -> T:
+        for name, value in arguments.items():
+            values = value if isinstance(value, list) else [value]
+            if any(isinstance(v, str) and "\x00" in v for v in values):
+                raise ToolError(f"{name} holds U+0000 (NUL), which no text stored here can contain.")
+        return await tool(**arguments)
+
+    return checked
 
 
 class HttpEndpoint:
