@@ -92,3 +92,22 @@ async def test_graphql_refuses_a_nul_in_a_variable_or_a_string_naming_where(clie
     ]:
         [error] = (await execute(client, query, **variables))["errors"]
         assert error["extensions"]["code"] == "invalid_request", error
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "field"),
+    [
+        ("/api/v1/tags/pii", {"description": "a\x00"}, "description"),
+        ("/api/v1/governance/classifications", {"namespace": "a\x00", "name": "x"}, "namespace"),
+        (
+            "/api/v1/governance/classifications",
+            {"namespace": "warehouse", "name": "orders", "tags": ["pii", "\x00"]},
+            "tags",
+        ),
+    ],
+)
+async def test_a_nul_in_a_request_body_is_a_400_naming_the_field(client, url, body, field):
+    response = await client.put(url, json=body)
+    assert response.status_code == 400, response.text
+    [error] = response.json()["errors"]
+    assert error["message"] == f"{field} holds U+0000 (NUL), which no text stored here can contain"

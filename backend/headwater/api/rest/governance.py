@@ -14,6 +14,7 @@ from litestar import get, put
 from litestar.datastructures import State
 from litestar.params import Parameter, QueryParameter
 
+from headwater.api.parameters import refuse_nul_fields
 from headwater.api.rest.catalog.routing import BODY_PROBLEMS, PROBLEMS
 from headwater.errors import InvalidRequestError
 from headwater.governance import classifications
@@ -32,6 +33,9 @@ class ClassificationBody(msgspec.Struct, forbid_unknown_fields=True):
     field: str | None = None
     level: str | None = None
     tags: list[str] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        refuse_nul_fields(self)
 
 
 def violation_json(v: ViolationRecord) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import msgspec
 from litestar import get, put
 from litestar.datastructures import State
 
+from headwater.api.parameters import refuse_nul_fields
 from headwater.api.rest.catalog.routing import BODY_PROBLEMS, PROBLEMS
 from headwater.store import tags as tag_store
 
@@ -16,6 +17,9 @@ class TagBody(msgspec.Struct):
     """What PUT /api/v1/tags/{tag} may carry."""
 
     description: str | None = None
+
+    def __post_init__(self) -> None:
+        refuse_nul_fields(self)
 
 
 def _tag_json(t: tag_store.TagRecord) -> dict[str, Any]:
