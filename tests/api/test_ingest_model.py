@@ -158,13 +158,19 @@ async def test_older_schema_arriving_late_does_not_replace_newer(client, conn):
     assert [f["name"] for f in fields] == ["id", "amount", "currency"]
 
 
-async def test_schema_change_is_logged_with_its_diff(client, conn):
+@pytest.mark.parametrize("hashed", [True, False], ids=["schema hashed", "schema set before hashes"])
+async def test_schema_change_is_logged_with_its_diff(client, conn, hashed):
+    first = [("id", "int"), ("amount", "int")]
+    await post_all(client, [run_event("load", outputs=[dataset("orders", fields=first)], time=0)])
+    if not hashed:  # as migration 0092 leaves a schema stored before it
+        await conn.execute("UPDATE datasets SET fields_hash = NULL")
+    fields_at = await conn.fetchval("SELECT fields_at FROM datasets WHERE name = 'orders'")
+    await post_all(client, [run_event("load", outputs=[dataset("orders", fields=first)], time=0.5)])
+    # The same schema again: nothing rewritten.
+    assert await conn.fetchval("SELECT fields_at FROM datasets WHERE name = 'orders'") == fields_at
     await post_all(
         client,
         [
-            run_event(
-                "load", outputs=[dataset("orders", fields=[("id", "int"), ("amount", "int")])], time=0
-            ),
             run_event(
                 "load",
                 outputs=[
@@ -175,6 +181,7 @@ async def test_schema_change_is_logged_with_its_diff(client, conn):
         ],
     )
     details = await conn.fetchval("SELECT details FROM change_log WHERE kind = 'SCHEMA_CHANGED'")
+    assert await conn.fetchval("SELECT fields_hash IS NOT NULL FROM datasets WHERE name = 'orders'")
     assert details == {
         "added": [{"name": "ccy", "type": "string"}],
         "removed": [],

@@ -138,11 +138,19 @@ class DatasetWriter:
             state = states[dataset_uuid]
             if state.fields_at is not None and state.fields_at > n.event_time:
                 continue  # a later event already set the schema
-            if dataset_uuid not in written and state.fields:
+            if dataset_uuid not in written and state.has_fields:
                 continue  # a read does not redefine a known schema
-            if state.fields_at is not None and _same_fields(state.fields, fields):
+            if state.fields_at is not None and state.has_same_fields(fields):
                 continue  # the schema as stored: nothing to rewrite (fields_at is the last change)
             replace[dataset_uuid] = fields
+        # The stored fields of the schemas that change, where only their hash was read: to say what
+        # changed.
+        unread = [u for u in replace if states[u].fields is None]
+        if unread:
+            states = {**states, **await self.db(dataset_store.fetch_dataset_states, unread)}
+        for dataset_uuid, fields in replace.items():
+            state = states[dataset_uuid]
+            assert state.fields is not None
             diff = _schema_diff(state.fields, fields)
             if diff is not None and (state.fields or state.fields_at is not None):
                 row = self.by_uuid()[dataset_uuid]
@@ -214,13 +222,6 @@ def plan_dataset_upserts(
     for key in targets[len(defs) :]:
         upserts.setdefault(key, dataset_store.DatasetUpsert(key[0], key[1], None, None, {}, []))
     return upserts, targets
-
-
-def _same_fields(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
-    """Whether two schemas list the same fields, types, descriptions and order."""
-    return [(f["name"], f.get("type"), f.get("description")) for f in old] == [
-        (f["name"], f.get("type"), f.get("description")) for f in new
-    ]
 
 
 def _schema_diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -269,7 +269,7 @@ class JobWriter:
             for i in missing:
                 state = states[self.row_of(self.n.outputs[i]).dataset_uuid]
                 if state.fields or state.fields_at is not None:
-                    schemas[i] = {f["name"] for f in state.fields}
+                    schemas[i] = {f["name"] for f in state.fields or []}
         return schemas
 
     def _column_rows(self, d: DatasetDef, edges: list[ColumnEdgeDef]) -> list[edge_store.ColumnEdgeRow]:

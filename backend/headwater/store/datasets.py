@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
 
 if TYPE_CHECKING:
     import asyncpg
+
+_encoder = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True)
@@ -23,13 +28,41 @@ class DatasetRow:
     created: bool
 
 
+def fields_hash(fields: list[dict[str, Any]]) -> int:
+    """A schema as stored beside it (datasets.fields_hash): 64 bits of BLAKE2b over its fields' names,
+    types and descriptions, in order."""
+    body = _encoder.encode([(f["name"], f.get("type"), f.get("description")) for f in fields])
+    return int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "big", signed=True)
+
+
+EMPTY_FIELDS_HASH = fields_hash([])
+
+
 @dataclass(frozen=True)
 class DatasetState:
     dataset_uuid: uuid.UUID
     fields_at: dt.datetime | None
     current_version_at: dt.datetime | None
     current_version_uuid: uuid.UUID | None
-    fields: list[dict[str, Any]]
+    # The current schema; None where only its hash was read (an upsert reads the hash alone when
+    # there is one: ``fetch_dataset_states`` reads the fields).
+    fields: list[dict[str, Any]] | None
+    fields_hash: int | None = None
+
+    @property
+    def has_fields(self) -> bool:
+        if self.fields is not None:
+            return bool(self.fields)
+        return self.fields_hash != EMPTY_FIELDS_HASH
+
+    def has_same_fields(self, fields: list[dict[str, Any]]) -> bool:
+        """Whether the current schema lists these fields, types, descriptions, in this order."""
+        if self.fields_hash is not None:
+            return self.fields_hash == fields_hash(fields)
+        assert self.fields is not None
+        return [(f["name"], f.get("type"), f.get("description")) for f in self.fields] == [
+            (f["name"], f.get("type"), f.get("description")) for f in fields
+        ]
 
 
 @dataclass(frozen=True)
@@ -150,6 +183,7 @@ def _dataset_state(r: asyncpg.Record) -> DatasetState:
         r["current_version_at"],
         r["current_version_uuid"],
         r["fields"],
+        r["fields_hash"],
     )
 
 
@@ -196,6 +230,7 @@ async def replace_dataset_fields(
             [i[0] for i in items],
             [json_text(i[1]) for i in items],
             [i[2] for i in items],
+            [fields_hash(i[1]) for i in items],
         )
     return [None] * len(requests)
 

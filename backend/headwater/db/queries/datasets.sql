@@ -18,8 +18,8 @@ SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid =
 -- earlier event arrives late (updated_at and facets_at are the time of the last change): a dataset
 -- seen again as it was costs no new row version and no index entry. Returns one row per input with
 -- its uuid, node id and what the event's schema and version writes are decided by: when its fields
--- were last set, its current fields and its current version (rows not rewritten come from the
--- statement's snapshot).
+-- were last set, the hash of its current fields (the fields themselves only where no hash is stored)
+-- and its current version (rows not rewritten come from the statement's snapshot).
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
         AS t(namespace text, name text, source_name text, description text, facets jsonb, deleted jsonb,
@@ -62,22 +62,24 @@ written AS (
                                                               WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
                               END)
     RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created, d.fields_at,
-              d.current_version_at, d.current_version_uuid
+              d.current_version_at, d.current_version_uuid, d.fields_hash
 ),
 stored AS (
     SELECT * FROM written
     UNION ALL
     SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, false, d.fields_at, d.current_version_at,
-           d.current_version_uuid
+           d.current_version_uuid, d.fields_hash
     FROM (SELECT DISTINCT namespace, name FROM input) i
          CROSS JOIN LATERAL (SELECT * FROM datasets d
                              WHERE d.namespace = i.namespace AND d.name = i.name OFFSET 0) d
     WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.namespace = i.namespace AND w.name = i.name)
 )
 SELECT s.*,
-       coalesce((SELECT jsonb_agg(jsonb_build_object('name', f.name, 'type', f.type, 'description', f.description)
-                                  ORDER BY f.position)
-                 FROM dataset_fields f WHERE f.dataset_uuid = s.dataset_uuid), '[]'::jsonb) AS fields
+       CASE WHEN s.fields_hash IS NULL THEN
+           coalesce((SELECT jsonb_agg(jsonb_build_object('name', f.name, 'type', f.type, 'description', f.description)
+                                      ORDER BY f.position)
+                     FROM dataset_fields f WHERE f.dataset_uuid = s.dataset_uuid), '[]'::jsonb)
+       END AS fields
 FROM stored s;
 
 -- name: fetch_datasets_by_identity
@@ -94,8 +96,9 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[])
 ON CONFLICT (namespace, name) DO NOTHING;
 
 -- name: fetch_dataset_states
--- For each dataset: when its fields were last set, its current fields, and its current version time.
-SELECT d.dataset_uuid, d.fields_at, d.current_version_at, d.current_version_uuid,
+-- For each dataset: when its fields were last set, its current fields (and their hash), and its
+-- current version time.
+SELECT d.dataset_uuid, d.fields_at, d.current_version_at, d.current_version_uuid, d.fields_hash,
        coalesce((SELECT jsonb_agg(jsonb_build_object('name', f.name, 'type', f.type, 'description', f.description)
                                   ORDER BY f.position)
                  FROM dataset_fields f WHERE f.dataset_uuid = d.dataset_uuid), '[]'::jsonb) AS fields
@@ -103,8 +106,8 @@ FROM datasets d
 WHERE d.dataset_uuid = ANY($1::uuid[]);
 
 -- name: replace_dataset_fields
--- Sets the current schema of datasets as of an event's time ($3): removes fields not listed, upserts
--- the listed ones (a field that did not change is not rewritten).
+-- Sets the current schema of datasets as of an event's time ($3), with its hash ($4): removes fields
+-- not listed, upserts the listed ones (a field that did not change is not rewritten).
 WITH input AS (
     SELECT dataset_uuid, e.value AS field, e.ordinality::int AS position
     FROM unnest($1::uuid[], $2::jsonb[]) AS t(dataset_uuid, fields),
@@ -116,8 +119,8 @@ removed AS (
       AND NOT EXISTS (SELECT 1 FROM input i WHERE i.dataset_uuid = f.dataset_uuid AND i.field->>'name' = f.name)
 ),
 touched AS (
-    UPDATE datasets d SET fields_at = t.at
-    FROM unnest($1::uuid[], $3::timestamptz[]) AS t(dataset_uuid, at)
+    UPDATE datasets d SET fields_at = t.at, fields_hash = t.hash
+    FROM unnest($1::uuid[], $3::timestamptz[], $4::bigint[]) AS t(dataset_uuid, at, hash)
     WHERE d.dataset_uuid = t.dataset_uuid
 )
 INSERT INTO dataset_fields (dataset_uuid, name, type, description, position)
