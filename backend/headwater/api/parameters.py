@@ -1,12 +1,15 @@
-"""What no path or query parameter, or text in a request body, may hold.
+"""What no parameter, request body, GraphQL argument or MCP tool argument may hold.
 
 PostgreSQL text cannot hold U+0000: a name, filter or id carrying one (``%00`` in a URL) would reach
-a statement and fail there. One guard on the whole app answers 400 naming the parameter instead, so
-that no route can be forgotten; request bodies check their own fields as they are decoded.
+a statement and fail there. It is refused where a request comes in instead, naming where it is: one
+guard on the whole app for path and query parameters (no route can be forgotten), request bodies as
+they are decoded, GraphQL operations (``api.graphql.arguments``) and MCP tool calls
+(``mcp.server``) before they run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -17,18 +20,33 @@ if TYPE_CHECKING:
     from litestar.connection import ASGIConnection
     from litestar.handlers import BaseRouteHandler
 
+HOLDS_NUL = "holds U+0000 (NUL), which no text stored here can contain"
+
+
+def paths_with_nul(value: Any, path: str) -> Iterator[str]:
+    """Where in a decoded value (text, or lists and objects of them) a text holds U+0000: ``path``
+    itself, ``path[2]``, ``path.key``."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from paths_with_nul(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from paths_with_nul(item, f"{path}[{i}]")
+
 
 def refuse_nul_parameters(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     """400 for a path or query parameter holding U+0000."""
     found = [
-        FieldError(f"path.{name}", "holds U+0000 (NUL), which no text stored here can contain")
-        for name, value in connection.path_params.items()
-        if isinstance(value, str) and "\x00" in value
-    ]
-    found += [
-        FieldError(f"query.{name}", "holds U+0000 (NUL), which no text stored here can contain")
-        for name, value in connection.query_params.multi_items()
-        if "\x00" in value or "\x00" in name
+        FieldError(f"{source}.{name}", HOLDS_NUL)
+        for source, items in (
+            ("path", connection.path_params.items()),
+            ("query", connection.query_params.multi_items()),
+        )
+        for name, value in items
+        if any(paths_with_nul(value, name)) or "\x00" in name
     ]
     if found:
         names = ", ".join(sorted({e.path for e in found}))
@@ -37,9 +55,7 @@ def refuse_nul_parameters(connection: ASGIConnection[Any, Any, Any, Any], _: Bas
 
 def refuse_nul_fields(body: msgspec.Struct) -> None:
     """For a request body's ``__post_init__``: a ValueError (a 400 naming the field, as msgspec
-    reports it) when a text field, or a text in a list field, holds U+0000."""
+    reports it) when a text in one of its fields holds U+0000."""
     for name in body.__struct_fields__:
-        value = getattr(body, name)
-        values = value if isinstance(value, list) else [value]
-        if any(isinstance(v, str) and "\x00" in v for v in values):
-            raise ValueError(f"{name} holds U+0000 (NUL), which no text stored here can contain")
+        if any(paths_with_nul(getattr(body, name), name)):
+            raise ValueError(f"{name} {HOLDS_NUL}")

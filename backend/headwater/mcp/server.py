@@ -19,6 +19,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
 
 from headwater import __version__
+from headwater.api.parameters import HOLDS_NUL, paths_with_nul
 from headwater.lineage.documents import cache_for
 from headwater.mcp.tools import TOOLS, Reads
 
@@ -62,9 +63,8 @@ def refusing_nul(tool: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T
     @functools.wraps(tool)
     async def checked(**arguments: Any) -> T:
         for name, value in arguments.items():
-            values = value if isinstance(value, list) else [value]
-            if any(isinstance(v, str) and "\x00" in v for v in values):
-                raise ToolError(f"{name} holds U+0000 (NUL), which no text stored here can contain.")
+            if any(paths_with_nul(value, name)):
+                raise ToolError(f"{name} {HOLDS_NUL}.")
         return await tool(**arguments)
 
     return checked

@@ -2,7 +2,7 @@
 
 PostgreSQL text cannot hold U+0000: a name, filter or id carrying one would reach a statement and
 fail there. Variables and string literals of the operation are looked at once, and an operation with
-one is answered with an error naming where it is (as the REST guard in ``api.parameters`` does).
+one is answered with an error naming where it is (see ``api.parameters``).
 """
 
 from __future__ import annotations
@@ -14,19 +14,8 @@ from graphql import StringValueNode, visit
 from graphql.language import Visitor
 from strawberry.extensions.base_extension import SchemaExtension
 
+from headwater.api.parameters import HOLDS_NUL, paths_with_nul
 from headwater.errors import InvalidRequestError
-
-
-def _paths_with_nul(value: Any, path: str) -> Iterator[str]:
-    if isinstance(value, str):
-        if "\x00" in value:
-            yield path
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths_with_nul(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _paths_with_nul(item, f"{path}[{i}]")
 
 
 class _Literals(Visitor):
@@ -45,16 +34,12 @@ class RefuseNulArguments(SchemaExtension):
     def on_execute(self) -> Iterator[None]:
         ctx = self.execution_context
         found = [
-            p
-            for name, value in (ctx.variables or {}).items()
-            for p in _paths_with_nul(value, f"${name}")
+            p for name, value in (ctx.variables or {}).items() for p in paths_with_nul(value, f"${name}")
         ]
         if ctx.graphql_document is not None:
             literals = _Literals()
             visit(ctx.graphql_document, literals)
             found += [f"a string on line {line}" for line in literals.lines]
         if found:
-            raise InvalidRequestError(
-                f"U+0000 (NUL), which no text stored here can contain, in {', '.join(found[:10])}."
-            )
+            raise InvalidRequestError(f"{', '.join(found[:10])} {HOLDS_NUL}.")
         yield
