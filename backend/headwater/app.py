@@ -119,7 +119,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 *mcp_routes,
             ],
             middleware=[retry_after(settings.retry_after_s), prometheus_config.middleware],
-            guards=[refuse_nul_parameters, require_key],
+            guards=[require_key, refuse_nul_parameters],
             lifespan=[
                 lifespan,
                 kafka_consumer,

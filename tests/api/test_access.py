@@ -132,6 +132,12 @@ def test_mutations_need_the_write_scope(server, key):
     assert "errors" not in allowed or allowed["errors"][0]["extensions"]["code"] != "forbidden"
 
 
+def test_a_request_without_a_key_is_a_401_before_its_parameters_are_judged(server, key):
+    url = "/api/v1/namespaces/a%00b"
+    assert call(server, "GET", url, None).status_code == 401
+    assert call(server, "GET", url, key["read"]).status_code == 400
+
+
 def test_a_non_ascii_key_is_a_401(server, key):
     response = httpx.get(
         f"{server.url}/api/v1/namespaces",
