@@ -157,9 +157,12 @@ async def test_commands_join_the_embedded_database_serve_runs(scratch: Path) -> 
     assert f"its URL, for other tools and HEADWATER_DATABASE_URL: {url}" in output, output
 
 
+# SIGTERM as Spark starts, and once its JVM is on its way: a JVM interrupted while it starts ran on
+# (holding 3 GB and the command's output) until ended with the command.
 @pytest.mark.spark
 @pytest.mark.slow
-def test_sigterm_ends_a_spark_command_and_the_database_it_started(scratch: Path) -> None:
+@pytest.mark.parametrize("after_s", [0, 1.5], ids=["as Spark starts", "while its JVM starts"])
+def test_sigterm_ends_a_spark_command_and_the_database_it_started(scratch: Path, after_s: float) -> None:
     command = subprocess.Popen(
         [HEADWATER, "spark", "heat", "--master", "local[1]"],
         env=embedded_env(scratch / "data"),
@@ -174,6 +177,7 @@ def test_sigterm_ends_a_spark_command_and_the_database_it_started(scratch: Path)
             lines.append(line)
             if "starting Spark" in line:
                 break
+        time.sleep(after_s)
         command.send_signal(signal.SIGTERM)
         _, rest = command.communicate(timeout=60)
     finally:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -33,6 +36,46 @@ def build_session(master: str, app_name: str, conf: dict[str, str] | None = None
         builder = builder.config("spark.driver.memory", "3g")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    before = _children()
+    try:
+        spark = builder.getOrCreate()
+    except BaseException:
+        # Interrupted while the JVM starts (Ctrl-C, SIGTERM): the JVM spark-submit launched would go
+        # on starting, with its 3 GB and this command's output streams, until it noticed that its
+        # driver is gone. It ends with the command instead.
+        _end(_children() - before)
+        raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _children() -> set[int]:
+    """The processes this one started and that are still running (read from /proc; none elsewhere)."""
+    found: set[int] = set()
+    try:
+        for task in os.listdir(f"/proc/{os.getpid()}/task"):
+            with open(f"/proc/{os.getpid()}/task/{task}/children") as listed:
+                found.update(int(pid) for pid in listed.read().split())
+    except OSError:
+        pass
+    return found
+
+
+def _end(pids: set[int], grace_s: float = 5.0) -> None:
+    """SIGTERM to each child, SIGKILL to those still there after ``grace_s``; each is reaped."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            left.discard(pid)
+        time.sleep(0.05)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
