@@ -28,10 +28,14 @@ class DatasetRow:
     created: bool
 
 
+def _schema(fields: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:
+    """What a schema is compared by: its fields' names, types and descriptions, in order."""
+    return [(f["name"], f.get("type"), f.get("description")) for f in fields]
+
+
 def fields_hash(fields: list[dict[str, Any]]) -> int:
-    """A schema as stored beside it (datasets.fields_hash): 64 bits of BLAKE2b over its fields' names,
-    types and descriptions, in order."""
-    body = _encoder.encode([(f["name"], f.get("type"), f.get("description")) for f in fields])
+    """A schema as stored beside it (datasets.fields_hash): 64 bits of BLAKE2b over ``_schema``."""
+    body = _encoder.encode(_schema(fields))
     return int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "big", signed=True)
 
 
@@ -60,9 +64,7 @@ class DatasetState:
         if self.fields_hash is not None:
             return self.fields_hash == fields_hash(fields)
         assert self.fields is not None
-        return [(f["name"], f.get("type"), f.get("description")) for f in self.fields] == [
-            (f["name"], f.get("type"), f.get("description")) for f in fields
-        ]
+        return _schema(self.fields) == _schema(fields)
 
 
 @dataclass(frozen=True)
