@@ -58,18 +58,19 @@ def app_error_handler(_: Request[Any, Any, Any], exc: AppError) -> Response[dict
     return problem(exc.status, exc.code, exc.title, exc.message, **extra)
 
 
+def _parameter_path(error: dict[str, Any]) -> str:
+    """``query.offset``, ``path.namespace`` or ``body.data`` for one of litestar's validation errors,
+    whose source is its ParamType (a str enum: its value is the word)."""
+    source = error.get("source") or "query"
+    return f"{getattr(source, 'value', source)}.{error.get('key', '')}".rstrip(".")
+
+
 def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
     """Litestar's own errors (bad query parameters, unknown routes) in the same shape."""
     extra: dict[str, Any] = {}
     if isinstance(exc, ValidationException) and isinstance(exc.extra, list):
         extra["errors"] = [
-            {
-                # The source is litestar's ParamType (a str enum): its value, "query" or "path".
-                "path": f"{getattr(e.get('source'), 'value', e.get('source') or 'query')}.{e.get('key', '')}".rstrip(
-                    "."
-                ),
-                "message": e.get("message", ""),
-            }
+            {"path": _parameter_path(e), "message": e.get("message", "")}
             for e in exc.extra
             if isinstance(e, dict)
         ]
