@@ -236,3 +236,46 @@ async def test_a_pool_with_no_free_connection_answers_503(make_database, setting
     assert answer.status_code == 503
     assert answer.headers["retry-after"] == "1"
     assert waited < 2
+
+
+async def test_small_requests_are_prepared_on_the_loop_large_ones_and_sql_in_a_thread(
+    make_database, settings, monkeypatch
+):
+    """Preparing a small event costs less than handing it to a worker thread and back; an event
+    with SQL to parse, or a large one, would hold up every other request on the loop."""
+    import headwater.ingest.queue as queue_module
+
+    on_loop: dict[str, bool] = {}
+    prepare = queue_module.prepare_events
+
+    def spied(events, rules):
+        for e in events:
+            on_loop[e.model.job.name] = threading.current_thread() is threading.main_thread()
+        return prepare(events, rules)
+
+    monkeypatch.setattr(queue_module, "prepare_events", spied)
+    fields = [{"name": f"column_{i:05}", "type": "string"} for i in range(1_000)]
+    large = run_event(
+        "large",
+        outputs=[
+            {
+                "namespace": "warehouse",
+                "name": "wide",
+                "facets": {"schema": {"_producer": "p", "_schemaURL": "s", "fields": fields}},
+            }
+        ],
+    )
+    sql = {"sql": {"_producer": "p", "_schemaURL": "s", "query": "INSERT INTO t SELECT a FROM u"}}
+    async with make_database() as url:
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=2, init=register_codecs)
+        queue = IngestQueue(pool, [], dataclasses.replace(settings, database_url=url))
+        await queue.start()
+        try:
+            events = [run_event("small"), large, run_event("with_sql", job_facets=sql)]
+            for e in events:
+                assert [r.status for r in await queue.submit([validate_event(e)])] == ["created"]
+        finally:
+            await queue.stop()
+            await pool.close()
+    assert validate_event(large).size > 32 * 1024
+    assert on_loop == {"small": True, "large": False, "with_sql": False}

@@ -110,6 +110,7 @@ class ValidEvent:
     model: AnyEvent
     raw: dict[str, Any]
     content_hash: bytes
+    size: int  # bytes of its JSON: what the work of normalizing and storing it grows with
 
 
 _AT_PATH = re.compile(r"^(?P<message>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -241,7 +242,13 @@ def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) ->
         raise found.error(what)
     assert sorted_json is not None  # None only for nesting too deep, an error raised above
     # The content hash is of the event with its keys sorted, so that re-serialized retries match.
-    return ValidEvent(kind=kind, model=model, raw=raw, content_hash=hashlib.sha256(sorted_json).digest())
+    return ValidEvent(
+        kind=kind,
+        model=model,
+        raw=raw,
+        content_hash=hashlib.sha256(sorted_json).digest(),
+        size=len(sorted_json),
+    )
 
 
 def time_out_of_range(value: dt.datetime) -> str | None:
