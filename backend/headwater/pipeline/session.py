@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -36,6 +37,7 @@ def build_session(master: str, app_name: str, conf: dict[str, str] | None = None
         builder = builder.config("spark.driver.memory", "3g")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
+    logging.getLogger().addFilter(drop_interrupted_py4j_calls)  # once: a filter is added only once
     before = _children()
     try:
         spark = builder.getOrCreate()
@@ -47,6 +49,13 @@ def build_session(master: str, app_name: str, conf: dict[str, str] | None = None
         raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def drop_interrupted_py4j_calls(record: logging.LogRecord) -> bool:
+    """Whether to keep a log record: not py4j's traceback of a JVM call that Ctrl-C or SIGTERM
+    interrupted, which it logs on the root logger. The command says it was interrupted itself."""
+    interrupted = record.exc_info is not None and record.exc_info[0] is KeyboardInterrupt
+    return not (interrupted and f"{os.sep}py4j{os.sep}" in record.pathname)
 
 
 def _children() -> set[int]:
