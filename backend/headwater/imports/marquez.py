@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 BATCH_SIZE = 1_000
 # Batches read and prepared ahead of the one being written.
 PREPARED_AHEAD = 1
+# Events prepared between returns to the event loop (about 0.25 ms each).
+PREPARE_STEP = 4
 
 _REQUIRED_COLUMNS = {"event_time", "event"}
 # PostgreSQL's jsonb holds valid JSON only: decoding it cannot fail.
@@ -179,14 +181,14 @@ async def import_marquez(
             progress.set_phase(
                 "importing events in event_time order", total=summary.total, unit="events"
             )
-        # Reading and preparing (CPU, in a worker thread) run ahead of writing (mostly PostgreSQL's
-        # time) by up to PREPARED_AHEAD batches, so that the writer always finds its next batch
-        # ready: a batch that takes long to prepare is absorbed by the one prepared before it.
+        # Reading and preparing (CPU) run ahead of writing by up to PREPARED_AHEAD batches, so that
+        # the writer always finds its next batch ready. Preparing runs on the event loop while the
+        # writer waits for PostgreSQL, a few events at a time (see _prepare_batch).
         ready: asyncio.Queue[_Batch | None] = asyncio.Queue(maxsize=PREPARED_AHEAD)
 
         async def read_and_prepare() -> None:
             async for rows in source.pages(start, until, batch_size):
-                prepared = await asyncio.to_thread(_prepare_batch, rows, alias_rules, summary, rejects)
+                prepared = await _prepare_batch(rows, alias_rules, summary, rejects)
                 await ready.put(_Batch(prepared, rows[-1]["event_time"], len(rows)))
             await ready.put(None)
 
@@ -214,13 +216,33 @@ class _Batch:
     rows: int  # rows read, refused ones included
 
 
-def _prepare_batch(
+async def _prepare_batch(
     rows: list[asyncpg.Record],
     alias_rules: list[AliasRule],
     summary: ImportSummary,
     rejects: TextIO | None,
 ) -> list[PreparedEvent]:
-    """Decode, validate and prepare a page of events; the refused ones are counted and kept."""
+    """Decode, validate and prepare a page of events, returning to the event loop every
+    PREPARE_STEP events: the writer goes on as soon as PostgreSQL answers it.
+
+    In a worker thread instead, preparing competed with the writer for the GIL, and each answer of
+    PostgreSQL waited for the thread to let go: side by side on 20,000 events, 1,766-1,799 events/s
+    that way against 1,930-1,967 this way.
+    """
+    prepared: list[PreparedEvent] = []
+    for start in range(0, len(rows), PREPARE_STEP):
+        prepared += _prepare_rows(rows[start : start + PREPARE_STEP], alias_rules, summary, rejects)
+        await asyncio.sleep(0)
+    return prepared
+
+
+def _prepare_rows(
+    rows: list[asyncpg.Record],
+    alias_rules: list[AliasRule],
+    summary: ImportSummary,
+    rejects: TextIO | None,
+) -> list[PreparedEvent]:
+    """Decode, validate and prepare events; the refused ones are counted and kept."""
     from headwater.ingest.validate import validate_event
 
     valid: list[ValidEvent] = []
