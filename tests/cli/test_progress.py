@@ -56,3 +56,20 @@ def test_quiet_prints_nothing() -> None:
         progress.set_phase("writing", total=3)
         time.sleep(0.15)
     assert out.getvalue() == ""
+
+
+def test_a_line_for_every_tenth_of_a_known_total_between_the_interval_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(progress_module, "REDRAW_S", 0.05)
+    out = io.StringIO()
+    with Progress(out, interval=3600) as progress:  # no line for the interval in this test
+        progress.set_phase("importing", total=1000, unit="events")
+        for done in range(0, 1001, 100):
+            progress.set_count(done)
+            time.sleep(0.12)
+    shares = re.findall(r"importing: [\d,]+/1,000 events \((\d+)%\)", out.getvalue())
+    # A line as each tenth passes (a tick may see two pass at once), each tenth said once.
+    assert [int(s) for s in shares] == sorted({int(s) for s in shares}), out.getvalue()
+    assert len(shares) >= 8, out.getvalue()
+    assert shares[-1] == "100"  # the last one too, as the display ends

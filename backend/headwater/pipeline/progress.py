@@ -1,8 +1,9 @@
 """Progress of a long command on stderr: the phase, done / total, rate, elapsed and remaining time.
 
 On a terminal, one line redrawn in place, with a bar when the total is known. Elsewhere (a log, a
-pipe, CI) a line when a phase starts and then every ``interval`` seconds, so that a log shows both
-the sequence of phases and that a long one is moving::
+pipe, CI) a line when a phase starts, then each time another tenth of its known total is done and
+every ``interval`` seconds, so that a log shows the sequence of phases, how far a long one has come
+and that it is moving::
 
     [00:21] writing events in eventTime order
     [00:31] writing events in eventTime order: 4,000/10,000 events (40%), 400 events/s, 10 s so far,
@@ -82,6 +83,7 @@ class Progress:
         self._thread = threading.Thread(target=self._run, name="headwater-progress", daemon=True)
         self._last_line = ""
         self._last_print = 0.0
+        self._tenths_shown = 0  # tenths of the phase's total that a line has shown done
 
     def __enter__(self) -> Progress:
         if self.enabled:
@@ -94,6 +96,8 @@ class Progress:
         self._stop.set()
         if self.enabled:
             self._thread.join(timeout=5)
+            if not self.tty and self.phase and self._passed_a_tenth():  # e.g. the last, 100%
+                self._emit(self.status(), force=True)
             if self.tty and self._last_line:
                 self.stream.write("\r" + " " * len(self._last_line) + "\r")
                 self.stream.flush()
@@ -113,6 +117,7 @@ class Progress:
             self.done, self.total = (0 if total is not None else None), total
             self.phase_started = time.monotonic()
             self._first_count = None
+            self._tenths_shown = 0
         if self.sc is not None:
             self.sc.setJobDescription(phase)
         if self.enabled:
@@ -177,6 +182,17 @@ class Progress:
             counts.append(f"~{_duration((total - done) / rate)} left")
         return f"{head}: " + ", ".join(counts)
 
+    def _passed_a_tenth(self) -> bool:
+        """Whether the count has passed another tenth of a known total since a line last said so."""
+        with self._mutex:
+            if not self.total or not self.done:
+                return False
+            tenths = min(10, 10 * self.done // self.total)
+            if tenths <= self._tenths_shown:
+                return False
+            self._tenths_shown = tenths
+            return True
+
     def _clock(self) -> str:
         elapsed = int(time.monotonic() - self.started)
         return f"[{elapsed // 60:02d}:{elapsed % 60:02d}]"
@@ -215,9 +231,11 @@ class Progress:
     def _run(self) -> None:
         tick = min(REDRAW_S, self.interval)
         while not self._stop.wait(tick):
-            due = self.tty or time.monotonic() - self._last_print >= self.interval
+            # Asked first, so that a line printed for the interval marks its tenth shown too.
+            tenth = self._passed_a_tenth()
+            due = self.tty or tenth or time.monotonic() - self._last_print >= self.interval
             if self.phase and due:
-                self._emit(self.status(bar=self.tty))
+                self._emit(self.status(bar=self.tty), force=tenth)
 
     def _emit(self, line: str, *, force: bool = False, newline: bool = False) -> None:
         with self._write_mutex:  # phase lines come from the command's thread, the rest from ours
