@@ -4,11 +4,10 @@ import, keys, mcp, retention, governance."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from typing import TYPE_CHECKING
 
-from headwater.command_base import CommandError
+from headwater.command_base import CommandError, handle_stops
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -71,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     # `kill` (SIGTERM) must end a command as Ctrl-C does: by default it ends the process on the
     # spot, and an embedded PostgreSQL the command started would be left running.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    handle_stops()
     try:
         return _run(args)
     except CommandError as exc:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import signal
 import sys
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
@@ -30,6 +31,42 @@ if TYPE_CHECKING:
 # itself, and the commands that need no database (sql-lineage, export-schemas), start without them.
 
 log = logging.getLogger("headwater")
+
+
+_stop_asked = False
+
+
+def handle_stops() -> None:
+    """Ctrl-C and SIGTERM end a command with KeyboardInterrupt (its cleanup runs: an embedded
+    PostgreSQL it started is stopped), even one that arrives while a child process is forked."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stop)
+    sys.unraisablehook = _unraisable
+
+
+def _stop(_signum: int, _frame: object) -> None:
+    global _stop_asked
+    _stop_asked = True
+    raise KeyboardInterrupt
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    # A stop raised where Python can only print and drop it (see raise_stop_if_lost): raised again
+    # where the command goes on, so no traceback of it either.
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _stop_asked:
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def raise_stop_if_lost() -> None:
+    """Raise the KeyboardInterrupt of a stop asked while Python could not raise it.
+
+    A signal that arrives while a child process is being forked runs its handler inside the fork's
+    own hooks, which drop the exception and carry on: the command would go on to the end. Called
+    where a command goes on after starting a process.
+    """
+    if _stop_asked:
+        raise KeyboardInterrupt
 
 
 class CommandError(Exception):
@@ -214,6 +251,7 @@ def database(url: str | None, data_dir: Path) -> Iterator[str]:
     except EmbeddedPostgresError as exc:
         raise CommandError(str(exc)) from None
     try:
+        raise_stop_if_lost()  # PostgreSQL was forked meanwhile
         verb = "started" if embedded.started_here else "using"
         _say(f"HEADWATER_DATABASE_URL is not set; {verb} the embedded PostgreSQL: {embedded.how}")
         _say(f"its URL, for other tools and HEADWATER_DATABASE_URL: {embedded.shown_url}")

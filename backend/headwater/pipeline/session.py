@@ -10,6 +10,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from headwater.command_base import raise_stop_if_lost
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -41,6 +43,7 @@ def build_session(master: str, app_name: str, conf: dict[str, str] | None = None
     before = _children()
     try:
         spark = builder.getOrCreate()
+        raise_stop_if_lost()  # spark-submit was forked meanwhile
     except BaseException:
         # Interrupted while the JVM starts (Ctrl-C, SIGTERM): the JVM spark-submit launched would go
         # on starting, with its 3 GB and this command's output streams, until it noticed that its
