@@ -27,6 +27,7 @@ import msgspec
 
 from headwater.errors import InvalidEventError
 from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events, retrying_races
+from headwater.ingest.validate import validate_event
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -243,8 +244,6 @@ def _prepare_rows(
     rejects: TextIO | None,
 ) -> list[PreparedEvent]:
     """Decode, validate and prepare events; the refused ones are counted and kept."""
-    from headwater.ingest.validate import validate_event
-
     valid: list[ValidEvent] = []
     for event_time, text in rows:
         raw: Any = _decoder.decode(text)
