@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from litestar import Litestar
 from litestar.datastructures import State
+from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -48,7 +49,7 @@ def retry_after(seconds: int) -> Callable[[ASGIApp], ASGIApp]:
 
     def middleware(app: ASGIApp) -> ASGIApp:
         async def with_retry_after(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http":
+            if scope["type"] != ScopeType.HTTP:
                 await app(scope, receive, send)
                 return
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import asyncpg
 from litestar import Response, get
@@ -84,7 +85,7 @@ class MetricsController(PrometheusController):
     path = "/metrics"
 
     @get()
-    async def get(self, state: State) -> Response:
+    async def get(self, state: State) -> Response[Any]:
         await _read_dead_letters(state)
         registry = REGISTRY
         if "prometheus_multiproc_dir" in os.environ or "PROMETHEUS_MULTIPROC_DIR" in os.environ:

@@ -16,6 +16,7 @@ from headwater.embedded.instance import EmbeddedPostgresError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from types import ModuleType
 
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 
@@ -100,7 +101,7 @@ def find_system_binaries(
     return None
 
 
-def _import_pgserver():  # -> the pgserver module or None
+def _import_pgserver() -> ModuleType | None:
     """The pgserver module, or None when it is not installed or has no binaries for this platform."""
     try:
         with warnings.catch_warnings():

@@ -64,7 +64,7 @@ def _tcp_port(cluster: Path, run_as: _RunAs | None, say: Callable[[str], None]) 
         return stored
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
     if stored:
         say(f"port {stored} of the embedded PostgreSQL is taken; using {port} from now on")
     _write_file(port_file, f"{port}\n", 0o644, run_as)

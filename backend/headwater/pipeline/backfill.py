@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from headwater.pipeline import db
 from headwater.pipeline.jobs import backfill as steps
-from headwater.pipeline.sources import find_archive_files, read_archive
+from headwater.pipeline.sources import ArchiveFile, find_archive_files, read_archive
 from headwater.store import pipeline as pipeline_store
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def _write(
     summary.write_seconds = time.monotonic() - write_started
 
 
-def _write_rejects(spark: SparkSession, checked: DataFrame, files: list, path: str) -> None:
+def _write_rejects(spark: SparkSession, checked: DataFrame, files: list[ArchiveFile], path: str) -> None:
     from pyspark.sql import functions as F  # noqa: N812
 
     sources = spark.createDataFrame([(f.index, f.path) for f in files], "file_index int, source string")

@@ -69,7 +69,7 @@ class _Connection:
             raise
         self.run(register_codecs(self.conn))
 
-    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.submit(coro).result()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:

@@ -92,7 +92,7 @@ def _starts_with_array(fs: Any, codecs: Any, path: Any) -> bool:
         stream = codec.createInputStream(stream)
     try:
         for _ in range(4096):
-            byte = stream.read()
+            byte: int = stream.read()  # java.io.InputStream.read: a byte, or -1 at the end
             if byte < 0:
                 return False
             if byte not in _WHITESPACE:

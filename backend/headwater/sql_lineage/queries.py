@@ -10,7 +10,7 @@ depends on the rows it counts: `t.*` for a table, the columns of a derived table
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sqlglot import exp
 
@@ -479,7 +479,7 @@ def _unwrapped(node: exp.Expr) -> exp.Expr:
     """The relation a FROM item reads: ClickHouse's `t FINAL`, Databricks' `STREAM t`, `STREAM(t)`
     and `STREAM read_files(…)` (the rows of t as they arrive) are t."""
     if isinstance(node, exp.Final):
-        return node.this
+        return cast(exp.Expr, node.this)
     if isinstance(node, exp.Stream):
         inner = node.this
         alias = node.args.get("alias")

@@ -80,9 +80,10 @@ async def _fetch_by_identity(
     conn: asyncpg.Connection, identities: list[tuple[str, str]]
 ) -> list[asyncpg.Record]:
     """The stored jobs among the given (namespace, name) identities."""
-    return await conn.fetch(
+    rows: list[asyncpg.Record] = await conn.fetch(
         QUERIES["fetch_jobs_by_identity"], [i[0] for i in identities], [i[1] for i in identities]
     )
+    return rows
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import strawberry
 from litestar.datastructures import State
@@ -42,15 +42,15 @@ class Context(BaseContext, kw_only=True):
 
     @property
     def settings(self) -> Settings:
-        return self.state.settings
+        return cast("Settings", self.state.settings)
 
     @property
     def feed(self) -> ChangeFeed:
-        return self.state.feed
+        return cast("ChangeFeed", self.state.feed)
 
     @property
     def lineage_scopes(self) -> LineageScopes:
-        return self.state.lineage_scopes
+        return cast("LineageScopes", self.state.lineage_scopes)
 
 
 async def context_getter(state: State) -> Context:

@@ -22,6 +22,8 @@ import socket
 import struct
 from typing import TYPE_CHECKING, Any
 
+from litestar.enums import ScopeType
+
 if TYPE_CHECKING:
     from litestar import Litestar
     from litestar.types import Message, Receive, Scope, Send
@@ -39,7 +41,7 @@ def guard_websockets(app: Litestar, stall_s: float) -> Litestar:
     inner = app.asgi_handler
 
     async def handler(scope: Scope, receive: Receive, send: Send) -> None:
-        transport = _transport(send) if scope["type"] == "websocket" else None
+        transport = _transport(send) if scope["type"] == ScopeType.WEBSOCKET else None
         if transport is None:
             await inner(scope, receive, send)
             return

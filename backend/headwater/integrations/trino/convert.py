@@ -358,8 +358,9 @@ def _column_name(column: Any) -> str | None:
         return column
     if isinstance(column, dict):
         for key in ("column", "name", "columnName"):
-            if isinstance(column.get(key), str):
-                return column[key]
+            value = column.get(key)
+            if isinstance(value, str):
+                return value
     return None
 
 

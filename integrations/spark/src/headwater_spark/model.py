@@ -159,7 +159,7 @@ class Assembler:
         return out
 
     def next_deadline(self, quiet_since: float) -> float | None:
-        waiting = [since for _, since, ready in self.pending if not ready]
+        waiting: list[float] = [since for _, since, ready in self.pending if not ready]
         if not waiting:
             return None
         return max(min(waiting), quiet_since) + self.grace

@@ -232,9 +232,8 @@ class Attribute:
 
 def expr_id(expr: Node) -> int | None:
     raw = expr.data.get("exprId")
-    if isinstance(raw, dict) and isinstance(raw.get("id"), int):
-        return raw["id"]
-    return None
+    ident = raw.get("id") if isinstance(raw, dict) else None
+    return ident if isinstance(ident, int) else None
 
 
 def named_attribute(expr: Node) -> Attribute | None:

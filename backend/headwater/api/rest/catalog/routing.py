@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 from urllib.parse import unquote
 
 import msgspec
+from litestar.enums import ScopeType
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 
@@ -42,7 +43,7 @@ def keep_encoded_slashes(app: Litestar) -> Litestar:
     inner: ASGIApp = app.asgi_handler
 
     async def handler(scope: Scope, receive: Receive, send: Send) -> None:
-        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        raw = scope.get("raw_path") if scope["type"] == ScopeType.HTTP else None
         if raw and scope["path"].startswith(NAMESPACES_PREFIX):
             path = raw.decode("latin-1").split("?", 1)[0]
             scope["path"] = "/".join(_reencode(s) for s in path.split("/"))

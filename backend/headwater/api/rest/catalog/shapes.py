@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 
@@ -262,7 +262,7 @@ async def _dataset_ids(
 
 def _location(facets: dict[str, Any]) -> str | None:
     """Where the job's code lives: the sourceCodeLocation facet's url."""
-    return _facet(facets, "sourceCodeLocation", "url")
+    return cast("str | None", _facet(facets, "sourceCodeLocation", "url"))
 
 
 async def jobs_json(conn: asyncpg.Connection, records: list[JobRecord]) -> list[dict[str, Any]]:
