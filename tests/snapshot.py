@@ -56,7 +56,7 @@ TABLES: dict[str, str] = {
     "column_lineage": f"SELECT {DS.format(col='t.output_dataset_uuid')}, output_field,"
     f" {DS.format(col='t.input_dataset_uuid')}, input_field, {JOB.format(col='t.job_uuid')},"
     f" transformation_type, transformation_subtype, description, masking, derived, superseded, first_seen_at,"
-    f" last_seen_at, valid_from, valid_to, last_run_uuid FROM column_lineage t",
+    f" last_seen_at, valid_from, valid_to, last_run_uuid FROM column_lineage_confirmed t",
 }
 # The change log in the order it was written (change_id), without its ids and wall-clock times.
 CHANGES = "SELECT kind, node_id, namespace, at, details FROM change_log ORDER BY change_id"

@@ -1,5 +1,5 @@
-"""WrittenEdges: an edge a transaction already wrote is left out of a later upsert exactly when the
-upsert (edges.sql) would have left it unchanged."""
+"""WrittenEdges: an edge or column edge set a transaction already wrote is left out of a later upsert
+exactly when the upsert (edges.sql) would have left it unchanged."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from headwater.store import edges as edge_store
-from headwater.store.edges import ColumnEdgeRow, EventEdges, WrittenEdges
+from headwater.store.edges import ColumnEdgeRow, ColumnEdgeSet, EventEdges, WrittenEdges
 from tests.client import post_all
 from tests.factories import T0, job_run
 
@@ -37,7 +37,8 @@ LATER = {
 OPEN_ROWS = """
 SELECT (SELECT ctid::text FROM lineage_edges WHERE src_node_id = $1 AND dst_node_id = $2 AND valid_to IS NULL),
        (SELECT ctid::text FROM column_lineage
-        WHERE job_uuid = $3 AND output_field = 'total' AND derived = $4 AND valid_to IS NULL)
+        WHERE job_uuid = $3 AND output_field = 'total' AND derived = $4 AND valid_to IS NULL),
+       (SELECT ctid::text FROM column_edge_sets WHERE job_uuid = $3 AND derived = $4)
 """
 
 
@@ -81,16 +82,15 @@ async def test_an_edge_is_left_out_exactly_when_the_upsert_would_change_nothing(
         )
         second = request(at, run, derived, description, masking, superseded, written)
         [(column, _, _)] = second.column_edges
+        column_set = ColumnEdgeSet.of(column.output_dataset_uuid, derived, [(column, superseded)])
         left_out = (
             not written.changes_edge(second.job_uuid, second.edges[0], second.at, second.run_uuid),
-            not written.changes_column_edge(
-                second.job_uuid, column, derived, superseded, second.at, second.run_uuid
-            ),
+            not written.changes_column_set(second.job_uuid, column_set, second.at, second.run_uuid),
         )
         # The same event upserted with nothing known of the first write: does any row change?
         before = await conn.fetchrow(OPEN_ROWS, src, dst, job["job_uuid"], derived)
         told_nothing = request(at, run, derived, description, masking, superseded, WrittenEdges())
         await edge_store.upsert_edges(conn, [told_nothing])
         after = await conn.fetchrow(OPEN_ROWS, src, dst, job["job_uuid"], derived)
-        unchanged = (before[0] == after[0], before[1] == after[1])
+        unchanged = (before[0] == after[0], before[1:] == after[1:])
     assert left_out == unchanged

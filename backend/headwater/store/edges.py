@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,10 +45,10 @@ EdgeRow = tuple[int, int, uuid.UUID, str, bool]
 
 
 class WrittenEdges:
-    """The open edges and column edges one ingest transaction has opened or changed, as it left them.
+    """The open edges and column edge sets one ingest transaction has written, as it left them.
 
     A later event of the same transaction that reports them again (a run's COMPLETE after its START,
-    in the same group) is compared with them here, and an edge the upsert would leave as it is is not
+    in the same group) is compared with them here, and what the upsert would leave as it is is not
     sent: the upsert would only find it, lock it and change nothing. The comparisons restate, in
     Python, the upsert's conditions for changing a row (``upsert_edges`` in edges.sql); a test holds
     the two to the same answers. Nothing else changes these rows while the transaction runs (it holds
@@ -57,9 +58,9 @@ class WrittenEdges:
     def __init__(self) -> None:
         # job -> (src node, dst node) -> (first_seen_at, last_seen_at, valid_from, last_run_uuid, derived)
         self._edges: dict[uuid.UUID, dict[tuple[int, int], tuple[Any, ...]]] = {}
-        # job -> column edge key -> (first_seen_at, last_seen_at, last_run_uuid, description, masking,
-        # superseded)
-        self._column_edges: dict[uuid.UUID, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
+        # job -> (output dataset, derived) -> (set hash, whole, latest_first_seen_at, last_seen_at,
+        # last_run_uuid)
+        self._column_sets: dict[uuid.UUID, dict[tuple[uuid.UUID, bool], tuple[Any, ...]]] = {}
 
     def changes_edge(
         self, job_uuid: uuid.UUID, e: EdgeRow, at: dt.datetime, run: uuid.UUID | None
@@ -69,65 +70,41 @@ class WrittenEdges:
         if state is None:
             return True
         first_seen, last_seen, valid_from, last_run, derived = state
-        return (
+        return bool(
             at < first_seen
             or at < valid_from
             or (derived and not e[4])
             or (at > last_seen and run != last_run)
         )
 
-    def changes_column_edge(
-        self,
-        job_uuid: uuid.UUID,
-        c: ColumnEdgeRow,
-        derived: bool,
-        superseded: bool,
-        at: dt.datetime,
-        run: uuid.UUID | None,
+    def changes_column_set(
+        self, job_uuid: uuid.UUID, s: ColumnEdgeSet, at: dt.datetime, run: uuid.UUID | None
     ) -> bool:
-        """Whether upserting the column edge would change it (or open it: not written before)."""
-        key = (
-            c.output_dataset_uuid,
-            c.output_field,
-            c.input_dataset_uuid,
-            c.input_field,
-            c.transformation_type or "",
-            c.transformation_subtype or "",
-            derived,
-        )
-        state = self._column_edges.get(job_uuid, {}).get(key)
+        """Whether upserting the column edge set would change it or any of its edges."""
+        state = self._column_sets.get(job_uuid, {}).get((s.output_dataset_uuid, s.derived))
         if state is None:
             return True
-        first_seen, last_seen, last_run, description, masking, was_superseded = state
-        return (
-            at < first_seen
-            or (c.description if c.description is not None else description) != description
-            or (c.masking if c.masking is not None else masking) != masking
-            or superseded != was_superseded
+        set_hash, whole, latest_first_seen, last_seen, last_run = state
+        return bool(
+            set_hash != s.set_hash
+            or not whole
+            or at < latest_first_seen
             or (at > last_seen and run != last_run)
         )
 
     def record(self, row: asyncpg.Record) -> None:
-        """An edge or column edge as ``upsert_edges`` returned it."""
-        if row["column_edge"]:
-            key = (
-                row["output_dataset_uuid"],
-                row["output_field"],
-                row["input_dataset_uuid"],
-                row["input_field"],
-                row["transformation_type"] or "",
-                row["transformation_subtype"] or "",
-                row["derived"],
-            )
-            self._column_edges.setdefault(row["job_uuid"], {})[key] = (
-                row["first_seen_at"],
+        """An edge or column edge set as ``upsert_edges`` returned it."""
+        if row["kind"] == "column_set":
+            self._column_sets.setdefault(row["job_uuid"], {})[
+                (row["output_dataset_uuid"], row["derived"])
+            ] = (
+                row["set_hash"],
+                row["whole"],
+                row["latest_first_seen_at"],
                 row["last_seen_at"],
                 row["last_run_uuid"],
-                row["description"],
-                row["masking"],
-                row["superseded"],
             )
-        else:
+        elif row["kind"] == "edge":
             self._edges.setdefault(row["job_uuid"], {})[(row["src_node_id"], row["dst_node_id"])] = (
                 row["first_seen_at"],
                 row["last_seen_at"],
@@ -139,7 +116,62 @@ class WrittenEdges:
     def forget_job(self, job_uuid: uuid.UUID) -> None:
         """The job's edges may have been closed: compare nothing with what was recorded of them."""
         self._edges.pop(job_uuid, None)
-        self._column_edges.pop(job_uuid, None)
+        self._column_sets.pop(job_uuid, None)
+
+
+@dataclass(frozen=True)
+class ColumnEdgeSet:
+    """The column edges one event of a job reports into one output, producer-reported or derived:
+    ``set_hash`` names them with everything stored of them, to tell a set reported again."""
+
+    output_dataset_uuid: uuid.UUID
+    derived: bool
+    set_hash: int
+    # (column edge, superseded)
+    edges: list[tuple[ColumnEdgeRow, bool]]
+
+    @classmethod
+    def of(
+        cls, output_dataset_uuid: uuid.UUID, derived: bool, edges: list[tuple[ColumnEdgeRow, bool]]
+    ) -> ColumnEdgeSet:
+        """The set of ``edges``; of two reported for one key, the first is kept."""
+        unique: dict[tuple[Any, ...], tuple[ColumnEdgeRow, bool]] = {}
+        for c, superseded in edges:
+            key = (
+                c.output_field,
+                c.input_dataset_uuid,
+                c.input_field,
+                c.transformation_type or "",
+                c.transformation_subtype or "",
+            )
+            unique.setdefault(key, (c, superseded))
+        edges = list(unique.values())
+        described = sorted(
+            {
+                (
+                    c.output_field,
+                    c.input_dataset_uuid.hex,
+                    c.input_field,
+                    c.transformation_type,
+                    c.transformation_subtype,
+                    c.description,
+                    c.masking,
+                    superseded,
+                )
+                for c, superseded in edges
+            },
+            key=repr,
+        )
+        digest = hashlib.blake2b(repr(described).encode(), digest_size=8).digest()
+        return cls(output_dataset_uuid, derived, int.from_bytes(digest, "big", signed=True), edges)
+
+
+def column_edge_sets(edges: list[tuple[ColumnEdgeRow, bool, bool]]) -> list[ColumnEdgeSet]:
+    """An event's column edges, each as (edge, derived, superseded), as sets per output and derived."""
+    grouped: dict[tuple[uuid.UUID, bool], list[tuple[ColumnEdgeRow, bool]]] = {}
+    for c, derived, superseded in edges:
+        grouped.setdefault((c.output_dataset_uuid, derived), []).append((c, superseded))
+    return [ColumnEdgeSet.of(out, derived, members) for (out, derived), members in grouped.items()]
 
 
 @dataclass(frozen=True)
@@ -195,36 +227,47 @@ async def upsert_edges(conn: asyncpg.Connection, requests: list[EventEdges]) -> 
         for e in r.edges
         if r.written.changes_edge(r.job_uuid, e, r.at, r.run_uuid)
     ]
-    # Thousands of column edges a round: one JSON document encodes far faster than thirteen arrays.
-    column_edges = [
+    sets = [
+        (r, column_set)
+        for r in requests
+        for column_set in column_edge_sets(r.column_edges)
+        if r.written.changes_column_set(r.job_uuid, column_set, r.at, r.run_uuid)
+    ]
+    # Thousands of column edges a round: one JSON document encodes far faster than many arrays.
+    column_sets = [
         {
-            "out_ds": c.output_dataset_uuid,
-            "out_field": c.output_field,
-            "in_ds": c.input_dataset_uuid,
-            "in_field": c.input_field,
-            "ttype": c.transformation_type,
-            "tsub": c.transformation_subtype,
-            "descr": c.description,
-            "masking": c.masking,
             "job": r.job_uuid,
+            "out_ds": s.output_dataset_uuid,
+            "derived": s.derived,
+            "hash": s.set_hash,
             "at": r.at,
             "run_uuid": r.run_uuid,
-            "derived": derived,
-            "superseded": superseded,
+            "edges": [
+                {
+                    "out_field": c.output_field,
+                    "in_ds": c.input_dataset_uuid,
+                    "in_field": c.input_field,
+                    "ttype": c.transformation_type,
+                    "tsub": c.transformation_subtype,
+                    "descr": c.description,
+                    "masking": c.masking,
+                    "superseded": superseded,
+                }
+                for c, superseded in s.edges
+            ],
         }
-        for r in requests
-        for c, derived, superseded in r.column_edges
-        if r.written.changes_column_edge(r.job_uuid, c, derived, superseded, r.at, r.run_uuid)
+        for r, s in sets
     ]
     opened: dict[uuid.UUID, EdgesOpened] = {}
-    if edges or column_edges:
+    if edges or column_sets:
         written = {r.job_uuid: r.written for r in requests}
-        for row in await conn.fetch(QUERIES["upsert_edges"], json_text(edges), json_text(column_edges)):
+        statement = QUERIES["upsert_edges"]
+        for row in await conn.fetch(statement, json_text(edges), json_text(column_sets)):
             written[row["job_uuid"]].record(row)
             if not row["opened"]:
                 continue
             job = opened.setdefault(row["job_uuid"], EdgesOpened())
-            if row["column_edge"]:
+            if row["kind"] == "column_edge":
                 job.column_edges.append(
                     ColumnEdgeOpened(
                         row["output_dataset_uuid"],

@@ -7,7 +7,7 @@
 SELECT DISTINCT ON (c.output_dataset_uuid, c.output_field, i.namespace, i.name, c.input_field)
        c.output_dataset_uuid AS dataset_uuid, c.output_field AS field, i.namespace, i.name AS dataset,
        c.input_field, c.transformation_type, c.description
-FROM column_lineage c JOIN datasets i ON i.dataset_uuid = c.input_dataset_uuid
+FROM column_lineage_confirmed c JOIN datasets i ON i.dataset_uuid = c.input_dataset_uuid
 WHERE c.output_dataset_uuid = ANY($1::uuid[]) AND c.valid_to IS NULL
 ORDER BY c.output_dataset_uuid, c.output_field, i.namespace, i.name, c.input_field,
          c.derived, c.last_seen_at DESC;

@@ -111,7 +111,7 @@ JOIN job_versions v ON v.job_uuid = t.job_uuid AND v.version = t.version;
 --   of dataset uuids) and that no later event confirmed;
 -- - the job's column edges into the outputs the run reported column lineage for ($7: per job, a JSON
 --   array of {outputs, derived}: the derived edges, or the reported ones) that the run did not
---   report and that were not confirmed since its eventTime.
+--   report and that were not confirmed since its eventTime (the sets they belonged to go).
 -- Returns a row per job that moved (with its previous current version, inputs and outputs, to tell
 -- which edges the change added) and a row per edge closed; no row for a job that did not move.
 -- (The run's row got its version when its event was written.) Each job's edges and each output's
@@ -152,16 +152,23 @@ closed_edges AS (
     RETURNING e.src_node_id, e.dst_node_id, e.job_uuid, e.edge_type, e.dataset_uuid
 ),
 stale_column_edges AS (
-    SELECT x.column_edge_id, t.at
+    SELECT x.column_edge_id, x.output_dataset_uuid, x.derived, t.job_uuid, t.at
     FROM input t
          JOIN moved USING (job_uuid)
          CROSS JOIN LATERAL jsonb_array_elements(t.column_outputs) AS c(item)
          CROSS JOIN LATERAL jsonb_array_elements_text(c.item->'outputs') AS o(dataset_uuid)
          CROSS JOIN LATERAL (
-             SELECT l.column_edge_id FROM column_lineage l
+             SELECT l.column_edge_id, l.output_dataset_uuid, l.derived
+             FROM column_lineage l
+             LEFT JOIN column_edge_sets m
+                    ON m.job_uuid = l.job_uuid AND m.output_dataset_uuid = l.output_dataset_uuid
+                   AND m.derived = l.derived AND m.set_hash = l.set_hash AND m.whole
              WHERE l.output_dataset_uuid = o.dataset_uuid::uuid AND l.job_uuid = t.job_uuid AND l.valid_to IS NULL
-               AND l.derived = (c.item->>'derived')::boolean AND l.last_seen_at < t.at
-               AND l.last_run_uuid IS DISTINCT FROM t.run_uuid
+               AND l.derived = (c.item->>'derived')::boolean
+               -- Its confirmation (see the view column_lineage_confirmed): not by this run, and before it.
+               AND CASE WHEN m.last_seen_at > l.last_seen_at
+                        THEN m.last_seen_at < t.at AND m.last_run_uuid IS DISTINCT FROM t.run_uuid
+                        ELSE l.last_seen_at < t.at AND l.last_run_uuid IS DISTINCT FROM t.run_uuid END
              OFFSET 0
          ) x
 ),
@@ -169,6 +176,23 @@ closed_column_edges AS (
     UPDATE column_lineage l
     SET valid_to = (SELECT s.at FROM stale_column_edges s WHERE s.column_edge_id = l.column_edge_id)
     WHERE l.column_edge_id = ANY (ARRAY(SELECT column_edge_id FROM stale_column_edges))
+),
+-- A set that loses an edge is no longer what its events report: its row goes, and the edges left
+-- open keep the confirmation it gave them. The next event reporting the set writes it edge by edge.
+broken_sets AS (
+    DELETE FROM column_edge_sets m
+    USING (SELECT DISTINCT job_uuid, output_dataset_uuid, derived FROM stale_column_edges) b
+    WHERE m.job_uuid = b.job_uuid AND m.output_dataset_uuid = b.output_dataset_uuid AND m.derived = b.derived
+    RETURNING m.job_uuid, m.output_dataset_uuid, m.derived, m.set_hash, m.whole, m.last_seen_at, m.last_run_uuid
+),
+left_column_edges AS (
+    UPDATE column_lineage l
+    SET last_seen_at = m.last_seen_at, last_run_uuid = m.last_run_uuid, set_hash = NULL
+    FROM broken_sets m
+    WHERE l.job_uuid = m.job_uuid AND l.output_dataset_uuid = m.output_dataset_uuid AND l.derived = m.derived
+      AND l.set_hash = m.set_hash AND l.valid_to IS NULL
+      AND l.column_edge_id <> ALL (ARRAY(SELECT column_edge_id FROM stale_column_edges))
+      AND m.whole AND m.last_seen_at > l.last_seen_at
 )
 SELECT job_uuid, true AS moved, previous_version_uuid, previous_version, previous_input_uuids,
        previous_output_uuids, NULL::bigint AS src_node_id, NULL::bigint AS dst_node_id, NULL::text AS edge_type,

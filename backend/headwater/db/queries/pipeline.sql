@@ -78,7 +78,7 @@ SELECT c.column_edge_id,
        CASE WHEN j.job_uuid IS NULL THEN NULL ELSE 'job:' || j.namespace || ':' || j.name END AS job_key,
        c.transformation_type, c.transformation_subtype, c.description, c.masking, c.derived,
        c.first_seen_at, c.last_seen_at, c.valid_from, c.valid_to
-FROM column_lineage c
+FROM column_lineage_confirmed c
 JOIN datasets o ON o.dataset_uuid = c.output_dataset_uuid
 JOIN datasets i ON i.dataset_uuid = c.input_dataset_uuid
 LEFT JOIN jobs j ON j.job_uuid = c.job_uuid

@@ -61,7 +61,7 @@ WHERE r.updated_at < $1
   AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.parent_run_uuid = r.run_uuid
                   AND (c.updated_at >= $1 OR EXISTS (SELECT 1 FROM jobs j WHERE j.latest_run_uuid = c.run_uuid)))
   AND NOT EXISTS (SELECT 1 FROM lineage_edges e WHERE e.valid_to IS NULL AND e.last_run_uuid = r.run_uuid)
-  AND NOT EXISTS (SELECT 1 FROM column_lineage c WHERE c.valid_to IS NULL AND c.last_run_uuid = r.run_uuid)
+  AND NOT EXISTS (SELECT 1 FROM column_lineage_confirmed c WHERE c.valid_to IS NULL AND c.last_run_uuid = r.run_uuid)
   AND NOT EXISTS (SELECT 1 FROM jobs j JOIN job_versions v ON v.job_version_uuid = j.current_version_uuid
                   WHERE v.created_by_run_uuid = r.run_uuid)
   AND NOT EXISTS (SELECT 1 FROM datasets d

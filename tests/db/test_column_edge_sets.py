@@ -1,0 +1,123 @@
+"""Column edges confirmed as sets: a run that reports a job's column lineage again rewrites one row
+per output, not every edge, and what readers see of each edge (column_lineage_confirmed) is what
+confirming every edge one by one gives."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.client import post_all
+from tests.factories import T0, dataset, job_run, run_event
+
+pytestmark = pytest.mark.db
+
+LINEAGE = {
+    "id": [("warehouse", "orders", "id")],
+    "total": [("warehouse", "orders", "amount"), ("warehouse", "rates", "rate")],
+}
+
+
+def totals(lineage: dict[str, list[tuple[str, str, str]]] = LINEAGE) -> dict:
+    return dataset("totals", fields=["id", "total"], column_lineage=lineage)
+
+
+def runs_of_load(first: int, count: int, lineage=LINEAGE) -> tuple[list[dict], list[uuid.UUID]]:
+    """``count`` runs of one job, ten minutes apart from minute ``10 * first``, each reporting
+    ``lineage`` on its START and COMPLETE."""
+    events, ids = [], []
+    for n in range(first, first + count):
+        run = uuid.uuid4()
+        ids.append(run)
+        for kind, minute in (("START", 10 * n), ("COMPLETE", 10 * n + 1)):
+            events.append(
+                run_event(
+                    "load",
+                    kind,
+                    run_id=run,
+                    inputs=["orders", "rates"],
+                    outputs=[totals(lineage)],
+                    time=minute,
+                )
+            )
+    return events, ids
+
+
+EDGES = """
+SELECT c.output_field, i.name AS input, c.input_field, c.ctid::text AS ctid, c.valid_to,
+       v.first_seen_at, v.last_seen_at, v.last_run_uuid
+FROM column_lineage c
+JOIN column_lineage_confirmed v USING (column_edge_id)
+JOIN datasets i ON i.dataset_uuid = c.input_dataset_uuid
+ORDER BY 1, 2, 3, c.column_edge_id
+"""
+
+
+async def test_later_runs_of_the_same_lineage_rewrite_no_column_edge(client, conn):
+    events, runs = runs_of_load(0, 4)
+    await post_all(client, events[:2])
+    first = await conn.fetch(EDGES)
+    await post_all(client, events[2:])
+    later = await conn.fetch(EDGES)
+    assert len(later) == 3
+    # Each edge is the row the first run wrote, never rewritten...
+    assert [r["ctid"] for r in later] == [r["ctid"] for r in first]
+    # ...and is seen as last confirmed by the last run, at its first sighting (its START).
+    assert {(r["last_run_uuid"], r["last_seen_at"]) for r in later} == {
+        (runs[-1], T0.replace(minute=30))
+    }
+    assert {r["first_seen_at"] for r in later} == {T0}
+    [one_set] = await conn.fetch("SELECT * FROM column_edge_sets")
+    assert one_set["last_run_uuid"] == runs[-1]
+
+
+async def test_an_edge_a_run_no_longer_reports_closes_and_the_others_keep_their_confirmation(
+    client, conn
+):
+    events, runs = runs_of_load(0, 3)
+    narrower = {"id": LINEAGE["id"], "total": LINEAGE["total"][:1]}
+    later, later_runs = runs_of_load(3, 1, narrower)
+    await post_all(client, events + later)
+    rows = await conn.fetch(EDGES)
+    closed = [r for r in rows if r["valid_to"] is not None]
+    open_ = [r for r in rows if r["valid_to"] is None]
+    assert [(r["output_field"], r["input"]) for r in closed] == [("total", "rates")]
+    # Closed when the run that dropped it completed; last seen by the run before it.
+    assert closed[0]["valid_to"] == T0.replace(minute=31)
+    assert (closed[0]["last_run_uuid"], closed[0]["last_seen_at"]) == (runs[-1], T0.replace(minute=20))
+    assert {(r["last_run_uuid"], r["last_seen_at"]) for r in open_} == {
+        (later_runs[0], T0.replace(minute=30))
+    }
+
+    # The wider lineage again: the closed edge opens anew; the edges move to the new set, and the
+    # next run of the same lineage rewrites none of them.
+    again, _ = runs_of_load(4, 1)
+    await post_all(client, again)
+    rows_after = await conn.fetch(EDGES)
+    reopened = [
+        r
+        for r in rows_after
+        if r["valid_to"] is None and (r["output_field"], r["input"]) == ("total", "rates")
+    ]
+    assert len(reopened) == 1
+    assert reopened[0]["first_seen_at"] == T0.replace(minute=40)
+    assert {r["first_seen_at"] for r in rows_after if r["input"] == "orders"} == {T0}
+    next_run, next_runs = runs_of_load(5, 1)
+    await post_all(client, next_run)
+    rows_last = await conn.fetch(EDGES)
+    assert [r["ctid"] for r in rows_last] == [r["ctid"] for r in rows_after]
+    assert {r["last_run_uuid"] for r in rows_last if r["valid_to"] is None} == {next_runs[0]}
+
+
+async def test_a_late_event_still_moves_an_edge_first_sighting_earlier(client, conn):
+    events, runs = runs_of_load(1, 2)
+    await post_all(client, events)
+    late = job_run(
+        "load", inputs=["orders", "rates"], outputs=[totals()], start=0, end=1
+    )  # COMPLETE at 1
+    await post_all(client, late)
+    rows = await conn.fetch(EDGES)
+    assert {r["first_seen_at"] for r in rows} == {T0.replace(minute=1)}
+    # The late run does not become the last to confirm the edges.
+    assert {(r["last_run_uuid"], r["last_seen_at"]) for r in rows} == {(runs[-1], T0.replace(minute=20))}
