@@ -24,10 +24,10 @@ from headwater.api.graphql.loaders import Loaders
 from headwater.api.graphql.schema import schema
 from headwater.feed.hub import ChangeFeed
 from headwater.feed.scopes import LineageScopes
-from headwater.ingest.service import ingest_events
 from headwater.ingest.validate import validate_event
 from tests.factories import job_run, run_event
 from tests.server import free_port
+from tests.writes import ingest_events
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 

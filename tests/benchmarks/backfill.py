@@ -26,7 +26,6 @@ import json
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,10 @@ from typing import Any
 import asyncpg
 import httpx
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.server import free_port
 
 from headwater.db.migrate import migrate
 
@@ -281,15 +284,9 @@ def run_backfill(archive: Path, url: str, master: str, tmp: Path) -> tuple[float
     return time.monotonic() - started, out, memory.peak
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def run_online(archive: Path, url: str, sample: int) -> tuple[int, float]:
     """Post the first ``sample`` events one by one to a real server; returns (events, seconds)."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "HEADWATER_DATABASE_URL": url}
     server = subprocess.Popen(
         [sys.executable, "-m", "headwater.cli", "serve", "--port", str(port)],

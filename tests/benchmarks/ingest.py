@@ -46,7 +46,8 @@ from typing import Any
 import asyncpg
 import httpx
 import psutil
-from backfill import PRODUCER, RUN_EVENT, SERVER_URL, T0, _facet, _free_port, _table
+from backfill import PRODUCER, RUN_EVENT, SERVER_URL, T0, _facet, _table
+from tests.server import free_port
 
 # Its own name, so that two runs side by side (HEADWATER_BENCH_DATABASE) do not drop each other's.
 DATABASE = os.environ.get("HEADWATER_BENCH_DATABASE", "headwater_bench_ingest")
@@ -368,7 +369,7 @@ async def _fresh_database(admin: asyncpg.Connection) -> None:
 
 
 def _start_server(src: Path | None, url: str, workers: int = 1) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "HEADWATER_DATABASE_URL": url}
     if src is not None:
         env["PYTHONPATH"] = str(src / "backend")

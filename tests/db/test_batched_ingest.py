@@ -12,12 +12,12 @@ import pytest
 
 from headwater.db.pool import PLAN_SETTINGS, register_codecs
 from headwater.ingest.normalize import normalize_event
-from headwater.ingest.service import ingest_events
 from headwater.ingest.validate import validate_event
 from headwater.ingest.waves import plan_waves
 from tests.corpus import EVENTS
 from tests.factories import dataset, mixed_history, parent_facet, run_event
 from tests.snapshot import model_snapshot
+from tests.writes import ingest_events
 
 pytestmark = pytest.mark.db
 

@@ -14,10 +14,10 @@ from headwater.feed.filters import ChangeFilter, ChangeMatcher
 from headwater.feed.hub import ChangeFeed
 from headwater.feed.log import ChangeRecord
 from headwater.feed.scopes import LineageScopes, ScopeSpec, ScopeTooLargeError
-from headwater.ingest.service import ingest_events
 from headwater.ingest.validate import validate_event
 from headwater.lineage.graph import fetch_lineage, walk_hops
 from tests.factories import run_event
+from tests.writes import ingest_events
 
 pytestmark = pytest.mark.db
 

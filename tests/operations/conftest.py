@@ -9,9 +9,10 @@ import asyncpg
 import pytest
 
 from headwater.db.pool import register_codecs
-from headwater.ingest.service import IngestResult, ingest_events
+from headwater.ingest.service import IngestResult
 from headwater.ingest.validate import validate_event
 from tests.pg import migrated_database
+from tests.writes import ingest_events
 
 pytestmark = pytest.mark.db
 

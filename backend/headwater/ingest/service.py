@@ -154,17 +154,6 @@ def raw_event_row(p: PreparedEvent) -> RawEventRow:
     )
 
 
-async def ingest_events(
-    conn: asyncpg.Connection, events: list[ValidEvent], alias_rules: list[AliasRule] | None = None
-) -> list[IngestResult]:
-    """Store events in one transaction (all or none); duplicates are reported, not stored twice."""
-    rules = alias_rules or []
-    # In a thread: deriving lineage from a long SQL script takes seconds of CPU, during which the
-    # event loop must go on answering other requests.
-    prepared = await asyncio.to_thread(prepare_events, events, rules)
-    return await ingest_prepared(conn, prepared, rules)
-
-
 async def ingest_prepared(
     conn: asyncpg.Connection, events: list[PreparedEvent], alias_rules: list[AliasRule]
 ) -> list[IngestResult]:

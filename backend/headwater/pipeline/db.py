@@ -2,7 +2,7 @@
 
 There is no JDBC driver here: each Spark task opens its own asyncpg connection (on a private event
 loop) and runs the named queries of ``db/queries/pipeline.sql`` over its id ranges, in chunks, so no
-task holds more than one chunk. Writes of events go through ``ingest_events``, the one
+task holds more than one chunk. Writes of events go through ``ingest_prepared``, the one
 implementation of the event-to-rows rules that the server uses.
 """
 

@@ -4,7 +4,7 @@
 event the server would reject with a 400 is rejected here for the same reason, and an accepted
 event gets the same content hash (the idempotency key of ``raw_events``). The DataFrame steps after
 it are pure: they decide which events to write and in which order, never how (that is
-``headwater.ingest.service.ingest_events``, called by ``headwater.pipeline.db``).
+``headwater.ingest.service.ingest_prepared``, called by ``headwater.pipeline.db``).
 """
 
 from __future__ import annotations
