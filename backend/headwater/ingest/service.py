@@ -1,4 +1,4 @@
-"""ingest_events: validated events -> raw_events + model rows + change log, in one transaction.
+"""ingest_prepared: prepared events -> raw_events + model rows + change log, in one transaction.
 
 Retries are harmless: an event whose content hash is already stored changes nothing. Events of a
 run may come in any order; every write below is a merge that respects eventTime.
