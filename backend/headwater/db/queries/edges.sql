@@ -148,29 +148,31 @@ column_written AS (
 ),
 -- Open edges of a set written edge by edge that the event no longer reports: they leave the set,
 -- keeping the confirmation it gave them.
+column_leaving AS (
+    SELECT l.column_edge_id, k.stored_seen, k.stored_run
+    FROM column_sets k
+    CROSS JOIN LATERAL (
+        SELECT l.column_edge_id, l.output_field, l.input_dataset_uuid, l.input_field, l.transformation_type,
+               l.transformation_subtype
+        FROM column_lineage l
+        WHERE l.output_dataset_uuid = k.out_ds AND l.job_uuid = k.job AND l.derived = k.derived
+          AND l.valid_to IS NULL AND l.set_hash = k.stored_hash AND l.last_seen_at < k.stored_seen
+        OFFSET 0
+    ) l
+    WHERE NOT k.whole AND k.stored_whole
+      AND NOT EXISTS (SELECT 1 FROM column_merged f
+                      WHERE f.known AND f.job = k.job AND f.out_ds = k.out_ds AND f.derived = k.derived
+                        AND f.out_field = l.output_field AND f.in_ds = l.input_dataset_uuid
+                        AND f.in_field = l.input_field
+                        AND coalesce(f.ttype, '') = coalesce(l.transformation_type, '')
+                        AND coalesce(f.tsub, '') = coalesce(l.transformation_subtype, ''))
+),
 column_left AS (
     UPDATE column_lineage c
-    SET last_seen_at = x.stored_seen, last_run_uuid = x.stored_run, set_hash = NULL
-    FROM (
-        SELECT l.column_edge_id, k.stored_seen, k.stored_run
-        FROM column_sets k
-        CROSS JOIN LATERAL (
-            SELECT l.column_edge_id, l.output_field, l.input_dataset_uuid, l.input_field, l.transformation_type,
-                   l.transformation_subtype
-            FROM column_lineage l
-            WHERE l.output_dataset_uuid = k.out_ds AND l.job_uuid = k.job AND l.derived = k.derived
-              AND l.valid_to IS NULL AND l.set_hash = k.stored_hash AND l.last_seen_at < k.stored_seen
-            OFFSET 0
-        ) l
-        WHERE NOT k.whole AND k.stored_whole
-          AND NOT EXISTS (SELECT 1 FROM column_merged f
-                          WHERE f.known AND f.job = k.job AND f.out_ds = k.out_ds AND f.derived = k.derived
-                            AND f.out_field = l.output_field AND f.in_ds = l.input_dataset_uuid
-                            AND f.in_field = l.input_field
-                            AND coalesce(f.ttype, '') = coalesce(l.transformation_type, '')
-                            AND coalesce(f.tsub, '') = coalesce(l.transformation_subtype, ''))
-    ) x
-    WHERE c.column_edge_id = x.column_edge_id
+    SET last_seen_at = (SELECT x.stored_seen FROM column_leaving x WHERE x.column_edge_id = c.column_edge_id),
+        last_run_uuid = (SELECT x.stored_run FROM column_leaving x WHERE x.column_edge_id = c.column_edge_id),
+        set_hash = NULL
+    WHERE c.column_edge_id = ANY (ARRAY(SELECT column_edge_id FROM column_leaving))
 ),
 -- Each set as the event leaves it: confirmed as a whole by a later sighting of another run, or
 -- written edge by edge, and then whole when every edge was left as this event's sighting.

@@ -157,16 +157,21 @@ stale_column_edges AS (
          JOIN moved USING (job_uuid)
          CROSS JOIN LATERAL jsonb_array_elements(t.column_outputs) AS c(item)
          CROSS JOIN LATERAL jsonb_array_elements_text(c.item->'outputs') AS o(dataset_uuid)
+         -- The output's whole set, whose confirmation its members take when later (see the view
+         -- column_lineage_confirmed).
+         LEFT JOIN LATERAL (
+             SELECT m.set_hash, m.last_seen_at, m.last_run_uuid FROM column_edge_sets m
+             WHERE m.job_uuid = t.job_uuid AND m.output_dataset_uuid = o.dataset_uuid::uuid
+               AND m.derived = (c.item->>'derived')::boolean AND m.whole
+             OFFSET 0
+         ) m ON true
          CROSS JOIN LATERAL (
              SELECT l.column_edge_id, l.output_dataset_uuid, l.derived
              FROM column_lineage l
-             LEFT JOIN column_edge_sets m
-                    ON m.job_uuid = l.job_uuid AND m.output_dataset_uuid = l.output_dataset_uuid
-                   AND m.derived = l.derived AND m.set_hash = l.set_hash AND m.whole
              WHERE l.output_dataset_uuid = o.dataset_uuid::uuid AND l.job_uuid = t.job_uuid AND l.valid_to IS NULL
                AND l.derived = (c.item->>'derived')::boolean
-               -- Its confirmation (see the view column_lineage_confirmed): not by this run, and before it.
-               AND CASE WHEN m.last_seen_at > l.last_seen_at
+               -- Its confirmation: not by this run, and before it.
+               AND CASE WHEN l.set_hash = m.set_hash AND m.last_seen_at > l.last_seen_at
                         THEN m.last_seen_at < t.at AND m.last_run_uuid IS DISTINCT FROM t.run_uuid
                         ELSE l.last_seen_at < t.at AND l.last_run_uuid IS DISTINCT FROM t.run_uuid END
              OFFSET 0
@@ -181,18 +186,33 @@ closed_column_edges AS (
 -- open keep the confirmation it gave them. The next event reporting the set writes it edge by edge.
 broken_sets AS (
     DELETE FROM column_edge_sets m
-    USING (SELECT DISTINCT job_uuid, output_dataset_uuid, derived FROM stale_column_edges) b
-    WHERE m.job_uuid = b.job_uuid AND m.output_dataset_uuid = b.output_dataset_uuid AND m.derived = b.derived
+    WHERE m.ctid = ANY (ARRAY(
+        SELECT s.ctid
+        FROM (SELECT DISTINCT job_uuid, output_dataset_uuid, derived FROM stale_column_edges) b
+        CROSS JOIN LATERAL (
+            SELECT s.ctid FROM column_edge_sets s
+            WHERE s.job_uuid = b.job_uuid AND s.output_dataset_uuid = b.output_dataset_uuid AND s.derived = b.derived
+            OFFSET 0
+        ) s))
     RETURNING m.job_uuid, m.output_dataset_uuid, m.derived, m.set_hash, m.whole, m.last_seen_at, m.last_run_uuid
+),
+left_members AS (
+    SELECT x.column_edge_id, m.last_seen_at, m.last_run_uuid
+    FROM broken_sets m
+    CROSS JOIN LATERAL (
+        SELECT l.column_edge_id FROM column_lineage l
+        WHERE l.output_dataset_uuid = m.output_dataset_uuid AND l.job_uuid = m.job_uuid AND l.derived = m.derived
+          AND l.valid_to IS NULL AND l.set_hash = m.set_hash AND l.last_seen_at < m.last_seen_at
+        OFFSET 0
+    ) x
+    WHERE m.whole AND x.column_edge_id <> ALL (ARRAY(SELECT column_edge_id FROM stale_column_edges))
 ),
 left_column_edges AS (
     UPDATE column_lineage l
-    SET last_seen_at = m.last_seen_at, last_run_uuid = m.last_run_uuid, set_hash = NULL
-    FROM broken_sets m
-    WHERE l.job_uuid = m.job_uuid AND l.output_dataset_uuid = m.output_dataset_uuid AND l.derived = m.derived
-      AND l.set_hash = m.set_hash AND l.valid_to IS NULL
-      AND l.column_edge_id <> ALL (ARRAY(SELECT column_edge_id FROM stale_column_edges))
-      AND m.whole AND m.last_seen_at > l.last_seen_at
+    SET last_seen_at = (SELECT x.last_seen_at FROM left_members x WHERE x.column_edge_id = l.column_edge_id),
+        last_run_uuid = (SELECT x.last_run_uuid FROM left_members x WHERE x.column_edge_id = l.column_edge_id),
+        set_hash = NULL
+    WHERE l.column_edge_id = ANY (ARRAY(SELECT column_edge_id FROM left_members))
 )
 SELECT job_uuid, true AS moved, previous_version_uuid, previous_version, previous_input_uuids,
        previous_output_uuids, NULL::bigint AS src_node_id, NULL::bigint AS dst_node_id, NULL::text AS edge_type,
