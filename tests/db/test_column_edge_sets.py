@@ -4,12 +4,17 @@ confirming every edge one by one gives."""
 
 from __future__ import annotations
 
+import random
 import uuid
 
+import asyncpg
 import pytest
 
+from headwater.db.pool import register_codecs
+from headwater.ingest.validate import validate_event
 from tests.client import post_all
 from tests.factories import T0, dataset, job_run, run_event
+from tests.writes import ingest_events
 
 pytestmark = pytest.mark.db
 
@@ -121,3 +126,76 @@ async def test_a_late_event_still_moves_an_edge_first_sighting_earlier(client, c
     assert {r["first_seen_at"] for r in rows} == {T0.replace(minute=1)}
     # The late run does not become the last to confirm the edges.
     assert {(r["last_run_uuid"], r["last_seen_at"]) for r in rows} == {(runs[-1], T0.replace(minute=20))}
+
+
+def random_history(seed: int) -> list[dict]:
+    """Two jobs writing one table, ten runs each, every run reporting one of four column lineages
+    (some outputs left out), a fifth of them failing, and some of their events missing."""
+    rng = random.Random(seed)
+    pool = [("warehouse", n, f) for n in ("orders", "rates", "users") for f in ("id", "amount", "rate")]
+    variants = []
+    for _ in range(4):
+        lineage = {out: rng.sample(pool, rng.randrange(1, 4)) for out in ("id", "total", "extra")}
+        variants.append({k: v for k, v in lineage.items() if rng.random() < 0.8} or {"id": pool[:1]})
+    events = []
+    for job in ("load", "load2"):
+        for n in range(10):
+            lineage = variants[rng.randrange(4)]
+            run = uuid.UUID(int=rng.getrandbits(128))
+            end = "COMPLETE" if rng.random() < 0.8 else "FAIL"
+            for kind, minute in (("START", 10 * n), ("RUNNING", 10 * n + 0.5), (end, 10 * n + 1)):
+                if rng.random() < 0.15:
+                    continue
+                target = dataset("totals", fields=["id", "total", "extra"], column_lineage=lineage)
+                events.append(
+                    run_event(
+                        job,
+                        kind,
+                        run_id=run,
+                        inputs=["orders", "rates", "users"],
+                        outputs=[target],
+                        time=minute,
+                    )
+                )
+    return events
+
+
+COLUMN_LINEAGE = """
+SELECT o.name AS output, c.output_field, i.name AS input, c.input_field, j.name AS job, c.transformation_type,
+       c.derived, c.superseded, c.description, c.first_seen_at, c.last_seen_at, c.valid_from, c.valid_to,
+       c.last_run_uuid
+FROM {table} c
+JOIN datasets o ON o.dataset_uuid = c.output_dataset_uuid
+JOIN datasets i ON i.dataset_uuid = c.input_dataset_uuid
+LEFT JOIN jobs j ON j.job_uuid = c.job_uuid
+ORDER BY 1, 2, 3, 4, 5, 6, 7, c.first_seen_at, c.valid_to
+"""
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_sets_answer_what_confirming_every_edge_answers(make_database, seed):
+    """Against a store where no set outlives its event (its row deleted after each one), so that
+    every event confirms edge by edge: the same column lineage, first and last sightings, runs
+    and validity, in any arrival order."""
+    events = random_history(seed)
+    random.Random(seed).shuffle(events)
+    async with make_database() as with_sets, make_database() as edge_by_edge:
+        a = await asyncpg.connect(with_sets)
+        b = await asyncpg.connect(edge_by_edge)
+        try:
+            await register_codecs(a)
+            await register_codecs(b)
+            whole_sets = 0
+            for e in events:
+                await ingest_events(a, [validate_event(e)])
+                await ingest_events(b, [validate_event(e)])
+                await b.execute("DELETE FROM column_edge_sets")
+                whole_sets += await a.fetchval("SELECT count(*) FROM column_edge_sets WHERE whole")
+            # Sets were confirmed as a whole on the one side (else this compares nothing).
+            assert whole_sets > 0
+            confirmed = await a.fetch(COLUMN_LINEAGE.format(table="column_lineage_confirmed"))
+            reference = await b.fetch(COLUMN_LINEAGE.format(table="column_lineage"))
+        finally:
+            await a.close()
+            await b.close()
+    assert [tuple(r) for r in confirmed] == [tuple(r) for r in reference]
