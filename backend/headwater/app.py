@@ -5,11 +5,14 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from litestar import Litestar
+from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException
+from litestar.handlers import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -68,6 +71,15 @@ def retry_after(seconds: int) -> Callable[[ASGIApp], ASGIApp]:
     return middleware
 
 
+async def check_request(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
+    """The app's one guard: the API key, then parameters holding U+0000. One guard, not two:
+    Litestar copies the route handler for each guard of each request."""
+    await require_key(connection, handler)
+    await refuse_nul_parameters(connection, handler)
+
+
 def create_app(settings: Settings | None = None) -> Litestar:
     """The Headwater ASGI app; needs settings.database_url (serve resolves the embedded default)."""
     settings = settings or get_settings()
@@ -120,7 +132,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 *mcp_routes,
             ],
             middleware=[retry_after(settings.retry_after_s), prometheus_config.middleware],
-            guards=[require_key, refuse_nul_parameters],
+            guards=[check_request],
             lifespan=[
                 lifespan,
                 kafka_consumer,

@@ -63,6 +63,7 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
             port=port or settings.port,
             workers=workers,
             log_level="info",
+            access_log=settings.access_log,
             proxy_headers=False,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )

@@ -54,6 +54,8 @@ class Settings:
     metrics_open: bool = False
     # The MCP endpoint /mcp on `serve`; HEADWATER_MCP=0 leaves it out.
     mcp: bool = True
+    # A log line per HTTP request (uvicorn's access log); HEADWATER_ACCESS_LOG=0 leaves it out.
+    access_log: bool = True
     # Days of history `serve` keeps, removing the rest once an hour; None keeps everything.
     retention_days: int | None = None
     # `serve` runs the consumer of `headwater consume` too when HEADWATER_KAFKA_BOOTSTRAP_SERVERS is
@@ -117,6 +119,7 @@ class Settings:
             policies_file=Path(env["HEADWATER_POLICIES"]) if env.get("HEADWATER_POLICIES") else None,
             metrics_open=env.get("HEADWATER_METRICS_OPEN", "").lower() in ("1", "true", "yes"),
             mcp=env.get("HEADWATER_MCP", "1").lower() not in ("0", "false", "no", "off"),
+            access_log=env.get("HEADWATER_ACCESS_LOG", "1").lower() not in ("0", "false", "no", "off"),
             retention_days=retention_days,
             kafka_consume=bool(env.get("HEADWATER_KAFKA_BOOTSTRAP_SERVERS", "").strip()),
         )

@@ -14,7 +14,7 @@ import pytest
 
 from headwater.command_base import warn_if_autovacuum_is_off
 from tests.factories import job_run
-from tests.server import free_port
+from tests.server import free_port, running_headwater
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 HEADWATER = str(Path(sys.executable).with_name("headwater"))
@@ -75,3 +75,19 @@ def test_cli_rejects_unknown_command():
     result = subprocess.run([HEADWATER, "frobnicate"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
     assert "invalid choice: 'frobnicate'" in result.stderr
+
+
+@pytest.mark.parametrize("setting", [None, "0"], ids=["access log by default", "HEADWATER_ACCESS_LOG=0"])
+def test_serve_logs_each_request_unless_told_not_to(database_url, tmp_path, setting):
+    env = {} if setting is None else {"HEADWATER_ACCESS_LOG": setting}
+    log = tmp_path / "serve.log"
+    with running_headwater(database_url, log, env=env) as server:
+        answer = httpx.get(
+            f"{server.url}/api/v1/namespaces",
+            headers={"authorization": f"Bearer {server.api_key}"},
+            timeout=10,
+        )
+    assert answer.status_code == 200
+    text = log.read_text()
+    assert "started" in text.lower() or "uvicorn" in text.lower()  # the log is the server's
+    assert ('"GET /api/v1/namespaces HTTP/1.1" 200' in text) is (setting is None)
