@@ -77,6 +77,10 @@ class Settings:
             except ValueError as exc:
                 raise ValueError(f"{key} must be an integer, got {raw!r}") from exc
 
+        def on_unless_off(key: str) -> bool:
+            # A switch that is on unless set to 0, false, no or off.
+            return env.get(key, "1").lower() not in ("0", "false", "no", "off")
+
         rules = env.get("HEADWATER_ALIAS_RULES_FILE")
         retention_days = None
         if env.get("HEADWATER_RETENTION_DAYS"):
@@ -118,8 +122,8 @@ class Settings:
             alias_rules_file=Path(rules) if rules else None,
             policies_file=Path(env["HEADWATER_POLICIES"]) if env.get("HEADWATER_POLICIES") else None,
             metrics_open=env.get("HEADWATER_METRICS_OPEN", "").lower() in ("1", "true", "yes"),
-            mcp=env.get("HEADWATER_MCP", "1").lower() not in ("0", "false", "no", "off"),
-            access_log=env.get("HEADWATER_ACCESS_LOG", "1").lower() not in ("0", "false", "no", "off"),
+            mcp=on_unless_off("HEADWATER_MCP"),
+            access_log=on_unless_off("HEADWATER_ACCESS_LOG"),
             retention_days=retention_days,
             kafka_consume=bool(env.get("HEADWATER_KAFKA_BOOTSTRAP_SERVERS", "").strip()),
         )
