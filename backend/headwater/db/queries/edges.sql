@@ -75,7 +75,7 @@ column_sets AS (
 -- confirmation (the edge's own, or its whole set's: see the view column_lineage_confirmed), then
 -- what the event makes of them. An edge is rewritten when the event changes it as the upsert always
 -- did, when it moves to the event's set, or when it takes over its old set's confirmation. (The
--- edges of a set confirmed as a whole are not even read from the JSON.)
+-- edges of a set confirmed as a whole are not turned into rows, nor looked up.)
 column_merged AS (
     SELECT f.*,
            CASE WHEN f.changed THEN least(f.old_first, f.at) ELSE f.old_first END AS new_first,
