@@ -111,7 +111,7 @@ JOIN job_versions v ON v.job_uuid = t.job_uuid AND v.version = t.version;
 --   of dataset uuids) and that no later event confirmed;
 -- - the job's column edges into the outputs the run reported column lineage for ($7: per job, a JSON
 --   array of {outputs, derived}: the derived edges, or the reported ones) that the run did not
---   report and that were not confirmed since its eventTime (the sets they belonged to go).
+--   report and that were not confirmed since its eventTime (the whole sets they belonged to go).
 -- Returns a row per job that moved (with its previous current version, inputs and outputs, to tell
 -- which edges the change added) and a row per edge closed; no row for a job that did not move.
 -- (The run's row got its version when its event was written.) Each job's edges and each output's
@@ -152,7 +152,7 @@ closed_edges AS (
     RETURNING e.src_node_id, e.dst_node_id, e.job_uuid, e.edge_type, e.dataset_uuid
 ),
 stale_column_edges AS (
-    SELECT x.column_edge_id, x.output_dataset_uuid, x.derived, t.job_uuid, t.at
+    SELECT x.column_edge_id, t.at, m.set_row
     FROM input t
          JOIN moved USING (job_uuid)
          CROSS JOIN LATERAL jsonb_array_elements(t.column_outputs) AS c(item)
@@ -160,13 +160,13 @@ stale_column_edges AS (
          -- The output's whole set, whose confirmation its members take when later (see the view
          -- column_lineage_confirmed).
          LEFT JOIN LATERAL (
-             SELECT m.set_hash, m.last_seen_at, m.last_run_uuid FROM column_edge_sets m
+             SELECT m.ctid AS set_row, m.set_hash, m.last_seen_at, m.last_run_uuid FROM column_edge_sets m
              WHERE m.job_uuid = t.job_uuid AND m.output_dataset_uuid = o.dataset_uuid::uuid
                AND m.derived = (c.item->>'derived')::boolean AND m.whole
              OFFSET 0
          ) m ON true
          CROSS JOIN LATERAL (
-             SELECT l.column_edge_id, l.output_dataset_uuid, l.derived
+             SELECT l.column_edge_id
              FROM column_lineage l
              WHERE l.output_dataset_uuid = o.dataset_uuid::uuid AND l.job_uuid = t.job_uuid AND l.valid_to IS NULL
                AND l.derived = (c.item->>'derived')::boolean
@@ -182,19 +182,14 @@ closed_column_edges AS (
     SET valid_to = (SELECT s.at FROM stale_column_edges s WHERE s.column_edge_id = l.column_edge_id)
     WHERE l.column_edge_id = ANY (ARRAY(SELECT column_edge_id FROM stale_column_edges))
 ),
--- A set that loses an edge is no longer what its events report: its row goes, and the edges left
--- open keep the confirmation it gave them. The next event reporting the set writes it edge by edge.
+-- A whole set that loses an edge is no longer what its events report: its row (found above) goes,
+-- and the edges left open keep the confirmation it gave them. The next event reporting the set
+-- writes it edge by edge. (A set that is not whole is never confirmed as a whole, nor lends its
+-- confirmation: its row may stay.)
 broken_sets AS (
     DELETE FROM column_edge_sets m
-    WHERE m.ctid = ANY (ARRAY(
-        SELECT s.ctid
-        FROM (SELECT DISTINCT job_uuid, output_dataset_uuid, derived FROM stale_column_edges) b
-        CROSS JOIN LATERAL (
-            SELECT s.ctid FROM column_edge_sets s
-            WHERE s.job_uuid = b.job_uuid AND s.output_dataset_uuid = b.output_dataset_uuid AND s.derived = b.derived
-            OFFSET 0
-        ) s))
-    RETURNING m.job_uuid, m.output_dataset_uuid, m.derived, m.set_hash, m.whole, m.last_seen_at, m.last_run_uuid
+    WHERE m.ctid = ANY (ARRAY(SELECT DISTINCT set_row FROM stale_column_edges WHERE set_row IS NOT NULL))
+    RETURNING m.job_uuid, m.output_dataset_uuid, m.derived, m.set_hash, m.last_seen_at, m.last_run_uuid
 ),
 left_members AS (
     SELECT x.column_edge_id, m.last_seen_at, m.last_run_uuid
@@ -205,7 +200,7 @@ left_members AS (
           AND l.valid_to IS NULL AND l.set_hash = m.set_hash AND l.last_seen_at < m.last_seen_at
         OFFSET 0
     ) x
-    WHERE m.whole AND x.column_edge_id <> ALL (ARRAY(SELECT column_edge_id FROM stale_column_edges))
+    WHERE x.column_edge_id <> ALL (ARRAY(SELECT column_edge_id FROM stale_column_edges))
 ),
 left_column_edges AS (
     UPDATE column_lineage l
