@@ -128,6 +128,29 @@ async def test_a_late_event_still_moves_an_edge_first_sighting_earlier(client, c
     assert {(r["last_run_uuid"], r["last_seen_at"]) for r in rows} == {(runs[-1], T0.replace(minute=20))}
 
 
+async def test_a_start_after_its_complete_leaves_the_set_whole(client, conn):
+    """Concurrent clients can deliver a run's COMPLETE before its START: the START moves each edge's
+    first sighting earlier (one rewrite), and the set stays whole with the confirmation its edges
+    kept, so the next run confirms it on its one row instead of rewriting every edge again."""
+    events, runs = runs_of_load(0, 2)
+    start, complete = events[0], events[1]
+    await post_all(client, [complete])
+    await post_all(client, [start])
+    after_first = await conn.fetch(EDGES)
+    assert {r["first_seen_at"] for r in after_first} == {T0}
+    assert {(r["last_run_uuid"], r["last_seen_at"]) for r in after_first} == {
+        (runs[0], T0.replace(minute=1))
+    }
+    [one_set] = await conn.fetch("SELECT * FROM column_edge_sets")
+    assert one_set["whole"]
+    assert (one_set["last_run_uuid"], one_set["last_seen_at"]) == (runs[0], T0.replace(minute=1))
+
+    await post_all(client, events[2:])
+    later = await conn.fetch(EDGES)
+    assert [r["ctid"] for r in later] == [r["ctid"] for r in after_first]
+    assert {(r["last_run_uuid"], r["last_seen_at"]) for r in later} == {(runs[1], T0.replace(minute=10))}
+
+
 def random_history(seed: int) -> list[dict]:
     """Two jobs writing one table, ten runs each, every run reporting one of four column lineages
     (some outputs left out), a fifth of them failing, and some of their events missing."""

@@ -175,16 +175,23 @@ column_left AS (
     WHERE c.column_edge_id = ANY (ARRAY(SELECT column_edge_id FROM column_leaving))
 ),
 -- Each set as the event leaves it: confirmed as a whole by a later sighting of another run, or
--- written edge by edge, and then whole when every edge was left as this event's sighting.
+-- written edge by edge, and then whole when every edge was left with one and the same sighting,
+-- which becomes the set's: the event's own, or, for an event earlier than the set's last
+-- confirmation (a run's START arriving after its COMPLETE), the confirmation its edges kept.
 sets_written AS (
     INSERT INTO column_edge_sets AS s (job_uuid, output_dataset_uuid, derived, set_hash, whole, latest_first_seen_at,
                                        last_seen_at, last_run_uuid)
     SELECT k.job, k.out_ds, k.derived, k.hash, coalesce(k.whole OR f.whole, false),
-           CASE WHEN k.whole THEN k.latest_first_seen ELSE f.latest_first_seen END, k.at, k.run_uuid
+           CASE WHEN k.whole THEN k.latest_first_seen ELSE f.latest_first_seen END,
+           CASE WHEN f.whole THEN f.seen ELSE k.at END,
+           CASE WHEN f.whole THEN f.seen_run ELSE k.run_uuid END
     FROM column_sets k
     LEFT JOIN (
         SELECT f.job, f.out_ds, f.derived,
-               bool_and(NOT f.known OR (f.new_seen = f.at AND f.new_run IS NOT DISTINCT FROM f.run_uuid)) AS whole,
+               count(DISTINCT (coalesce(f.new_seen, f.at), CASE WHEN f.known THEN f.new_run ELSE f.run_uuid END)) = 1
+                   AS whole,
+               max(coalesce(f.new_seen, f.at)) AS seen,
+               (array_agg(CASE WHEN f.known THEN f.new_run ELSE f.run_uuid END))[1] AS seen_run,
                max(coalesce(f.new_first, f.at)) AS latest_first_seen
         FROM column_merged f GROUP BY f.job, f.out_ds, f.derived
     ) f ON f.job = k.job AND f.out_ds = k.out_ds AND f.derived = k.derived
