@@ -6,8 +6,10 @@ import re
 from typing import Any
 
 import asyncpg
+import msgspec
 
 from headwater.db.pool import register_codecs
+from headwater.store.payloads import payload_texts
 
 DS = "(SELECT namespace || ':' || name FROM datasets x WHERE x.dataset_uuid = {col})"
 JOB = "(SELECT namespace || ':' || name FROM jobs x WHERE x.job_uuid = {col})"
@@ -26,9 +28,9 @@ def _keys(template: str, array: str) -> str:
 # Each table as the columns that do not depend on generated ids or on the wall clock (now()).
 TABLES: dict[str, str] = {
     # The payload as JSON, not as text: each way in stores the text it was given (an import, the
-    # key order of the source's jsonb; a POST, the client's).
+    # key order of the source's jsonb; a POST, the client's). Read compressed (see RAW_EVENTS).
     "raw_events": "SELECT content_hash, event_kind, event_type, event_time, run_uuid, job_namespace, job_name,"
-    " producer, payload::jsonb AS payload FROM raw_events t",
+    " producer, payload, payload_zstd FROM raw_events t",
     "namespaces": "SELECT name FROM namespaces t",
     "sources": "SELECT name, uri FROM sources t",
     "datasets": f"SELECT namespace, name, source_name, description, facets, facets_at, fields_at,"
@@ -69,7 +71,16 @@ async def model_snapshot(url: str) -> dict[str, Any]:
     try:
         snapshot: dict[str, Any] = {}
         for table, query in TABLES.items():
-            rows = [tuple(_plain(v) for v in r.values()) for r in await conn.fetch(query)]
+            records = await conn.fetch(query)
+            if table == "raw_events":
+                texts = await payload_texts(conn, records)
+                values = [
+                    (*list(r.values())[:-2], msgspec.json.decode(t))
+                    for r, t in zip(records, texts, strict=True)
+                ]
+            else:
+                values = [tuple(r.values()) for r in records]
+            rows = [tuple(_plain(v) for v in r) for r in values]
             snapshot[table] = sorted(rows, key=repr)
         snapshot["change_log"] = [
             tuple(_plain(v) for v in r.values()) for r in await conn.fetch(CHANGES)
@@ -77,6 +88,12 @@ async def model_snapshot(url: str) -> dict[str, Any]:
         return snapshot
     finally:
         await conn.close()
+
+
+async def stored_payloads(conn: asyncpg.Connection) -> list[str]:
+    """The stored events' JSON text, in the order they were stored (raw_event_id)."""
+    rows = await conn.fetch("SELECT payload, payload_zstd FROM raw_events ORDER BY raw_event_id")
+    return await payload_texts(conn, rows)
 
 
 def _plain(value: Any) -> Any:

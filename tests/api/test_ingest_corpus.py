@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus import EVENTS
+from tests.snapshot import stored_payloads
 
 if not EVENTS.is_dir():  # the corpus lives beside the project checkout
     pytest.skip(f"OpenLineage event corpus not found at {EVENTS}", allow_module_level=True)
@@ -113,7 +114,7 @@ async def test_malformed_facet_keeps_event_and_warns(client, conn, name, warning
     warnings = response.json()["warnings"]
     assert warning_path in [w["path"] for w in warnings]
     assert all(w["message"].startswith("facet ignored: ") for w in warnings)
-    stored = await conn.fetchval("SELECT payload FROM raw_events")
+    [stored] = await stored_payloads(conn)
     assert json.loads(stored) == body
     run_warnings = await conn.fetchval("SELECT warnings FROM runs")
     assert warning_path in [w["path"] for w in run_warnings]

@@ -24,7 +24,7 @@ from headwater.settings import Settings
 from headwater.store.events import begin_ingest_writes
 from tests.db.test_batched_ingest import applications, ingest
 from tests.factories import run_event
-from tests.snapshot import model_snapshot
+from tests.snapshot import model_snapshot, stored_payloads
 
 pytestmark = pytest.mark.db
 
@@ -154,10 +154,7 @@ async def test_grouped_ingest_builds_what_one_event_at_a_time_builds(make_databa
         # when ready): the events one at a time, in the order the groups wrote them.
         conn = await asyncpg.connect(grouped)
         try:
-            order = [
-                r["payload"]
-                for r in await conn.fetch("SELECT payload FROM raw_events ORDER BY raw_event_id")
-            ]
+            order = await stored_payloads(conn)
         finally:
             await conn.close()
         assert len(order) == len(events)

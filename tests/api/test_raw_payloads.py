@@ -1,5 +1,5 @@
-"""A raw event is stored as the JSON text ingest encoded, byte for byte (raw_events.payload is text,
-not jsonb), and what reads it by field or as a whole still does: a run's code, the export's
+"""A raw event is stored as the JSON text ingest encoded, byte for byte (compressed with zstd, not
+parsed into jsonb), and what reads it by field or as a whole still does: a run's code, the export's
 namespace filter, Marquez's event list."""
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from headwater.db.queries import QUERIES
 from headwater.ingest.service import prepare_events
 from headwater.ingest.validate import validate_event
 from headwater.store.job_code import RunCode, fetch_code_of_runs
+from headwater.store.pipeline import fetch_id_range
 from tests.factories import PRODUCER, at, dataset, run_event, sql_facet
+from tests.snapshot import stored_payloads
 
 pytestmark = pytest.mark.db
 
@@ -27,9 +28,7 @@ def encoded(body: bytes) -> str:
 
 
 async def payloads(conn: Any) -> list[str]:
-    return [
-        r["payload"] for r in await conn.fetch("SELECT payload FROM raw_events ORDER BY raw_event_id")
-    ]
+    return await stored_payloads(conn)
 
 
 async def test_the_stored_payload_is_the_text_ingest_encoded(client, conn):
@@ -46,7 +45,7 @@ async def test_the_stored_payload_is_the_text_ingest_encoded(client, conn):
         "/api/v1/lineage", content=body, headers={"content-type": "application/json"}
     )
     assert response.status_code == 201, response.text
-    assert await conn.fetchval("SELECT pg_typeof(payload)::text FROM raw_events") == "text"
+    assert await conn.fetchval("SELECT payload IS NULL AND payload_zstd IS NOT NULL FROM raw_events")
     [stored] = await payloads(conn)
     assert stored.encode() == encoded(body).encode()
     # The request's key order, compact: nothing jsonb's text form would give.
@@ -111,8 +110,10 @@ async def test_the_export_query_filters_by_namespace_and_returns_the_payload(cli
     stored = await payloads(conn)
 
     async def export(namespace: str | None) -> list[str]:
-        rows = await conn.fetch(QUERIES["fetch_raw_events_for_export"], 0, 2**62, None, None, namespace)
-        return [r["payload"] for r in sorted(rows, key=lambda r: r["raw_event_id"])]
+        rows = await fetch_id_range(
+            conn, "fetch_raw_events_for_export", 0, 2**62, (None, None, namespace)
+        )
+        return [payload for _, _, payload in sorted(rows, key=lambda r: r[0])]
 
     assert await export(None) == stored
     assert await export("ns_a") == stored[:4]

@@ -58,6 +58,7 @@ from ingest import _start_server, post
 from tests.server import free_port
 
 from headwater.db.migrate import migrate
+from headwater.store.payloads import payload_texts
 
 REPO = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
@@ -426,14 +427,13 @@ async def latency(
                 producer.poll(0)
                 if now >= next_poll:
                     rows = await conn.fetch(
-                        "SELECT raw_event_id, p->'run'->>'runId' AS r, p->>'eventType' AS t,"
-                        " p->>'eventTime' AS e FROM raw_events, LATERAL (SELECT payload::json AS p) j"
-                        " WHERE raw_event_id > $1",
+                        "SELECT raw_event_id, payload, payload_zstd FROM raw_events WHERE raw_event_id > $1",
                         last,
                     )
                     at = time.monotonic()
-                    for row in rows:
-                        seen.setdefault(f"{row['r']}/{row['t']}/{row['e']}", at)
+                    for row, text in zip(rows, await payload_texts(conn, rows), strict=True):
+                        p = json.loads(text)
+                        seen.setdefault(f"{p['run']['runId']}/{p['eventType']}/{p['eventTime']}", at)
                         last = max(last, row["raw_event_id"])
                     next_poll = at + 0.02
                 if proc.poll() is not None:

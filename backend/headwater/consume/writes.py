@@ -9,18 +9,22 @@ message and the message that fails alone becomes a dead letter).
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import asyncpg
 
 from headwater.ingest.service import IngestResult, PreparedEvent, ingest_prepared, retrying_races
+from headwater.store import payloads
 
 if TYPE_CHECKING:
     import datetime as dt
 
     from headwater.consume.messages import Format
     from headwater.ingest.normalize import AliasRule
+
+log = logging.getLogger(__name__)
 
 # SQLSTATE classes that say the database cannot take writes now, whatever the events: connection
 # exceptions, authorization (a changed password), an unknown database (renamed away), a missing
@@ -66,7 +70,17 @@ async def store(
     conn: asyncpg.Connection, events: list[PreparedEvent], rules: list[AliasRule]
 ) -> list[IngestResult]:
     """The one place events from Kafka are written (one transaction for the list)."""
-    return await ingest_prepared(conn, events, rules)
+    results = await ingest_prepared(conn, events, rules)
+    if payloads.wants_dictionary(conn):
+        # Once per database, after its first 1,000 events: a few hundred milliseconds.
+        try:
+            trained = await payloads.train_dictionary(conn)
+        except Exception:
+            log.exception("training a payload dictionary failed; payloads stay compressed without one")
+        else:
+            if trained is not None:
+                log.info("raw event payloads: dictionary %d trained", trained)
+    return results
 
 
 async def _write(

@@ -36,6 +36,7 @@ from headwater.ingest.service import (
     retrying_races,
     write_prepared,
 )
+from headwater.store import payloads
 
 if TYPE_CHECKING:
     from headwater.ingest.normalize import AliasRule
@@ -99,6 +100,7 @@ class IngestQueue:
         self._admitted = 0
         self._wake = asyncio.Event()
         self._writers: list[asyncio.Task[None]] = []
+        self._training: asyncio.Task[None] | None = None
 
     @property
     def pending_events(self) -> int:
@@ -112,9 +114,10 @@ class IngestQueue:
         """Write what was handed over, then stop the writers."""
         while self._admitted:
             await asyncio.sleep(0.01)
-        for task in self._writers:
+        tasks = self._writers + ([self._training] if self._training else [])
+        for task in tasks:
             task.cancel()
-        for task in self._writers:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
@@ -207,6 +210,7 @@ class IngestQueue:
                 if not group:  # another writer of this process took them meanwhile
                     return
                 results = await write_prepared(conn, [p for r in group for p in r.events], self._rules)
+                train = payloads.wants_dictionary(conn)
         except Exception as exc:
             if not group:
                 # The database failed before the turn came: the requests waiting get the failure.
@@ -217,6 +221,22 @@ class IngestQueue:
                 await self._failed(group, exc)
             return
         self._answer(group, results)
+        if train and self._training is None:
+            self._training = asyncio.create_task(self._train_payload_dictionary())
+
+    async def _train_payload_dictionary(self) -> None:
+        """Train the database's first payload dictionary once enough events are stored, beside
+        ingest (its own connection, outside the ingest turn), so that the events after it are
+        stored compressed against it (``store.payloads``)."""
+        try:
+            async with self._pool.acquire() as conn:
+                trained = await payloads.train_dictionary(conn)
+            if trained is not None:
+                log.info("raw event payloads: dictionary %d trained", trained)
+        except Exception:
+            log.exception("training a payload dictionary failed; payloads stay compressed without one")
+        finally:
+            self._training = None
 
     async def _write(self, group: list[_Request]) -> None:
         try:

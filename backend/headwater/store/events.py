@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from headwater.db.queries import QUERIES
+from headwater.store import payloads
 
 if TYPE_CHECKING:
     import asyncpg
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RawEventRow:
-    """An accepted event as stored: its content hash, what it is about, and its JSON as received."""
+    """An accepted event as stored: its content hash, what it is about, and its JSON as received
+    (compressed when stored: ``store.payloads``)."""
 
     content_hash: bytes
     kind: str
@@ -62,6 +64,7 @@ async def ensure_partitions(conn: asyncpg.Connection, times: list[dt.datetime]) 
 async def insert_raw_events(conn: asyncpg.Connection, rows: list[RawEventRow]) -> list[int | None]:
     """Store events in order; None for an event whose content is already stored."""
     await ensure_partitions(conn, [r.event_time for r in rows])
+    frames = payloads.compress(conn, [r.payload for r in rows])
     stored_rows = await conn.fetch(
         QUERIES["insert_raw_events"],
         [r.content_hash for r in rows],
@@ -72,7 +75,7 @@ async def insert_raw_events(conn: asyncpg.Connection, rows: list[RawEventRow]) -
         [r.job_namespace for r in rows],
         [r.job_name for r in rows],
         [r.producer for r in rows],
-        [r.payload for r in rows],
+        frames,
     )
     stored = {bytes(r["content_hash"]): r["raw_event_id"] for r in stored_rows}
     # An event given twice is stored once: the first time.
@@ -127,5 +130,8 @@ async def drop_partition(conn: asyncpg.Connection, partition: Partition) -> None
 
 async def begin_ingest_writes(conn: asyncpg.Connection) -> None:
     """Wait for this transaction's turn among every process's ingest writes, and let its statements
-    plan once per connection, without sequential scans or JIT (see the query)."""
-    await conn.execute(QUERIES["begin_ingest_writes"])
+    plan once per connection, without sequential scans or JIT (see the query); its payloads are
+    compressed against the newest dictionary, as the database has it now."""
+    row = await conn.fetchrow(QUERIES["begin_ingest_writes"])
+    assert row is not None
+    await payloads.use_newest(conn, row["dictionary_id"], row["created_at"])

@@ -6,7 +6,10 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from headwater.db.queries import QUERIES
+from headwater.store.payloads import payload_texts
 
 if TYPE_CHECKING:
     import asyncpg
@@ -42,9 +45,47 @@ async def fetch_id_bounds(conn: asyncpg.Connection, read: str) -> IdBounds:
 async def fetch_id_range(
     conn: asyncpg.Connection, read: str, lo: int, hi: int, params: tuple[Any, ...] = ()
 ) -> list[tuple[Any, ...]]:
-    """Rows of a range read with ids in [lo, hi), as tuples in the query's column order."""
+    """Rows of a range read with ids in [lo, hi), as tuples in the query's column order (raw events
+    for export: id, event time and payload text)."""
+    if read == "fetch_raw_events_for_export":
+        return await _events_for_export(conn, lo, hi, *params)
     rows = await conn.fetch(QUERIES[read], lo, hi, *params)
     return [tuple(r.values()) for r in rows]
+
+
+async def _events_for_export(
+    conn: asyncpg.Connection,
+    lo: int,
+    hi: int,
+    since: dt.datetime | None,
+    until: dt.datetime | None,
+    namespace: str | None,
+) -> list[tuple[Any, ...]]:
+    """Raw events in [lo, hi) and the time window, decoded; with ``namespace``, those naming it as
+    their job's namespace or one of their datasets' (parsed only when the job does not settle it)."""
+    rows = await conn.fetch(QUERIES["fetch_raw_events_for_export"], lo, hi, since, until)
+    texts = await payload_texts(conn, rows)
+    return [
+        (r["raw_event_id"], r["event_time"], text)
+        for r, text in zip(rows, texts, strict=True)
+        if namespace is None or r["job_namespace"] == namespace or _names_namespace(text, namespace)
+    ]
+
+
+def _names_namespace(payload: str, namespace: str) -> bool:
+    """Whether an event names ``namespace`` as one of its inputs', outputs' or its dataset's."""
+    try:
+        event = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return False
+    if not isinstance(event, dict):
+        return False
+    datasets = [event.get("dataset")]
+    for side in ("inputs", "outputs"):
+        listed = event.get(side)
+        if isinstance(listed, list):
+            datasets.extend(listed)
+    return any(isinstance(d, dict) and d.get("namespace") == namespace for d in datasets)
 
 
 async def insert_heat_run(

@@ -14,7 +14,7 @@ ORDER BY c.output_dataset_uuid, c.output_field, i.namespace, i.name, c.input_fie
 
 -- name: page_raw_events
 -- Stored events with eventTime in [$1, $2), newest first unless $3 ('asc'): $4 rows after $5.
-SELECT e.payload
+SELECT e.payload, e.payload_zstd
 FROM raw_events e
 WHERE e.event_time >= $1 AND e.event_time < $2
 ORDER BY CASE WHEN $3 = 'asc' THEN e.event_time END,

@@ -3,11 +3,11 @@
 -- is skipped. The same content always has the same event time, so the key (content_hash,
 -- event_time) finds a stored copy in the one month partition it can be in. Returns the content
 -- hash and new raw_event_id of each event stored. The payload is the event's JSON as ingest encoded
--- it, stored as that text (not parsed into jsonb: see migration 0085).
+-- it, compressed by store/payloads.py (see migration 0095).
 INSERT INTO raw_events (content_hash, event_kind, event_type, event_time, run_uuid, job_namespace, job_name,
-                        producer, payload)
-SELECT h, k, et, at, run, ns, nm, p, payload FROM unnest($1::bytea[], $2::text[], $3::text[], $4::timestamptz[], $5::uuid[], $6::text[], $7::text[],
-                     $8::text[], $9::text[]) WITH ORDINALITY AS t(h, k, et, at, run, ns, nm, p, payload, ord)
+                        producer, payload_zstd)
+SELECT h, k, et, at, run, ns, nm, p, z FROM unnest($1::bytea[], $2::text[], $3::text[], $4::timestamptz[], $5::uuid[], $6::text[], $7::text[],
+                     $8::text[], $9::bytea[]) WITH ORDINALITY AS t(h, k, et, at, run, ns, nm, p, z, ord)
 ORDER BY ord
 ON CONFLICT (content_hash, event_time) DO NOTHING
 RETURNING content_hash, raw_event_id;
@@ -64,6 +64,11 @@ SELECT raw_events_create_partition($1::text::timestamptz);
 -- Never JIT, whatever the connection's settings: the estimates of these statements of many CTEs
 -- cross jit_above_cost, and compiling them tripled ingest's PostgreSQL CPU per event on a connection
 -- that allowed it. All for the transaction only.
+-- Returns the newest payload dictionary (id and creation time): the one the transaction's payloads
+-- are compressed against (store/payloads.py).
 SELECT pg_advisory_xact_lock(hashtext('headwater.ingest')),
        set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-       set_config('jit', 'off', true);
+       set_config('jit', 'off', true), d.dictionary_id, d.created_at
+FROM (SELECT 1) one
+LEFT JOIN LATERAL (SELECT dictionary_id, created_at FROM payload_dictionaries
+                   ORDER BY dictionary_id DESC LIMIT 1) d ON true;

@@ -10,21 +10,14 @@ SELECT min(raw_event_id) AS lo, max(raw_event_id) AS hi, count(*) AS n FROM raw_
 SELECT content_hash FROM raw_events WHERE raw_event_id >= $1 AND raw_event_id < $2;
 
 -- name: fetch_raw_events_for_export
--- Raw events in an id range as JSON text, with eventTime in [$3, $4) and, when $5 is set, naming
--- namespace $5 as their job's namespace or as one of their datasets' namespaces.
--- The payload is stored as text: it is parsed only for the events the job namespace does not
--- already settle, once each.
-SELECT raw_event_id, event_time, payload
+-- Raw events in an id range with eventTime in [$3, $4), with their payloads and job namespace:
+-- store/pipeline.py decodes the payloads (compressed: see store/payloads.py) and keeps, when a
+-- namespace is asked for, the events naming it as their job's or one of their datasets' namespace.
+SELECT raw_event_id, event_time, payload, payload_zstd, job_namespace
 FROM raw_events
 WHERE raw_event_id >= $1 AND raw_event_id < $2
   AND ($3::timestamptz IS NULL OR event_time >= $3)
-  AND ($4::timestamptz IS NULL OR event_time < $4)
-  AND ($5::text IS NULL
-       OR job_namespace = $5
-       OR payload::jsonb @> ANY (ARRAY[
-           jsonb_build_object('inputs', jsonb_build_array(jsonb_build_object('namespace', $5::text))),
-           jsonb_build_object('outputs', jsonb_build_array(jsonb_build_object('namespace', $5::text))),
-           jsonb_build_object('dataset', jsonb_build_object('namespace', $5::text))]));
+  AND ($4::timestamptz IS NULL OR event_time < $4);
 
 -- name: fetch_node_id_bounds
 -- Smallest and largest node_id over datasets and jobs (they share one sequence).

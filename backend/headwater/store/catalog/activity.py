@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from headwater.db.queries import QUERIES
+from headwater.store.payloads import payload_texts
 
 if TYPE_CHECKING:
     import asyncpg
@@ -47,7 +48,7 @@ async def page_raw_events(
         QUERIES["page_raw_events"], after, before, "asc" if ascending else "desc", limit, offset
     )
     total = await conn.fetchval(QUERIES["count_raw_events"], after, before)
-    return [r["payload"] for r in rows], int(total)
+    return await payload_texts(conn, rows), int(total)
 
 
 async def count_events_by_type(
