@@ -72,7 +72,7 @@ async def store(
     """The one place events from Kafka are written (one transaction for the list)."""
     results = await ingest_prepared(conn, events, rules)
     if payloads.wants_dictionary(conn):
-        # Once per database, after its first 1,000 events: a few hundred milliseconds.
+        # Once per database, after its first events (payloads.TRAIN_AFTER): a tenth of a second.
         try:
             trained = await payloads.train_dictionary(conn)
         except Exception:

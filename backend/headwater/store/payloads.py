@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # bytes of them) a dictionary is trained on: enough to see what an integration's events share (zstd
 # asks for about a hundred times the dictionary's size), little enough to train in a tenth of a
 # second and a few MiB, beside ingest.
-TRAIN_AFTER = 1_000
+TRAIN_AFTER = 500
 TRAIN_SAMPLES = 1_000
 TRAIN_BYTES = 4 * 2**20
 DICTIONARY_BYTES = 32 * 1024
