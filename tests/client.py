@@ -24,3 +24,15 @@ async def gql(client: Any, query: str, **variables: Any) -> dict[str, Any]:
     body = await execute(client, query, **variables)
     assert "errors" not in body, body["errors"]
     return body["data"]
+
+
+async def all_stored_events(client: Any) -> Any:
+    """Marquez's event list over all time, oldest first: the stored events as the API gives them."""
+    return await client.get(
+        "/api/v1/events/lineage",
+        params={
+            "after": "1970-01-01T00:00:00Z",
+            "before": "2100-01-01T00:00:00Z",
+            "sortDirection": "asc",
+        },
+    )

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 import zstandard
 
+from headwater.operations.lifespan import upkeep
 from headwater.store import payloads
+from tests.client import all_stored_events
 from tests.factories import dataset, run_event
 from tests.snapshot import stored_payloads
 
@@ -97,14 +99,7 @@ async def test_a_payload_stored_as_text_reads_as_it_is(client, conn):
     stored = await stored_payloads(conn)
     assert json.loads(stored[0]) == spark_like(1)
     assert stored[1] == legacy
-    response = await client.get(
-        "/api/v1/events/lineage",
-        params={
-            "after": "1970-01-01T00:00:00Z",
-            "before": "2100-01-01T00:00:00Z",
-            "sortDirection": "asc",
-        },
-    )
+    response = await all_stored_events(client)
     assert response.status_code == 200, response.text
     assert response.json()["events"] == [spark_like(1), spark_like(3)]
 
@@ -133,3 +128,19 @@ async def test_ingest_writes_with_the_dictionary_the_database_has(client, conn):
     assert {zstandard.get_frame_parameters(f).dict_id for f in await frames(conn)} == {0}
     payloads._codecs.clear()
     assert [json.loads(p) for p in await stored_payloads(conn)] == [spark_like(n) for n in range(5)]
+
+
+async def test_upkeep_trains_a_new_dictionary_once_the_newest_is_a_week_old(client, conn, settings):
+    payloads._codecs.clear()
+    await post_batches(client, [spark_like(n) for n in range(payloads.TRAIN_AFTER + 100)])
+    first = await trained_dictionary(conn)
+    await upkeep(settings)
+    assert await conn.fetchval("SELECT count(*) FROM payload_dictionaries") == 1  # not due yet
+
+    await conn.execute("UPDATE payload_dictionaries SET created_at = now() - interval '8 days'")
+    await upkeep(settings)
+    newest = await conn.fetchval("SELECT max(dictionary_id) FROM payload_dictionaries")
+    assert newest > first
+    await post_batches(client, [spark_like(10_000)])
+    assert zstandard.get_frame_parameters((await frames(conn))[-1]).dict_id == newest
+    assert json.loads((await stored_payloads(conn))[-1]) == spark_like(10_000)

@@ -1,8 +1,10 @@
-"""`serve`'s periodic upkeep: raw-event partitions made ahead, and retention when it is configured.
+"""`serve`'s periodic upkeep: raw-event partitions made ahead, payload dictionaries kept fresh, and
+retention when it is configured.
 
 Once at start and then every hour, one server process of the cluster at a time (an advisory lock
-picks it; the others skip that round) creates the coming months' partitions of raw_events and, with
-HEADWATER_RETENTION_DAYS set, runs a retention pass keeping that many days.
+picks it; the others skip that round) creates the coming months' partitions of raw_events, trains a
+new payload dictionary from the latest events when the newest is a week old (``store.payloads``)
+and, with HEADWATER_RETENTION_DAYS set, runs a retention pass keeping that many days.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncpg
 
 from headwater.operations.partitions import prepare_partitions
 from headwater.operations.retention import run_retention
+from headwater.store import payloads
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -44,6 +47,10 @@ async def upkeep(settings: Settings) -> None:
             created = await prepare_partitions(conn)
             if created:
                 log.info("raw_events partitions created: %s", ", ".join(f"{m:%Y-%m}" for m in created))
+            if await payloads.dictionary_due(conn):
+                trained = await payloads.train_dictionary(conn, force=True)
+                if trained is not None:
+                    log.info("raw event payloads: dictionary %d trained", trained)
             if settings.retention_days:
                 report = await run_retention(conn, settings.retention_days)
                 log.info(

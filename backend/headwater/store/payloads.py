@@ -9,9 +9,9 @@ about 670 with zstd alone, about 150 with zstd and a dictionary).
 The dictionaries live in the database (``payload_dictionaries``), each under an id that every frame
 made with it carries, so that any process can read any payload: a frame names its dictionary, which
 is loaded on first sight. Ingest writes with the newest dictionary, which each of its transactions
-reads as it starts (``use_newest``). Until a database has stored enough events to train one, payloads are compressed
-without a dictionary. Payloads stored before compression (``raw_events.payload``, text) are read as
-they are.
+reads as it starts (``use_newest``). Until a database has stored enough events to train one,
+payloads are compressed without a dictionary. Payloads stored before compression
+(``raw_events.payload``, text) are read as they are.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 import zstandard
 
+from headwater.db.queries import QUERIES
+
 if TYPE_CHECKING:
     import asyncpg
 
@@ -35,10 +37,10 @@ TRAIN_AFTER = 500
 TRAIN_SAMPLES = 1_000
 TRAIN_BYTES = 4 * 2**20
 DICTIONARY_BYTES = 32 * 1024
+# A new dictionary, from the latest events, once the newest is this old: what the integrations send
+# changes (a new one, new facets), and the first dictionary only saw the first few hundred events.
+RETRAIN_AFTER = dt.timedelta(days=7)
 LEVEL = 3
-
-# Any fixed 64-bit number, other than the migration runner's and upkeep's: one trainer at a time.
-_TRAIN_LOCK = 0x4845_4144_5A53_5444
 
 
 class PayloadError(Exception):
@@ -96,10 +98,7 @@ def _codec(conn: asyncpg.Connection) -> _Codec:
 
 
 async def _load(conn: asyncpg.Connection, codec: _Codec, ids: set[int]) -> None:
-    rows = await conn.fetch(
-        "SELECT dictionary_id, created_at, dictionary FROM payload_dictionaries WHERE dictionary_id = ANY($1)",
-        sorted(ids),
-    )
+    rows = await conn.fetch(QUERIES["fetch_payload_dictionaries"], sorted(ids))
     for r in rows:
         codec.learn(r["dictionary_id"], r["created_at"], r["dictionary"])
 
@@ -171,9 +170,7 @@ async def _latest_payloads(conn: asyncpg.Connection) -> list[bytes | bytearray |
     """The latest stored payloads, up to ``TRAIN_SAMPLES`` of them and ``TRAIN_BYTES`` in all: what
     a dictionary is trained on, kept small (a consumer under a backlog must stay within its memory).
     None while fewer than ``TRAIN_AFTER`` are stored."""
-    rows = await conn.fetch(
-        "SELECT payload, payload_zstd FROM raw_events ORDER BY raw_event_id DESC LIMIT $1", TRAIN_SAMPLES
-    )
+    rows = await conn.fetch(QUERIES["fetch_latest_payloads"], TRAIN_SAMPLES)
     if len(rows) < TRAIN_AFTER:
         return None
     frames = [r["payload_zstd"] for r in rows]
@@ -192,6 +189,13 @@ async def _latest_payloads(conn: asyncpg.Connection) -> list[bytes | bytearray |
     return samples
 
 
+async def dictionary_due(conn: asyncpg.Connection, older_than: dt.timedelta = RETRAIN_AFTER) -> bool:
+    """Whether the database has no dictionary yet, or its newest is older than ``older_than``."""
+    return bool(
+        await conn.fetchval(QUERIES["payload_dictionary_due"], dt.datetime.now(dt.UTC) - older_than)
+    )
+
+
 def wants_dictionary(conn: asyncpg.Connection) -> bool:
     """Whether this process has stored enough payloads without a dictionary to train one now."""
     codec = _codec(conn)
@@ -207,22 +211,22 @@ async def train_dictionary(conn: asyncpg.Connection, force: bool = False) -> int
     # Declined or failed, it is tried again after as many payloads more.
     codec.stored_without = 0
     try:
-        if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", _TRAIN_LOCK):
+        if not await conn.fetchval(QUERIES["try_lock_payload_training"]):
             return None
         try:
-            newest = await conn.fetchval("SELECT max(dictionary_id) FROM payload_dictionaries")
+            newest = await conn.fetchval(QUERIES["fetch_newest_payload_dictionary_id"])
             if newest is not None and not force:
                 return None
             samples = await _latest_payloads(conn)
             if samples is None:
                 return None
-            dictionary_id = int(await conn.fetchval("SELECT nextval('payload_dictionary_ids')"))
+            dictionary_id = int(await conn.fetchval(QUERIES["next_payload_dictionary_id"]))
             # A tenth of a second of CPU: off the event loop.
             trained = await asyncio.to_thread(
                 zstandard.train_dictionary, DICTIONARY_BYTES, samples, dict_id=dictionary_id, level=LEVEL
             )
             await conn.execute(
-                "INSERT INTO payload_dictionaries (dictionary_id, dictionary, samples) VALUES ($1, $2, $3)",
+                QUERIES["insert_payload_dictionary"],
                 dictionary_id,
                 trained.as_bytes(),
                 len(samples),
@@ -230,6 +234,6 @@ async def train_dictionary(conn: asyncpg.Connection, force: bool = False) -> int
             # Ingest writes with it from its next transaction (``use_newest``).
             return dictionary_id
         finally:
-            await conn.execute("SELECT pg_advisory_unlock($1)", _TRAIN_LOCK)
+            await conn.execute(QUERIES["unlock_payload_training"])
     finally:
         codec.training = False
