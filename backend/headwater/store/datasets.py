@@ -12,6 +12,7 @@ import msgspec
 
 from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
+from headwater.store.facets import delete_reported_facets
 
 if TYPE_CHECKING:
     import asyncpg
@@ -144,16 +145,18 @@ async def upsert_datasets(
                     "source_name": i.source_name,
                     "description": i.description,
                     "facets": i.facets,
-                    "deleted": i.deleted_facets,
                     "at": at,
                 }
                 for i, at in items
             ]
         ),
-        any(i.deleted_facets for i, _ in items),
         [s[0] for s in sources],
         [s[1] for s in sources],
         list(range(len(sources))),
+    )
+    await delete_reported_facets(
+        conn,
+        [("DATASET", i.namespace, i.name, i.deleted_facets, at) for i, at in items if i.deleted_facets],
     )
     by_key = {(r["namespace"], r["name"]): _upserted(r, r) for r in rows}
     missing = sorted({(i.namespace, i.name) for i, _ in items} - by_key.keys())

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from headwater.db.pool import json_text
 from headwater.db.queries import QUERIES
 from headwater.store.edges import EdgeChange
+from headwater.store.facets import delete_reported_facets
 
 if TYPE_CHECKING:
     import asyncpg
@@ -52,10 +53,11 @@ async def upsert_jobs(conn: asyncpg.Connection, requests: list[list[JobUpsert]])
         [r.job_type for r in items],
         [r.description for r in items],
         [r.facets for r in items],
-        [json_text(r.deleted_facets) for r in items],
         [r.at for r in items],
         [uuid.uuid4() for _ in items],
-        any(r.deleted_facets for r in items),
+    )
+    await delete_reported_facets(
+        conn, [("JOB", r.namespace, r.name, r.deleted_facets, r.at) for r in items if r.deleted_facets]
     )
     found = {
         (r["namespace"], r["name"]): JobRow(r["job_uuid"], r["node_id"], r["created"]) for r in rows

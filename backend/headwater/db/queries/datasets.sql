@@ -11,19 +11,18 @@ SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid =
 
 -- name: upsert_datasets
 -- Creates or touches datasets ($1: a JSON array) by canonical identity, each as of its event's time,
--- and registers their namespaces and the data sources reported with them ($3, $4, $5: name, uri and
+-- and registers their namespaces and the data sources reported with them ($2, $3, $4: name, uri and
 -- the order they were reported in; the latest non-null uri of a source is kept).
--- Facets merge per key, the later eventTime winning; `_deleted` facets are removed ($2: whether any
--- item deletes facets). A row is rewritten only when its source, description or facets change or an
--- earlier event arrives late (updated_at and facets_at are the time of the last change): a dataset
+-- Facets merge per key, the later eventTime winning (`_deleted` facets: delete_node_facets, jobs.sql).
+-- A row is rewritten only when its source, description or facets change or an earlier event arrives
+-- late (updated_at and facets_at are the time of the last change): a dataset
 -- seen again as it was costs no new row version and no index entry. Returns one row per input with
 -- its uuid, node id and what the event's schema and version writes are decided by: when its fields
 -- were last set, the hash of its current fields (the fields themselves only where no hash is stored)
 -- and its current version (rows not rewritten come from the statement's snapshot).
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
-        AS t(namespace text, name text, source_name text, description text, facets jsonb, deleted jsonb,
-             at timestamptz)
+        AS t(namespace text, name text, source_name text, description text, facets jsonb, at timestamptz)
 ),
 namespaces_seen AS (
     INSERT INTO namespaces (name)
@@ -32,7 +31,7 @@ namespaces_seen AS (
 ),
 sources_seen AS (
     INSERT INTO sources (name, uri)
-    SELECT DISTINCT ON (n) n, u FROM unnest($3::text[], $4::text[], $5::int[]) AS t(n, u, ord)
+    SELECT DISTINCT ON (n) n, u FROM unnest($2::text[], $3::text[], $4::int[]) AS t(n, u, ord)
     ORDER BY n, u IS NULL, ord DESC
     ON CONFLICT (name) DO UPDATE SET uri = coalesce(excluded.uri, sources.uri), updated_at = now()
     WHERE excluded.uri IS DISTINCT FROM sources.uri AND excluded.uri IS NOT NULL
@@ -40,27 +39,12 @@ sources_seen AS (
 written AS (
     INSERT INTO datasets AS d (namespace, name, source_name, description, facets, facets_at, created_at,
                                updated_at)
-    SELECT namespace, name, source_name, description,
-           facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
+    SELECT namespace, name, source_name, description, facets, at, at, at
     FROM input
     ON CONFLICT (namespace, name) DO UPDATE SET
         source_name = merge_reported(d.source_name, d.facets_at, excluded.source_name, excluded.facets_at),
-        description = merge_reported(d.description, d.facets_at, excluded.description, excluded.facets_at),
-        facets = merge_facets(d.facets, d.facets_at, excluded.facets, excluded.facets_at,
-                              CASE WHEN $2::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                                              FROM input i
-                                                              WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
-                              END),
-        facets_at = greatest(d.facets_at, excluded.facets_at),
-        updated_at = greatest(d.updated_at, excluded.updated_at),
-        created_at = least(d.created_at, excluded.created_at)
-    WHERE report_changes_node(d.created_at, excluded.created_at, d.facets_at, excluded.facets_at,
-                              d.source_name, excluded.source_name, d.description, excluded.description,
-                              d.facets, excluded.facets,
-                              CASE WHEN $2::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                                              FROM input i
-                                                              WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
-                              END)
+        (description, facets, facets_at, updated_at, created_at) = (SELECT * FROM merged_node_report(d, excluded))
+    WHERE node_report_changes(d, excluded, d.source_name, excluded.source_name)
     RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created, d.fields_at,
               d.current_version_at, d.current_version_uuid, d.fields_hash
 ),

@@ -1,16 +1,15 @@
 -- name: upsert_jobs
--- Creates or touches jobs, each as of its event's time ($9), and registers their namespaces; facets
--- merge per key with the later eventTime winning, `_deleted` facets ($8, a JSON array per job; $11:
--- whether any) are removed. As for datasets, a row is rewritten only when something in it changes
--- (updated_at and facets_at are the time of the last change). Returns each job's uuid, node id and
--- whether it was created.
+-- Creates or touches jobs, each as of its event's time ($8), and registers their namespaces; facets
+-- merge per key with the later eventTime winning (`_deleted` facets: delete_node_facets). As for
+-- datasets, a row is rewritten only when something in it changes (updated_at and facets_at are the
+-- time of the last change). Returns each job's uuid, node id and whether it was created.
 WITH given AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[],
-                         $8::jsonb[], $9::timestamptz[], $10::uuid[])
-        AS t(namespace, name, parent_namespace, parent_name, job_type, description, facets, deleted, at, new_uuid)
+                         $8::timestamptz[], $9::uuid[])
+        AS t(namespace, name, parent_namespace, parent_name, job_type, description, facets, at, new_uuid)
 ),
 -- A job names its parent ($3, $4), upserted by the same statement: the parent's uuid is the stored
--- one, else the one its new row is given ($10).
+-- one, else the one its new row is given ($9).
 input AS (
     SELECT g.*,
            CASE WHEN g.parent_namespace IS NOT NULL THEN
@@ -29,28 +28,13 @@ namespaces_seen AS (
 written AS (
     INSERT INTO jobs AS j (job_uuid, namespace, name, parent_job_uuid, job_type, description, facets, facets_at,
                            created_at, updated_at)
-    SELECT new_uuid, namespace, name, parent_job_uuid, job_type, description,
-           facets - ARRAY(SELECT jsonb_array_elements_text(deleted)), at, at, at
+    SELECT new_uuid, namespace, name, parent_job_uuid, job_type, description, facets, at, at, at
     FROM input
     ON CONFLICT (namespace, name) DO UPDATE SET
         parent_job_uuid = coalesce(excluded.parent_job_uuid, j.parent_job_uuid),
         job_type = merge_reported(j.job_type, j.facets_at, excluded.job_type, excluded.facets_at),
-        description = merge_reported(j.description, j.facets_at, excluded.description, excluded.facets_at),
-        facets = merge_facets(j.facets, j.facets_at, excluded.facets, excluded.facets_at,
-                              CASE WHEN $11::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                                              FROM input i
-                                                              WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
-                              END),
-        facets_at = greatest(j.facets_at, excluded.facets_at),
-        updated_at = greatest(j.updated_at, excluded.updated_at),
-        created_at = least(j.created_at, excluded.created_at)
-    WHERE report_changes_node(j.created_at, excluded.created_at, j.facets_at, excluded.facets_at,
-                              j.job_type, excluded.job_type, j.description, excluded.description,
-                              j.facets, excluded.facets,
-                              CASE WHEN $11::boolean THEN ARRAY(SELECT jsonb_array_elements_text(i.deleted)
-                                                              FROM input i
-                                                              WHERE (i.namespace, i.name) = (excluded.namespace, excluded.name))
-                              END)
+        (description, facets, facets_at, updated_at, created_at) = (SELECT * FROM merged_node_report(j, excluded))
+    WHERE node_report_changes(j, excluded, j.job_type, excluded.job_type)
        OR coalesce(excluded.parent_job_uuid, j.parent_job_uuid) IS DISTINCT FROM j.parent_job_uuid
     RETURNING j.namespace, j.name, j.job_uuid, j.node_id, (xmax = 0) AS created
 )
@@ -216,3 +200,21 @@ FROM moved
 UNION ALL
 SELECT job_uuid, false, NULL, NULL, NULL, NULL, src_node_id, dst_node_id, edge_type, dataset_uuid
 FROM closed_edges;
+
+-- name: delete_node_facets
+-- Removes from datasets and jobs the facets events marked `_deleted` ($1: DATASET or JOB, $2 and $3:
+-- its namespace and name, $4: a JSON array of facet names, $5: the event's time), unless their stored
+-- facets are later than the event (node_deletes_facets); the upserts merged the rest of the events.
+WITH input AS (
+    SELECT t.kind, t.namespace, t.name, ARRAY(SELECT jsonb_array_elements_text(t.deleted)) AS deleted, t.at
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[])
+        AS t(kind, namespace, name, deleted, at)
+),
+datasets_deleted AS (
+    UPDATE datasets d SET (facets, facets_at, updated_at) = (SELECT * FROM node_facets_deleted(d, i.deleted, i.at))
+    FROM input i
+    WHERE i.kind = 'DATASET' AND (d.namespace, d.name) = (i.namespace, i.name) AND node_deletes_facets(d, i.deleted, i.at)
+)
+UPDATE jobs j SET (facets, facets_at, updated_at) = (SELECT * FROM node_facets_deleted(j, i.deleted, i.at))
+FROM input i
+WHERE i.kind = 'JOB' AND (j.namespace, j.name) = (i.namespace, i.name) AND node_deletes_facets(j, i.deleted, i.at);

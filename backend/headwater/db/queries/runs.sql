@@ -48,7 +48,7 @@ upserted AS (
         error_message = coalesce(excluded.error_message, r.error_message),
         error_language = coalesce(excluded.error_language, r.error_language),
         error_stack_trace = coalesce(excluded.error_stack_trace, r.error_stack_trace),
-        facets = merge_facets(r.facets, r.facets_at, excluded.facets, excluded.facets_at, NULL),
+        facets = merge_facets(r.facets, r.facets_at, excluded.facets, excluded.facets_at),
         facets_at = greatest(r.facets_at, excluded.facets_at),
         warnings = r.warnings || excluded.warnings,
         created_at = least(r.created_at, excluded.created_at),
