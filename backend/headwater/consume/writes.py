@@ -9,7 +9,6 @@ message and the message that fails alone becomes a dead letter).
 from __future__ import annotations
 
 import hashlib
-import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -23,8 +22,6 @@ if TYPE_CHECKING:
 
     from headwater.consume.messages import Format
     from headwater.ingest.normalize import AliasRule
-
-log = logging.getLogger(__name__)
 
 # SQLSTATE classes that say the database cannot take writes now, whatever the events: connection
 # exceptions, authorization (a changed password), an unknown database (renamed away), a missing
@@ -73,13 +70,7 @@ async def store(
     results = await ingest_prepared(conn, events, rules)
     if payloads.wants_dictionary(conn):
         # Once per database, after its first events (payloads.TRAIN_AFTER): a tenth of a second.
-        try:
-            trained = await payloads.train_dictionary(conn)
-        except Exception:
-            log.exception("training a payload dictionary failed; payloads stay compressed without one")
-        else:
-            if trained is not None:
-                log.info("raw event payloads: dictionary %d trained", trained)
+        await payloads.train_dictionary_beside_ingest(conn)
     return results
 
 

@@ -26,6 +26,13 @@ def json_text(value: Any) -> str | None:
     return None if value is None else _encoder.encode(value).decode()
 
 
+def database_key(conn: asyncpg.Connection) -> tuple[object, str]:
+    """The server address and database a connection uses (asyncpg keeps them on the connection): the
+    key of what a process caches per database (a process may use several: tests, `headwater import`
+    reading one and writing another)."""
+    return conn._addr, conn._params.database
+
+
 async def register_codecs(conn: asyncpg.Connection) -> None:
     """Decode json/jsonb to Python objects and encode Python objects to json/jsonb.
 

@@ -230,10 +230,8 @@ class IngestQueue:
         stored compressed against it (``store.payloads``)."""
         try:
             async with self._pool.acquire() as conn:
-                trained = await payloads.train_dictionary(conn)
-            if trained is not None:
-                log.info("raw event payloads: dictionary %d trained", trained)
-        except Exception:
+                await payloads.train_dictionary_beside_ingest(conn)
+        except Exception:  # no connection to train on
             log.exception("training a payload dictionary failed; payloads stay compressed without one")
         finally:
             self._training = None

@@ -48,9 +48,7 @@ async def upkeep(settings: Settings) -> None:
             if created:
                 log.info("raw_events partitions created: %s", ", ".join(f"{m:%Y-%m}" for m in created))
             if await payloads.dictionary_due(conn):
-                trained = await payloads.train_dictionary(conn, force=True)
-                if trained is not None:
-                    log.info("raw event payloads: dictionary %d trained", trained)
+                await payloads.train_dictionary(conn, force=True)
             if settings.retention_days:
                 report = await run_retention(conn, settings.retention_days)
                 log.info(

@@ -9,6 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from headwater.db.pool import database_key
 from headwater.db.queries import QUERIES
 from headwater.store import payloads
 
@@ -41,11 +42,6 @@ _PARTITION_NAME = re.compile(r"raw_events_[0-9]{4}_[0-9]{2}")
 _months_ready: dict[tuple[object, str], set[dt.datetime]] = defaultdict(set)
 
 
-def _database(conn: asyncpg.Connection) -> tuple[object, str]:
-    """The server address and database a connection uses (asyncpg keeps them on the connection)."""
-    return conn._addr, conn._params.database
-
-
 def month_of(at: dt.datetime) -> dt.datetime:
     """The first instant of the month (UTC) of a time: the lower bound of its partition."""
     utc = at.astimezone(dt.UTC)
@@ -54,7 +50,7 @@ def month_of(at: dt.datetime) -> dt.datetime:
 
 async def ensure_partitions(conn: asyncpg.Connection, times: list[dt.datetime]) -> None:
     """Create the month partitions these event times need and do not have yet (ingest, on demand)."""
-    ready = _months_ready[_database(conn)]
+    ready = _months_ready[database_key(conn)]
     missing = {month_of(t) for t in times} - ready
     if missing:
         months = [m.isoformat() for m in sorted(missing)]
@@ -106,7 +102,7 @@ async def fetch_missing_partitions(conn: asyncpg.Connection, ahead: int) -> list
 async def create_partition(conn: asyncpg.Connection, month: dt.datetime) -> bool:
     """Create one month's partition; the caller's transaction holds raw_events' lock. True if new."""
     created = bool(await conn.fetchval(QUERIES["create_raw_event_partition"], month.isoformat()))
-    _months_ready[_database(conn)].add(month)
+    _months_ready[database_key(conn)].add(month)
     return created
 
 
@@ -125,7 +121,7 @@ async def count_partition_rows(conn: asyncpg.Connection, name: str) -> int:
 async def drop_partition(conn: asyncpg.Connection, partition: Partition) -> None:
     """Drop a month partition with its events: instant, but it needs raw_events' lock for a moment."""
     await conn.execute(f"DROP TABLE {_partition_table(partition.name)}")
-    _months_ready[_database(conn)].discard(partition.starts)
+    _months_ready[database_key(conn)].discard(partition.starts)
 
 
 async def begin_ingest_writes(conn: asyncpg.Connection) -> None:

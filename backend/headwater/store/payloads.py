@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import zstandard
 
+from headwater.db.pool import database_key
 from headwater.db.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -41,6 +43,9 @@ DICTIONARY_BYTES = 32 * 1024
 # changes (a new one, new facets), and the first dictionary only saw the first few hundred events.
 RETRAIN_AFTER = dt.timedelta(days=7)
 LEVEL = 3
+
+
+log = logging.getLogger(__name__)
 
 
 class PayloadError(Exception):
@@ -89,8 +94,7 @@ _codecs: dict[tuple[object, str], _Codec] = {}
 
 
 def _codec(conn: asyncpg.Connection) -> _Codec:
-    # Per database: a process may use several (tests; `headwater import` reads one, writes another).
-    key = (conn._addr, conn._params.database)
+    key = database_key(conn)
     codec = _codecs.get(key)
     if codec is None:
         codec = _codecs[key] = _Codec()
@@ -231,9 +235,20 @@ async def train_dictionary(conn: asyncpg.Connection, force: bool = False) -> int
                 trained.as_bytes(),
                 len(samples),
             )
+            log.info("raw event payloads: dictionary %d trained", dictionary_id)
             # Ingest writes with it from its next transaction (``use_newest``).
             return dictionary_id
         finally:
             await conn.execute(QUERIES["unlock_payload_training"])
     finally:
         codec.training = False
+
+
+async def train_dictionary_beside_ingest(conn: asyncpg.Connection) -> None:
+    """``train_dictionary`` from an ingest path: a failure is logged, not raised (payloads stay
+    compressed without a dictionary, ingest goes on, and training is tried again after as many
+    payloads more)."""
+    try:
+        await train_dictionary(conn)
+    except Exception:
+        log.exception("training a payload dictionary failed; payloads stay compressed without one")
