@@ -104,14 +104,18 @@ def decode_json_body(body: bytes, encoding: str, max_bytes: int, max_values: int
             return [_decoder.decode(element) for element in _elements.decode(body)]
     try:
         return _decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        # Depending on its version, msgspec reports bad UTF-8 as a UnicodeDecodeError or as a
+        # DecodeError naming no position: Python's own decoding says which byte, either way.
+        try:
+            body.decode()
+        except UnicodeDecodeError as utf8:
+            message = f"not valid UTF-8: byte {utf8.start} of the body (0x{body[utf8.start]:02x})"
+            raise InvalidRequestError(
+                f"The request body is not valid JSON: {message}", [FieldError("$", message)]
+            ) from None
         raise InvalidRequestError(
             f"The request body is not valid JSON: {exc}", [FieldError("$", f"not valid JSON: {exc}")]
-        ) from None
-    except UnicodeDecodeError as exc:
-        message = f"not valid UTF-8: byte {exc.start} of the body (0x{body[exc.start]:02x})"
-        raise InvalidRequestError(
-            f"The request body is not valid JSON: {message}", [FieldError("$", message)]
         ) from None
     except RecursionError:
         # The decoder recurses per level; how deep it gets depends on the stack it starts from.
