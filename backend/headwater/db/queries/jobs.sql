@@ -106,17 +106,27 @@ WITH input AS (
         AS t(job_uuid, version_uuid, at, run_uuid, inputs, outputs, column_outputs)
 ),
 previous AS (
-    SELECT j.job_uuid, j.current_version_uuid, v.version, v.input_uuids, v.output_uuids
+    SELECT j.job_uuid, j.current_version_uuid, j.current_version_at, j.latest_run_uuid, v.version,
+           v.input_uuids, v.output_uuids
     FROM jobs j LEFT JOIN job_versions v ON v.job_version_uuid = j.current_version_uuid
     WHERE j.job_uuid = ANY(ARRAY(SELECT job_uuid FROM input)) FOR UPDATE OF j
 ),
 moved AS (
-    UPDATE jobs j SET current_version_uuid = i.version_uuid, current_version_at = i.at,
-                      latest_run_uuid = coalesce(i.run_uuid, j.latest_run_uuid)
+    SELECT i.job_uuid, i.version_uuid, i.at, coalesce(i.run_uuid, p.latest_run_uuid) AS latest_run_uuid,
+           p.current_version_uuid AS previous_version_uuid, p.version AS previous_version,
+           p.input_uuids AS previous_input_uuids, p.output_uuids AS previous_output_uuids,
+           (p.current_version_uuid, p.current_version_at, p.latest_run_uuid)
+               IS DISTINCT FROM (i.version_uuid, i.at, coalesce(i.run_uuid, p.latest_run_uuid)) AS changes
     FROM input i JOIN previous p USING (job_uuid)
-    WHERE j.job_uuid = i.job_uuid AND (j.current_version_at IS NULL OR j.current_version_at <= i.at)
-    RETURNING j.job_uuid, p.current_version_uuid AS previous_version_uuid, p.version AS previous_version,
-              p.input_uuids AS previous_input_uuids, p.output_uuids AS previous_output_uuids
+    WHERE p.current_version_at IS NULL OR p.current_version_at <= i.at
+),
+-- A job that moves to what it already holds (the same run's version again, as when the run's START
+-- arrives after its COMPLETE) still closes what the version lacks, but its row is not rewritten.
+moved_rows AS (
+    UPDATE jobs j SET current_version_uuid = m.version_uuid, current_version_at = m.at,
+                      latest_run_uuid = m.latest_run_uuid
+    FROM moved m
+    WHERE j.job_uuid = m.job_uuid AND m.changes
 ),
 stale_edges AS (
     SELECT x.edge_id, t.at
