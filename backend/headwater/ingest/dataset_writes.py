@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -105,11 +106,10 @@ class DatasetWriter:
         schemas: dict[uuid.UUID, list[dict[str, Any]]] = {}
         written: set[uuid.UUID] = set()
         for is_write, d in [(False, d) for d in n.inputs] + [(True, d) for d in n.outputs]:
-            if d.fields is not None:
+            fields = _schema_of(d)
+            if fields is not None:
                 dataset_uuid = self.row_of(d).dataset_uuid
-                schemas[dataset_uuid] = [
-                    {"name": x.name, "type": x.type, "description": x.description} for x in d.fields
-                ]
+                schemas[dataset_uuid] = fields
                 if is_write:
                     written.add(dataset_uuid)
         states = {u: self.states[u] for u in (self.row_of(d).dataset_uuid for d in defs)}
@@ -133,22 +133,23 @@ class DatasetWriter:
         an input sets the current schema only while the dataset has none.
         """
         n = self.n
-        replace: dict[uuid.UUID, list[dict[str, Any]]] = {}
-        for dataset_uuid, fields in schemas.items():
-            state = states[dataset_uuid]
-            if state.fields_at is not None and state.fields_at > n.event_time:
-                continue  # a later event already set the schema
-            if dataset_uuid not in written and state.has_fields:
-                continue  # a read does not redefine a known schema
-            if state.fields_at is not None and state.has_same_fields(fields):
-                continue  # the schema as stored: nothing to rewrite (fields_at is the last change)
-            replace[dataset_uuid] = fields
+        # Datasets this event created, with the hash of its schema already on their row (see
+        # plan_dataset_upserts): their fields are written, and there is no earlier schema to compare.
+        created = {u for u, row in self.by_uuid().items() if row.created}
+        replace = {
+            dataset_uuid: fields
+            for dataset_uuid, fields in schemas.items()
+            if dataset_uuid in created
+            or _replaces_schema(states[dataset_uuid], fields, dataset_uuid in written, n.event_time)
+        }
         # The stored fields of the schemas that change, where only their hash was read: to say what
         # changed.
-        unread = [u for u in replace if states[u].fields is None]
+        unread = [u for u in replace if states[u].fields is None and u not in created]
         if unread:
             states = {**states, **await self.db(dataset_store.fetch_dataset_states, unread)}
         for dataset_uuid, fields in replace.items():
+            if dataset_uuid in created:
+                continue
             state = states[dataset_uuid]
             assert state.fields is not None
             diff = _schema_diff(state.fields, fields)
@@ -218,10 +219,31 @@ def plan_dataset_upserts(
             description=d.description or (previous.description if previous else None),
             facets={**previous.facets, **d.facets} if previous else d.facets,
             deleted_facets=sorted({*d.deleted_facets, *(previous.deleted_facets if previous else [])}),
+            # As in write_schemas_and_versions: the last def reporting one wins (outputs come last).
+            fields=_schema_of(d) if d.fields is not None else (previous.fields if previous else None),
         )
     for key in targets[len(defs) :]:
         upserts.setdefault(key, dataset_store.DatasetUpsert(key[0], key[1], None, None, {}, []))
     return upserts, targets
+
+
+def _replaces_schema(
+    state: dataset_store.DatasetState, fields: list[dict[str, Any]], is_write: bool, at: dt.datetime
+) -> bool:
+    """Whether a schema an event reports at ``at`` becomes a stored dataset's current one."""
+    if state.fields_at is not None and state.fields_at > at:
+        return False  # a later event already set the schema
+    if not is_write and state.has_fields:
+        return False  # a read does not redefine a known schema
+    # The schema as stored: nothing to rewrite (fields_at is the last change).
+    return state.fields_at is None or not state.has_same_fields(fields)
+
+
+def _schema_of(d: DatasetDef) -> list[dict[str, Any]] | None:
+    """The schema a dataset def reports, as stored; None when it reports none."""
+    if d.fields is None:
+        return None
+    return [{"name": x.name, "type": x.type, "description": x.description} for x in d.fields]
 
 
 def _schema_diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -76,6 +76,9 @@ class DatasetUpsert:
     description: str | None
     facets: dict[str, Any]
     deleted_facets: list[str]
+    # The schema the event reports for the dataset, which a dataset created by the upsert starts
+    # with (its hash and time, so that the new row is not rewritten to record them); None for none.
+    fields: list[dict[str, Any]] | None = None
 
 
 # Every function below is a batch operation (see ``headwater.ingest.rounds``): it takes the requests
@@ -146,6 +149,7 @@ async def upsert_datasets(
                     "description": i.description,
                     "facets": i.facets,
                     "at": at,
+                    "fields_hash": None if i.fields is None else fields_hash(i.fields),
                 }
                 for i, at in items
             ]

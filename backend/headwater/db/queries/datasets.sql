@@ -14,7 +14,9 @@ SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid =
 -- and registers their namespaces and the data sources reported with them ($2, $3, $4: name, uri and
 -- the order they were reported in; the latest non-null uri of a source is kept).
 -- Facets merge per key, the later eventTime winning (`_deleted` facets: delete_node_facets, jobs.sql).
--- A row is rewritten only when its source, description or facets change or an earlier event arrives
+-- A new row starts with the hash of the schema its event reports (fields_hash; the fields themselves
+-- go to dataset_fields with replace_dataset_fields, which then leaves the row as it is). A row is
+-- rewritten only when its source, description or facets change or an earlier event arrives
 -- late (updated_at and facets_at are the time of the last change): a dataset
 -- seen again as it was costs no new row version and no index entry. Returns one row per input with
 -- its uuid, node id and what the event's schema and version writes are decided by: when its fields
@@ -22,7 +24,8 @@ SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid =
 -- and its current version (rows not rewritten come from the statement's snapshot).
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
-        AS t(namespace text, name text, source_name text, description text, facets jsonb, at timestamptz)
+        AS t(namespace text, name text, source_name text, description text, facets jsonb, at timestamptz,
+             fields_hash bigint)
 ),
 namespaces_seen AS (
     INSERT INTO namespaces (name)
@@ -38,8 +41,9 @@ sources_seen AS (
 ),
 written AS (
     INSERT INTO datasets AS d (namespace, name, source_name, description, facets, facets_at, created_at,
-                               updated_at)
-    SELECT namespace, name, source_name, description, facets, at, at, at
+                               updated_at, fields_hash, fields_at)
+    SELECT namespace, name, source_name, description, facets, at, at, at, fields_hash,
+           CASE WHEN fields_hash IS NOT NULL THEN at END
     FROM input
     ON CONFLICT (namespace, name) DO UPDATE SET
         source_name = merge_reported(d.source_name, d.facets_at, excluded.source_name, excluded.facets_at),
@@ -91,7 +95,8 @@ WHERE d.dataset_uuid = ANY($1::uuid[]);
 
 -- name: replace_dataset_fields
 -- Sets the current schema of datasets as of an event's time ($3), with its hash ($4): removes fields
--- not listed, upserts the listed ones (a field that did not change is not rewritten).
+-- not listed, upserts the listed ones (a field that did not change is not rewritten). A dataset row
+-- that already records this hash and time (one its upsert created) is not rewritten.
 WITH input AS (
     SELECT dataset_uuid, e.value AS field, e.ordinality::int AS position
     FROM unnest($1::uuid[], $2::jsonb[]) AS t(dataset_uuid, fields),
@@ -105,7 +110,7 @@ removed AS (
 touched AS (
     UPDATE datasets d SET fields_at = t.at, fields_hash = t.hash
     FROM unnest($1::uuid[], $3::timestamptz[], $4::bigint[]) AS t(dataset_uuid, at, hash)
-    WHERE d.dataset_uuid = t.dataset_uuid
+    WHERE d.dataset_uuid = t.dataset_uuid AND (d.fields_at, d.fields_hash) IS DISTINCT FROM (t.at, t.hash)
 )
 INSERT INTO dataset_fields (dataset_uuid, name, type, description, position)
 SELECT DISTINCT ON (dataset_uuid, field->>'name') dataset_uuid, field->>'name', field->>'type',
