@@ -40,6 +40,8 @@ class DatasetWriter:
         self.datasets: dict[tuple[str, str], DatasetRow] = {}
         # the state of each stored dataset as the event found it (by uuid)
         self.states: dict[uuid.UUID, dataset_store.DatasetState] = {}
+        # the fields_hash of the schema the event reports for a stored dataset (by uuid)
+        self.schema_hashes: dict[uuid.UUID, int] = {}
 
     def _all_defs(self) -> list[DatasetDef]:
         return self.n.inputs + self.n.outputs
@@ -64,6 +66,11 @@ class DatasetWriter:
         rows = [u.row for u in upserted]
         self.states = {u.row.dataset_uuid: u.state for u in upserted}
         by_key = {(r.namespace, r.name): r for r in rows}
+        self.schema_hashes = {
+            by_key[key].dataset_uuid: u.fields_hash
+            for key, u in upserts.items()
+            if u.fields_hash is not None
+        }
         aliases: dict[tuple[str, str], tuple[str, str, uuid.UUID, str]] = {}
         recorded: dict[tuple[str, str], tuple[str, str]] = {}
         for key, identities in zip(targets, identity_lists, strict=True):
@@ -140,7 +147,13 @@ class DatasetWriter:
             dataset_uuid: fields
             for dataset_uuid, fields in schemas.items()
             if dataset_uuid in created
-            or _replaces_schema(states[dataset_uuid], fields, dataset_uuid in written, n.event_time)
+            or _replaces_schema(
+                states[dataset_uuid],
+                fields,
+                self.schema_hashes[dataset_uuid],
+                dataset_uuid in written,
+                n.event_time,
+            )
         }
         # The stored fields of the schemas that change, where only their hash was read: to say what
         # changed.
@@ -220,7 +233,11 @@ def plan_dataset_upserts(
             facets={**previous.facets, **d.facets} if previous else d.facets,
             deleted_facets=sorted({*d.deleted_facets, *(previous.deleted_facets if previous else [])}),
             # As in write_schemas_and_versions: the last def reporting one wins (outputs come last).
-            fields=_schema_of(d) if d.fields is not None else (previous.fields if previous else None),
+            fields_hash=(
+                dataset_store.fields_hash(_schema_of(d) or [])
+                if d.fields is not None
+                else (previous.fields_hash if previous else None)
+            ),
         )
     for key in targets[len(defs) :]:
         upserts.setdefault(key, dataset_store.DatasetUpsert(key[0], key[1], None, None, {}, []))
@@ -228,15 +245,20 @@ def plan_dataset_upserts(
 
 
 def _replaces_schema(
-    state: dataset_store.DatasetState, fields: list[dict[str, Any]], is_write: bool, at: dt.datetime
+    state: dataset_store.DatasetState,
+    fields: list[dict[str, Any]],
+    digest: int,
+    is_write: bool,
+    at: dt.datetime,
 ) -> bool:
-    """Whether a schema an event reports at ``at`` becomes a stored dataset's current one."""
+    """Whether a schema an event reports at ``at`` (``digest``: its fields_hash) becomes a stored
+    dataset's current one."""
     if state.fields_at is not None and state.fields_at > at:
         return False  # a later event already set the schema
     if not is_write and state.has_fields:
         return False  # a read does not redefine a known schema
     # The schema as stored: nothing to rewrite (fields_at is the last change).
-    return state.fields_at is None or not state.has_same_fields(fields)
+    return state.fields_at is None or not state.has_same_fields(fields, digest)
 
 
 def _schema_of(d: DatasetDef) -> list[dict[str, Any]] | None:

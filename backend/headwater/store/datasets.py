@@ -60,10 +60,11 @@ class DatasetState:
             return bool(self.fields)
         return self.fields_hash != EMPTY_FIELDS_HASH
 
-    def has_same_fields(self, fields: list[dict[str, Any]]) -> bool:
-        """Whether the current schema lists these fields, types, descriptions, in this order."""
+    def has_same_fields(self, fields: list[dict[str, Any]], digest: int | None = None) -> bool:
+        """Whether the current schema lists these fields, types, descriptions, in this order
+        (``digest``: their ``fields_hash``, when already computed)."""
         if self.fields_hash is not None:
-            return self.fields_hash == fields_hash(fields)
+            return self.fields_hash == (fields_hash(fields) if digest is None else digest)
         assert self.fields is not None
         return _schema(self.fields) == _schema(fields)
 
@@ -76,9 +77,10 @@ class DatasetUpsert:
     description: str | None
     facets: dict[str, Any]
     deleted_facets: list[str]
-    # The schema the event reports for the dataset, which a dataset created by the upsert starts
-    # with (its hash and time, so that the new row is not rewritten to record them); None for none.
-    fields: list[dict[str, Any]] | None = None
+    # The fields_hash of the schema the event reports for the dataset, which a dataset created by the
+    # upsert starts with (with the event's time, so that the new row is not rewritten to record
+    # them); None when the event reports none.
+    fields_hash: int | None = None
 
 
 # Every function below is a batch operation (see ``headwater.ingest.rounds``): it takes the requests
@@ -149,7 +151,7 @@ async def upsert_datasets(
                     "description": i.description,
                     "facets": i.facets,
                     "at": at,
-                    "fields_hash": None if i.fields is None else fields_hash(i.fields),
+                    "fields_hash": i.fields_hash,
                 }
                 for i, at in items
             ]
