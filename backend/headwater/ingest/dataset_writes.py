@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from headwater.ingest.rounds import Rounds
     from headwater.store.datasets import DatasetRow
 
+# The identities of each dataset an event names (``dataset_identity_lists``): per dataset, its own
+# identity first, then its aliases, as (namespace, name, kind).
+IdentityLists = list[list[tuple[str, str, str]]]
+
 
 class DatasetWriter:
     """Writes the datasets of one event; ``row_of`` then maps any identity to the stored dataset.
@@ -27,13 +31,14 @@ class DatasetWriter:
         self,
         db: Rounds,
         event: NormalizedEvent,
-        rules: list[AliasRule],
+        identity_lists: IdentityLists,
         aliases: dict[tuple[str, str], tuple[str, str]],
         changes: list[Change],
     ) -> None:
         self.db = db
         self.n = event
-        self.rules = rules
+        # the identities of each dataset the event names (dataset_identity_lists)
+        self.identity_lists = identity_lists
         self.aliases = aliases
         self.changes = changes
         # reported or aliased identity -> stored dataset
@@ -49,7 +54,7 @@ class DatasetWriter:
     async def write_datasets(self) -> None:
         n = self.n
         defs = self._all_defs()
-        identity_lists = dataset_identity_lists(n, self.rules)
+        identity_lists = self.identity_lists
         known = self.aliases
         upserts, targets = plan_dataset_upserts(defs, identity_lists, known)
         if not upserts:
@@ -191,9 +196,7 @@ class DatasetWriter:
         return {k: v[0] for k, v in created.items()}
 
 
-def dataset_identity_lists(
-    n: NormalizedEvent, rules: list[AliasRule]
-) -> list[list[tuple[str, str, str]]]:
+def dataset_identity_lists(n: NormalizedEvent, rules: list[AliasRule]) -> IdentityLists:
     """The identities of each dataset an event names: its inputs and outputs, then the datasets named
     only by column lineage (inputs of a field), which are created as plain references."""
     defs = n.inputs + n.outputs
@@ -209,7 +212,7 @@ def dataset_identity_lists(
 
 def plan_dataset_upserts(
     defs: list[DatasetDef],
-    identity_lists: list[list[tuple[str, str, str]]],
+    identity_lists: IdentityLists,
     known: dict[tuple[str, str], tuple[str, str]],
 ) -> tuple[dict[tuple[str, str], dataset_store.DatasetUpsert], list[tuple[str, str]]]:
     """One upsert per stored dataset, and the stored identity each identity list resolves to.

@@ -18,7 +18,7 @@ import asyncpg
 import msgspec
 
 from headwater.errors import FieldError
-from headwater.ingest.dataset_writes import DatasetWriter
+from headwater.ingest.dataset_writes import DatasetWriter, IdentityLists, dataset_identity_lists
 from headwater.ingest.job_writes import JobWriter
 from headwater.ingest.normalize import AliasRule, NormalizedEvent, normalize_event
 from headwater.ingest.rounds import Rounds
@@ -195,9 +195,8 @@ async def write_prepared(
     if fresh:
         # The identities already recorded, looked up once for the whole batch; the writers add
         # those they record, so that an event sees the aliases of the events before it.
-        [aliases] = await dataset_store.find_dataset_aliases(
-            conn, [event_identities(fresh, alias_rules)]
-        )
+        identity_lists = [dataset_identity_lists(n, alias_rules) for n in fresh]
+        [aliases] = await dataset_store.find_dataset_aliases(conn, [event_identities(identity_lists)])
         # When the batch's parent jobs were created, if they are stored: a child event that
         # would not change its parent need not wait for the events writing it (a single event
         # has nothing to wait for).
@@ -208,11 +207,18 @@ async def write_prepared(
             else {}
         )
         written_edges = edge_store.WrittenEdges()
-        for wave in plan_waves(fresh, alias_rules, aliases, parents_created):
+        for wave in plan_waves(fresh, alias_rules, aliases, parents_created, identity_lists):
             rounds = Rounds(conn, WRITE_ORDER)
             written = await rounds.run(
                 [
-                    _write(rounds, fresh[i], alias_rules, aliases, parents_created, written_edges)
+                    _write(
+                        rounds,
+                        fresh[i],
+                        identity_lists[i],
+                        aliases,
+                        parents_created,
+                        written_edges,
+                    )
                     for i in wave
                 ]
             )
@@ -225,14 +231,14 @@ async def write_prepared(
 async def _write(
     db: Rounds,
     n: NormalizedEvent,
-    rules: list[AliasRule],
+    identity_lists: IdentityLists,
     aliases: dict[Identity, Identity],
     parents_created: dict[tuple[str, str], dt.datetime],
     written_edges: edge_store.WrittenEdges,
 ) -> list[Change]:
     """The model rows of one event; returns the changes it made."""
     changes: list[Change] = []
-    datasets = DatasetWriter(db, n, rules, aliases, changes)
+    datasets = DatasetWriter(db, n, identity_lists, aliases, changes)
     await datasets.write_datasets()
     versions = await datasets.write_schemas_and_versions()
     if n.kind in ("RUN", "JOB"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from headwater.ingest.dataset_writes import dataset_identity_lists
+from headwater.ingest.dataset_writes import IdentityLists, dataset_identity_lists
 from headwater.ingest.fold import touches_parent
 
 if TYPE_CHECKING:
@@ -48,15 +48,11 @@ class _Identities:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def event_identities(events: list[NormalizedEvent], rules: list[AliasRule]) -> list[Identity]:
-    """Every dataset identity the events name (to look up which are already aliases)."""
+def event_identities(lists: list[IdentityLists]) -> list[Identity]:
+    """Every dataset identity the events name, from their identity lists (to look up which are
+    already aliases)."""
     return sorted(
-        {
-            (i[0], i[1])
-            for n in events
-            for identities in dataset_identity_lists(n, rules)
-            for i in identities
-        }
+        {(i[0], i[1]) for event_lists in lists for identities in event_lists for i in identities}
     )
 
 
@@ -65,16 +61,18 @@ def plan_waves(
     rules: list[AliasRule],
     stored_aliases: dict[Identity, Identity],
     parents_created: dict[tuple[str, str], dt.datetime] | None = None,
+    identity_lists: list[IdentityLists] | None = None,
 ) -> list[list[int]]:
     """Indexes of ``events`` per wave, in order; each wave lists its events in their given order.
 
     ``stored_aliases`` maps identities already recorded to the canonical identity of their dataset;
     ``parents_created``, when the stored parent jobs were created: an event only naming a parent
     that it does not change (``fold.touches_parent``) does not wait for the events writing it.
+    ``identity_lists``: each event's ``dataset_identity_lists``, when the caller has them.
     """
     created = parents_created or {}
     identities = _Identities()
-    lists = [dataset_identity_lists(n, rules) for n in events]
+    lists = identity_lists or [dataset_identity_lists(n, rules) for n in events]
     for event_lists in lists:
         for identity_list in event_lists:
             for ns, nm, _ in identity_list[1:]:
@@ -103,7 +101,7 @@ def plan_waves(
 
 def _rows(
     n: NormalizedEvent,
-    identity_lists: list[list[tuple[str, str, str]]],
+    identity_lists: IdentityLists,
     identities: _Identities,
     parents_created: dict[tuple[str, str], dt.datetime],
 ) -> set[Hashable]:
