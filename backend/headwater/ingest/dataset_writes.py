@@ -34,6 +34,7 @@ class DatasetWriter:
         identity_lists: IdentityLists,
         aliases: dict[tuple[str, str], tuple[str, str]],
         changes: list[Change],
+        written_facets: dataset_store.WrittenFacets,
     ) -> None:
         self.db = db
         self.n = event
@@ -41,6 +42,8 @@ class DatasetWriter:
         self.identity_lists = identity_lists
         self.aliases = aliases
         self.changes = changes
+        # what the transaction's upserts left of its datasets' facets: facets held are not sent
+        self.written_facets = written_facets
         # reported or aliased identity -> stored dataset
         self.datasets: dict[tuple[str, str], DatasetRow] = {}
         # the state of each stored dataset as the event found it (by uuid)
@@ -60,14 +63,17 @@ class DatasetWriter:
         if not upserts:
             return
         sources = {(d.source_name, d.source_uri) for d in defs if d.source_name}
+        planned = list(upserts.values())
         upserted = await self.db(
             dataset_store.upsert_datasets,
             dataset_store.DatasetUpserts(
-                list(upserts.values()),
+                [self.written_facets.unsent(u) for u in planned],
                 n.event_time,
                 sorted(sources, key=lambda s: (s[0], s[1] or "")),
             ),
         )
+        for u, result in zip(planned, upserted, strict=True):
+            self.written_facets.learn(u, n.event_time, result.facets_at)
         rows = [u.row for u in upserted]
         self.states = {u.row.dataset_uuid: u.state for u in upserted}
         by_key = {(r.namespace, r.name): r for r in rows}

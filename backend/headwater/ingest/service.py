@@ -207,6 +207,7 @@ async def write_prepared(
             else {}
         )
         written_edges = edge_store.WrittenEdges()
+        written_facets = dataset_store.WrittenFacets()
         for wave in plan_waves(fresh, alias_rules, aliases, parents_created, identity_lists):
             rounds = Rounds(conn, WRITE_ORDER)
             written = await rounds.run(
@@ -218,6 +219,7 @@ async def write_prepared(
                         aliases,
                         parents_created,
                         written_edges,
+                        written_facets,
                     )
                     for i in wave
                 ]
@@ -235,10 +237,11 @@ async def _write(
     aliases: dict[Identity, Identity],
     parents_created: dict[tuple[str, str], dt.datetime],
     written_edges: edge_store.WrittenEdges,
+    written_facets: dataset_store.WrittenFacets,
 ) -> list[Change]:
     """The model rows of one event; returns the changes it made."""
     changes: list[Change] = []
-    datasets = DatasetWriter(db, n, identity_lists, aliases, changes)
+    datasets = DatasetWriter(db, n, identity_lists, aliases, changes, written_facets)
     await datasets.write_datasets()
     versions = await datasets.write_schemas_and_versions()
     if n.kind in ("RUN", "JOB"):

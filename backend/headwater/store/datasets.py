@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -124,11 +124,50 @@ class DatasetUpserts:
 
 @dataclass(frozen=True)
 class UpsertedDataset:
-    """A dataset as stored after an upsert: its identity, and the state an event's schema and
-    version writes are decided by."""
+    """A dataset as stored after an upsert: its identity, the state an event's schema and version
+    writes are decided by, and the time of its facets (None: not read)."""
 
     row: DatasetRow
     state: DatasetState
+    facets_at: dt.datetime | None = None
+
+
+class WrittenFacets:
+    """The facet values one ingest transaction knows its datasets hold, by canonical identity.
+
+    A later event of the same transaction that reports a facet as held (a run's COMPLETE after its
+    START, jobs reading one table) need not send it: the upsert would parse it, merge it into the
+    stored facets and find nothing changed. What a dataset holds is learned from the upserts: an
+    event no earlier than the facets it was merged into (facets_at) leaves every facet it reported
+    as it reported it, changed or not; an earlier one changes none the transaction knows. Nothing
+    else changes these rows while the transaction runs (it holds them locked) but its own deletion
+    of ``_deleted`` facets, which ``learn`` is told of.
+    """
+
+    def __init__(self) -> None:
+        # identity -> facet name -> its value as JSON (compared as JSON: in Python, true == 1)
+        self._held: dict[tuple[str, str], dict[str, bytes]] = {}
+
+    def unsent(self, upsert: DatasetUpsert) -> DatasetUpsert:
+        """The upsert without the facets the dataset is known to hold, value for value."""
+        held = self._held.get((upsert.namespace, upsert.name))
+        if not held:
+            return upsert
+        facets = {
+            k: v for k, v in upsert.facets.items() if k not in held or held[k] != _encoder.encode(v)
+        }
+        if len(facets) == len(upsert.facets):
+            return upsert
+        return replace(upsert, facets=facets)
+
+    def learn(self, reported: DatasetUpsert, at: dt.datetime, facets_at: dt.datetime | None) -> None:
+        """What an upsert of the facets ``reported`` at ``at`` left, the row's facets then dated
+        ``facets_at`` (None: unknown, and nothing learned)."""
+        held = self._held.setdefault((reported.namespace, reported.name), {})
+        if facets_at is not None and facets_at <= at:
+            held.update((k, _encoder.encode(v)) for k, v in reported.facets.items())
+        for name in reported.deleted_facets:
+            held.pop(name, None)
 
 
 async def upsert_datasets(
@@ -164,7 +203,7 @@ async def upsert_datasets(
         conn,
         [("DATASET", i.namespace, i.name, i.deleted_facets, at) for i, at in items if i.deleted_facets],
     )
-    by_key = {(r["namespace"], r["name"]): _upserted(r, r) for r in rows}
+    by_key = {(r["namespace"], r["name"]): _upserted(r, r, r["facets_at"]) for r in rows}
     missing = sorted({(i.namespace, i.name) for i, _ in items} - by_key.keys())
     if missing:
         # Created by a concurrent transaction after the upsert's snapshot was taken.
@@ -183,8 +222,10 @@ async def upsert_datasets(
     return [[by_key[(i.namespace, i.name)] for i in r.items] for r in requests]
 
 
-def _upserted(row: asyncpg.Record, state: asyncpg.Record) -> UpsertedDataset:
-    return UpsertedDataset(_dataset_row(row), _dataset_state(state))
+def _upserted(
+    row: asyncpg.Record, state: asyncpg.Record, facets_at: dt.datetime | None = None
+) -> UpsertedDataset:
+    return UpsertedDataset(_dataset_row(row), _dataset_state(state), facets_at)
 
 
 def _dataset_state(r: asyncpg.Record) -> DatasetState:

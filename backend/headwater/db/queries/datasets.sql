@@ -21,7 +21,8 @@ SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid =
 -- seen again as it was costs no new row version and no index entry. Returns one row per input with
 -- its uuid, node id and what the event's schema and version writes are decided by: when its fields
 -- were last set, the hash of its current fields (the fields themselves only where no hash is stored)
--- and its current version (rows not rewritten come from the statement's snapshot).
+-- and its current version; and the time of its facets (rows not rewritten come from the statement's
+-- snapshot).
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
         AS t(namespace text, name text, source_name text, description text, facets jsonb, at timestamptz,
@@ -50,13 +51,13 @@ written AS (
         (description, facets, facets_at, updated_at, created_at) = (SELECT * FROM merged_node_report(d, excluded))
     WHERE node_report_changes(d, excluded, d.source_name, excluded.source_name)
     RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created, d.fields_at,
-              d.current_version_at, d.current_version_uuid, d.fields_hash
+              d.current_version_at, d.current_version_uuid, d.fields_hash, d.facets_at
 ),
 stored AS (
     SELECT * FROM written
     UNION ALL
     SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, false, d.fields_at, d.current_version_at,
-           d.current_version_uuid, d.fields_hash
+           d.current_version_uuid, d.fields_hash, d.facets_at
     FROM (SELECT DISTINCT namespace, name FROM input) i
          CROSS JOIN LATERAL (SELECT * FROM datasets d
                              WHERE d.namespace = i.namespace AND d.name = i.name OFFSET 0) d
