@@ -406,10 +406,18 @@ GROUP BY 1
 """
 
 
-async def _storage(url: str) -> dict[str, tuple[int, int, int]]:
+async def _storage(url: str, count: bool = True) -> dict[str, tuple[int, int, int]]:
+    """Bytes, live rows and dead rows per table. Live rows are counted (unless ``count`` is false:
+    the statistics' figure then): a database copied from a template (``--stored``) starts with no
+    statistics, so they would show only the rows written since. Counted after the dead rows are
+    read, as counting visits every page and reclaims what it can."""
     db = await asyncpg.connect(url)
     try:
-        return {r["name"]: (r["bytes"], r["live"], r["dead"]) for r in await db.fetch(STORAGE)}
+        rows = await db.fetch(STORAGE)
+        if not count:
+            return {r["name"]: (r["bytes"], r["live"], r["dead"]) for r in rows}
+        live = {r["name"]: await db.fetchval(f'SELECT count(*) FROM "{r["name"]}"') for r in rows}
+        return {r["name"]: (r["bytes"], live[r["name"]], r["dead"]) for r in rows}
     finally:
         await db.close()
 
@@ -503,7 +511,7 @@ async def measure(
             if storage:
                 await _autovacuum_off(url)
             await admin.execute("CHECKPOINT")
-            before = await _storage(url) if storage else {}
+            before = await _storage(url, count=False) if storage else {}
             path, bodies = scenario.bodies(events)
             probe = Probe(admin, server.pid, statements)
             await probe.start()
@@ -556,7 +564,7 @@ def _print_storage(label: str, n: int, storage: dict[str, tuple[int, int, int]])
     print("\n| table | bytes/event | live rows | dead rows | dead/live |")
     print("|---|---:|---:|---:|---:|")
     for table, (b, live, dead) in sorted(storage.items(), key=lambda kv: -kv[1][0]):
-        if b <= 0 and not live:
+        if b <= 0 and not dead:
             continue
         ratio = f"{dead / live:.0%}" if live else "-"
         print(f"| {table} | {b / n:,.0f} | {live:,} | {dead:,} | {ratio} |")
