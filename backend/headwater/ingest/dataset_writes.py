@@ -63,16 +63,15 @@ class DatasetWriter:
         if not upserts:
             return
         sources = {(d.source_name, d.source_uri) for d in defs if d.source_name}
-        planned = list(upserts.values())
+        # Learned from what is sent: a facet left out is held already, as the event reports it.
+        sent = [self.written_facets.unsent(u) for u in upserts.values()]
         upserted = await self.db(
             dataset_store.upsert_datasets,
             dataset_store.DatasetUpserts(
-                [self.written_facets.unsent(u) for u in planned],
-                n.event_time,
-                sorted(sources, key=lambda s: (s[0], s[1] or "")),
+                sent, n.event_time, sorted(sources, key=lambda s: (s[0], s[1] or ""))
             ),
         )
-        for u, result in zip(planned, upserted, strict=True):
+        for u, result in zip(sent, upserted, strict=True):
             self.written_facets.learn(u, n.event_time, result.facets_at)
         rows = [u.row for u in upserted]
         self.states = {u.row.dataset_uuid: u.state for u in upserted}
