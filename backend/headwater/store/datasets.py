@@ -60,11 +60,11 @@ class DatasetState:
             return bool(self.fields)
         return self.fields_hash != EMPTY_FIELDS_HASH
 
-    def has_same_fields(self, fields: list[dict[str, Any]], digest: int | None = None) -> bool:
+    def has_same_fields(self, fields: list[dict[str, Any]], digest: int) -> bool:
         """Whether the current schema lists these fields, types, descriptions, in this order
-        (``digest``: their ``fields_hash``, when already computed)."""
+        (``digest``: their ``fields_hash``)."""
         if self.fields_hash is not None:
-            return self.fields_hash == (fields_hash(fields) if digest is None else digest)
+            return self.fields_hash == digest
         assert self.fields is not None
         return _schema(self.fields) == _schema(fields)
 
