@@ -36,6 +36,17 @@ def processes_under(folder: Path) -> dict[int, str]:
     return found
 
 
+def _still_running(found: dict[int, str]) -> dict[int, str]:
+    """``found`` less the processes that were already exiting: one whose memory is released has no
+    command line left (every PostgreSQL process has one) and still shows its working directory
+    until its exit completes. Those are given a second to be gone; any other counts at once."""
+    deadline = time.monotonic() + 1
+    while any(not cmdline for cmdline in found.values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        found = {pid: c for pid, c in found.items() if c or Path(f"/proc/{pid}").exists()}
+    return found
+
+
 @contextlib.contextmanager
 def scratch_folder(prefix: str) -> Iterator[Path]:
     """A folder in /tmp that the `postgres` user can traverse, so that as root an embedded cluster
@@ -45,7 +56,7 @@ def scratch_folder(prefix: str) -> Iterator[Path]:
     try:
         yield folder
     finally:
-        leftovers = processes_under(folder)
+        leftovers = _still_running(processes_under(folder))
         for pid in leftovers:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
