@@ -41,7 +41,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 import httpx
@@ -392,10 +392,13 @@ def _start_server(src: Path | None, url: str, workers: int = 1) -> tuple[subproc
     raise SystemExit("the server did not become ready")
 
 
-# Per table (partitions counted with their parent): bytes, live rows and dead rows.
+# Per table (partitions counted with their parent): bytes, live rows, dead rows, updates and of
+# those the HOT ones (the new version on the old one's page, no index entry: PostgreSQL prunes the
+# old version on a later visit of the page; any other leaves it for VACUUM).
 STORAGE = """
 SELECT coalesce(parent.relname, c.relname) AS name, sum(pg_total_relation_size(c.oid))::bigint AS bytes,
-       sum(coalesce(s.n_live_tup, 0))::bigint AS live, sum(coalesce(s.n_dead_tup, 0))::bigint AS dead
+       sum(coalesce(s.n_live_tup, 0))::bigint AS live, sum(coalesce(s.n_dead_tup, 0))::bigint AS dead,
+       sum(coalesce(s.n_tup_upd, 0))::bigint AS updates, sum(coalesce(s.n_tup_hot_upd, 0))::bigint AS hot
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
 LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
@@ -406,18 +409,29 @@ GROUP BY 1
 """
 
 
-async def _storage(url: str, count: bool = True) -> dict[str, tuple[int, int, int]]:
-    """Bytes, live rows and dead rows per table. Live rows are counted (unless ``count`` is false:
+class TableStorage(NamedTuple):
+    bytes: int
+    live: int
+    dead: int
+    updates: int
+    hot: int
+
+
+async def _storage(url: str, count: bool = True) -> dict[str, TableStorage]:
+    """Bytes, live rows, dead rows, updates and HOT updates per table. Live rows are counted (unless ``count`` is false:
     the statistics' figure then): a database copied from a template (``--stored``) starts with no
     statistics, so they would show only the rows written since. Counted after the dead rows are
     read, as counting visits every page and reclaims what it can."""
     db = await asyncpg.connect(url)
     try:
         rows = await db.fetch(STORAGE)
-        if not count:
-            return {r["name"]: (r["bytes"], r["live"], r["dead"]) for r in rows}
-        live = {r["name"]: await db.fetchval(f'SELECT count(*) FROM "{r["name"]}"') for r in rows}
-        return {r["name"]: (r["bytes"], live[r["name"]], r["dead"]) for r in rows}
+        live = {r["name"]: r["live"] for r in rows}
+        if count:
+            live = {r["name"]: await db.fetchval(f'SELECT count(*) FROM "{r["name"]}"') for r in rows}
+        return {
+            r["name"]: TableStorage(r["bytes"], live[r["name"]], r["dead"], r["updates"], r["hot"])
+            for r in rows
+        }
     finally:
         await db.close()
 
@@ -524,7 +538,7 @@ async def measure(
             server.wait(timeout=30)
         # Once the server's connections have closed: a backend reports its row counts to the
         # statistics only from time to time (up to 10 s late) and when it exits.
-        after: dict[str, tuple[int, int, int]] = {}
+        after: dict[str, TableStorage] = {}
         if storage:
             for _ in range(100):
                 if not await admin.fetchval(
@@ -549,25 +563,27 @@ async def measure(
         "statements": figures.get("statements", float("nan")) / n,
         "retried": retried,
         "storage": {
-            table: (b - before.get(table, (0, 0, 0))[0], live, dead)
-            for table, (b, live, dead) in after.items()
+            table: t._replace(bytes=t.bytes - before[table].bytes if table in before else t.bytes)
+            for table, t in after.items()
         },
     }
 
 
-def _print_storage(label: str, n: int, storage: dict[str, tuple[int, int, int]]) -> None:
-    """Bytes each table grew by per event, and its dead rows against its live ones."""
-    total = sum(b for b, _, _ in storage.values())
+def _print_storage(label: str, n: int, storage: dict[str, TableStorage]) -> None:
+    """Bytes each table grew by per event, its dead rows against its live ones, and its updates."""
+    total = sum(t.bytes for t in storage.values())
     print(
         f"\nStorage, {label}: {total / n / 1024:.2f} KB per event ({total / 2**20:.1f} MB for {n:,} events), autovacuum off"
     )
-    print("\n| table | bytes/event | live rows | dead rows | dead/live |")
-    print("|---|---:|---:|---:|---:|")
-    for table, (b, live, dead) in sorted(storage.items(), key=lambda kv: -kv[1][0]):
-        if b <= 0 and not dead:
+    print("\n| table | bytes/event | live rows | dead rows | dead/live | updates (HOT) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for table, t in sorted(storage.items(), key=lambda kv: -kv[1].bytes):
+        if t.bytes <= 0 and not t.dead:
             continue
-        ratio = f"{dead / live:.0%}" if live else "-"
-        print(f"| {table} | {b / n:,.0f} | {live:,} | {dead:,} | {ratio} |")
+        ratio = f"{t.dead / t.live:.0%}" if t.live else "-"
+        print(
+            f"| {table} | {t.bytes / n:,.0f} | {t.live:,} | {t.dead:,} | {ratio} | {t.updates:,} ({t.hot:,}) |"
+        )
 
 
 def _encode(events: list[dict[str, Any]]) -> list[bytes]:

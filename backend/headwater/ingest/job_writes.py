@@ -61,8 +61,10 @@ class JobWriter:
         changes: list[Change],
         parents_created: dict[tuple[str, str], dt.datetime],
         written_edges: edge_store.WrittenEdges,
+        new_runs: run_store.NewRuns,
     ) -> None:
         self.db = db
+        self.new_runs = new_runs
         self.n = event
         self.parents_created = parents_created
         self.written_edges = written_edges
@@ -158,7 +160,7 @@ class JobWriter:
         n = self.n
         assert n.run_id is not None
         assert n.job_namespace is not None
-        so_far = await self.db(run_store.read_runs, n.run_id)
+        so_far = await self.db(run_store.read_runs, run_store.RunRead(n.run_id, self.new_runs))
         before = RunState(so_far.state, so_far.state_at)
         after = run_state_after(before, n.event_type, n.event_time)
         finished = None
@@ -170,9 +172,12 @@ class JobWriter:
             version = await self._upsert_job_version(job_uuid, inputs, outputs, after.at)
             finished = FinishedRun(after.state, after.at, version, inputs, outputs)
         touched = [
-            (self.row_of(d).dataset_uuid, direction, versions.get(self.row_of(d).dataset_uuid))
+            (
+                run_store.RunDataset(row.dataset_uuid, direction, row.node_id, row.namespace, row.name),
+                versions.get(row.dataset_uuid),
+            )
             for direction, defs in (("INPUT", n.inputs), ("OUTPUT", n.outputs))
-            for d in defs
+            for row in map(self.row_of, defs)
         ]
         await self.db(
             run_store.write_run_events,
@@ -184,6 +189,8 @@ class JobWriter:
                 after.state,
                 after.at,
                 finished.version.uuid if finished else None,
+                so_far.stored,
+                self.new_runs,
             ),
         )
         if before.state != after.state:

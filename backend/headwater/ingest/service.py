@@ -208,6 +208,7 @@ async def write_prepared(
         )
         written_edges = edge_store.WrittenEdges()
         written_facets = dataset_store.WrittenFacets()
+        new_runs = run_store.NewRuns()
         for wave in plan_waves(fresh, alias_rules, aliases, parents_created, identity_lists):
             rounds = Rounds(conn, WRITE_ORDER)
             written = await rounds.run(
@@ -220,12 +221,14 @@ async def write_prepared(
                         parents_created,
                         written_edges,
                         written_facets,
+                        new_runs,
                     )
                     for i in wave
                 ]
             )
             for i, event_changes in zip(wave, written, strict=True):
                 changes[i] = event_changes
+        await run_store.write_new_runs(conn, new_runs)
     await change_store.insert_changes(conn, [c for event_changes in changes for c in event_changes])
     return results
 
@@ -238,6 +241,7 @@ async def _write(
     parents_created: dict[tuple[str, str], dt.datetime],
     written_edges: edge_store.WrittenEdges,
     written_facets: dataset_store.WrittenFacets,
+    new_runs: run_store.NewRuns,
 ) -> list[Change]:
     """The model rows of one event; returns the changes it made."""
     changes: list[Change] = []
@@ -245,5 +249,7 @@ async def _write(
     await datasets.write_datasets()
     versions = await datasets.write_schemas_and_versions()
     if n.kind in ("RUN", "JOB"):
-        await JobWriter(db, n, datasets, changes, parents_created, written_edges).write(versions)
+        await JobWriter(db, n, datasets, changes, parents_created, written_edges, new_runs).write(
+            versions
+        )
     return changes

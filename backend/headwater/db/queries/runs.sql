@@ -10,28 +10,31 @@ WHERE r.run_uuid = ANY($1::uuid[])
 FOR UPDATE OF r;
 
 -- name: write_run_events
--- Creates or updates runs from events ($1, one per run), records the state events, and merges each
--- event's datasets ($2: run, dataset, INPUT|OUTPUT, version) into the run's (the latest version wins).
--- The run's state after the event and the job version of a finished run come decided by ingest's fold
--- (over the row read_runs locked): the row is written once per event, with its final values.
+-- Creates or updates runs ($1, one per run, each the row one event or several folded into it would
+-- insert), records the state events ($2), and merges the datasets touched ($3: run, dataset,
+-- INPUT|OUTPUT, version, first and last seen) into the run's (the latest version wins). The run's
+-- state after the event and the job version of a finished run come decided by ingest's fold (over the
+-- row read_runs locked): a stored run's row is written once per event, with its final values, and a run
+-- an ingest transaction creates once, with all of its events folded (store.runs.NewRuns).
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
-        AS t(run_uuid uuid, job_uuid uuid, parent_run_uuid uuid, root_run_uuid uuid, event_type text,
-             at timestamptz, state text, state_at timestamptz, job_version_uuid uuid,
+        AS t(run_uuid uuid, job_uuid uuid, parent_run_uuid uuid, root_run_uuid uuid, state text,
+             state_at timestamptz, job_version_uuid uuid, started_at timestamptz, ended_at timestamptz,
              nominal_start_time timestamptz, nominal_end_time timestamptz, error_message text, error_language text,
-             error_stack_trace text, facets jsonb, warnings jsonb, reported_run_id text)
+             error_stack_trace text, facets jsonb, facets_at timestamptz, warnings jsonb, created_at timestamptz,
+             updated_at timestamptz, reported_run_id text)
 ),
 upserted AS (
     INSERT INTO runs AS r (run_uuid, job_uuid, parent_run_uuid, root_run_uuid, current_state, current_state_at,
                            job_version_uuid, started_at, ended_at, nominal_start_time, nominal_end_time,
                            error_message, error_language, error_stack_trace, facets, facets_at, warnings,
                            created_at, updated_at, reported_run_id)
-    SELECT run_uuid, job_uuid, parent_run_uuid, root_run_uuid, state, state_at, job_version_uuid,
-           CASE WHEN event_type IN ('START', 'RUNNING') THEN at END,
-           CASE WHEN event_type IN ('COMPLETE', 'FAIL', 'ABORT') THEN at END,
-           nominal_start_time, nominal_end_time, error_message, error_language, error_stack_trace, facets, at,
-           warnings, at, at, reported_run_id
+    SELECT run_uuid, job_uuid, parent_run_uuid, root_run_uuid, state, state_at, job_version_uuid, started_at,
+           ended_at, nominal_start_time, nominal_end_time, error_message, error_language, error_stack_trace, facets,
+           facets_at, warnings, created_at, updated_at, reported_run_id
     FROM input
+    -- What follows is what store.runs.NewRuns does for a run's events in one transaction: keep the two
+    -- alike.
     ON CONFLICT (run_uuid) DO UPDATE SET
         parent_run_uuid = coalesce(r.parent_run_uuid, excluded.parent_run_uuid),
         root_run_uuid = coalesce(r.root_run_uuid, excluded.root_run_uuid),
@@ -57,15 +60,16 @@ upserted AS (
 ),
 state_event AS (
     INSERT INTO run_states (run_uuid, state, event_time)
-    SELECT run_uuid, event_type, at FROM input
+    SELECT * FROM json_to_recordset($2::json) AS t(run_uuid uuid, state text, event_time timestamptz)
     ON CONFLICT DO NOTHING
 ),
 touched AS (
     INSERT INTO run_datasets AS rd (run_uuid, dataset_uuid, direction, dataset_version_uuid, first_seen_at,
                                     last_seen_at)
-    SELECT t.run_uuid, t.dataset_uuid, t.direction, t.version_uuid, i.at, i.at
-    FROM json_to_recordset($2::json) AS t(run_uuid uuid, dataset_uuid uuid, direction text, version_uuid uuid)
-    JOIN input i USING (run_uuid)
+    SELECT t.run_uuid, t.dataset_uuid, t.direction, t.version_uuid, t.first_seen_at, t.last_seen_at
+    FROM json_to_recordset($3::json)
+        AS t(run_uuid uuid, dataset_uuid uuid, direction text, version_uuid uuid, first_seen_at timestamptz,
+             last_seen_at timestamptz)
     ON CONFLICT (run_uuid, direction, dataset_uuid) DO UPDATE SET
         dataset_version_uuid = CASE WHEN excluded.last_seen_at >= rd.last_seen_at
                                     THEN coalesce(excluded.dataset_version_uuid, rd.dataset_version_uuid)
