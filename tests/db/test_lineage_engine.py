@@ -285,3 +285,27 @@ async def test_documents_come_from_the_cache_only_while_unchanged(client, conn):
     assert by_id[d("b")]["facets"]["documentation"]["description"] == "Loaded hourly."
     uncached = await fetch_lineage(conn, [d("b")], depth=1, direction="UPSTREAM")
     assert [(n.id, n.data) for n in uncached.nodes] == [(n.id, n.data) for n in again.nodes]
+
+
+async def test_a_jobs_document_follows_its_latest_run(client, conn):
+    """A new run, or its new state, does not rewrite the job's row: the job's stamp covers its latest
+    run's row too, so a cached document never shows a run that is no longer the latest, or its old
+    state."""
+    first, second = "01934f5e-0000-7000-8000-0000000000a1", "01934f5e-0000-7000-8000-0000000000a2"
+    await post_all(client, job_run("load", inputs=["a"], outputs=["b"], run_id=first))
+    cache = DocumentCache()
+
+    async def latest_run() -> tuple[str, str]:
+        graph = await fetch_lineage(conn, [j("load")], depth=1, direction="DOWNSTREAM", cache=cache)
+        cached = next(n.data for n in graph.nodes if n.id == j("load"))
+        fresh = await fetch_lineage(conn, [j("load")], depth=1, direction="DOWNSTREAM")
+        assert cached == next(n.data for n in fresh.nodes if n.id == j("load"))
+        return cached["latestRun"]["id"], cached["latestRun"]["state"]
+
+    assert await latest_run() == (first, "COMPLETED")
+    await post_all(
+        client, [run_event("load", "START", run_id=second, time=10, inputs=["a"], outputs=["b"])]
+    )
+    assert await latest_run() == (second, "RUNNING")
+    await post_all(client, [run_event("load", "FAIL", run_id=second, time=11)])
+    assert await latest_run() == (second, "FAILED")

@@ -3,7 +3,8 @@
 Building a document costs the database tens of microseconds (fields, latest run, JSON), which for
 an answer of thousands of nodes is most of the request. Documents are cached per process, keyed by
 node id and checked on every use against the node's version stamp (``lineage_node_stamps``: the
-transaction that last wrote the dataset's or job's row), which the walk returns with the nodes.
+transaction that last wrote the dataset's row, or the job's row and its latest run's), which the
+walk returns with the nodes.
 A document is served from the cache only when the stamp it was built at is the current one, so the
 cache can never answer with an older document than the database holds; a changed or evicted node is
 simply rebuilt.

@@ -35,17 +35,28 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
       AND e.valid_from <= as_of AND (e.valid_to IS NULL OR e.valid_to > as_of)
 $$;
 
--- The version stamp of lineage node documents: the transaction id that wrote the dataset's or
--- job's row. Everything a document shows changes with that row in the same transaction (ingest
--- rewrites a dataset's row with its fields, and a job's row with each of its runs' events), so
--- an unchanged stamp means an unchanged document.
+-- The version stamp of lineage node documents. A dataset's: the transaction id that wrote its row
+-- (ingest rewrites the row with its fields, its current version and facets, all a document shows). A
+-- job's: the transaction ids that wrote its row (current version, facets) and its latest run's row
+-- (the document's latestRun; a new run or a run's new state does not rewrite the job), both in one
+-- bigint (lineage_job_stamp). An unchanged stamp means an unchanged document.
+CREATE OR REPLACE FUNCTION lineage_job_stamp(job_xmin xid, latest_run_xmin xid) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    -- Both 32-bit ids whole: the job's in the high half (shifted down by 2^31 to stay in range), the
+    -- run's (0, never a row's, when the job has no run) in the low half.
+    SELECT (job_xmin::text::bigint - 2147483648) * 4294967296 + coalesce(latest_run_xmin::text::bigint, 0)
+$$;
+
 DROP FUNCTION IF EXISTS lineage_node_stamps(bigint[]);
 CREATE FUNCTION lineage_node_stamps(node_ids bigint[])
 RETURNS TABLE (node_id bigint, stamp bigint)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT d.node_id, d.xmin::text::bigint FROM datasets d WHERE d.node_id = ANY(node_ids)
     UNION ALL
-    SELECT j.node_id, j.xmin::text::bigint FROM jobs j WHERE j.node_id = ANY(node_ids)
+    SELECT j.node_id,
+           lineage_job_stamp(j.xmin, (SELECT r.xmin FROM runs r WHERE r.job_uuid = j.job_uuid
+                                      ORDER BY r.created_at DESC, r.run_uuid LIMIT 1))
+    FROM jobs j WHERE j.node_id = ANY(node_ids)
 $$;
 
 -- Marquez-shaped `data` documents of lineage nodes, as JSON text, with their version stamp.
@@ -72,7 +83,7 @@ BEGIN
                'deleted', d.deleted_at IS NOT NULL, 'heat', d.heat, 'facets', d.facets)::text
     FROM datasets d WHERE d.node_id = ANY(node_ids)
     UNION ALL
-    SELECT j.node_id, j.xmin::text::bigint, 'JOB'::text, j.namespace, j.name,
+    SELECT j.node_id, lineage_job_stamp(j.xmin, r.xmin), 'JOB'::text, j.namespace, j.name,
            json_build_object(
                -- Marquez's BATCH / STREAM / SERVICE (the jobType facet's processingType), as the
                -- catalog's job JSON; the OpenLineage job type (QUERY, DAG ...) keeps its own name.
@@ -105,21 +116,24 @@ BEGIN
                'updatedAt', lineage_iso_time(j.updated_at), 'deleted', j.deleted_at IS NOT NULL,
                'heat', j.heat,
                -- A Marquez run: its state is Marquez's (COMPLETED, FAILED ...), as in the catalog.
-               'latestRun', (SELECT json_build_object(
-                                        'id', r.run_uuid,
-                                        'state', CASE r.current_state
-                                                     WHEN 'START' THEN 'RUNNING' WHEN 'RUNNING' THEN 'RUNNING'
-                                                     WHEN 'COMPLETE' THEN 'COMPLETED' WHEN 'FAIL' THEN 'FAILED'
-                                                     WHEN 'ABORT' THEN 'ABORTED' ELSE 'NEW' END,
-                                        'createdAt', lineage_iso_time(r.created_at),
-                                        'updatedAt', lineage_iso_time(r.updated_at),
-                                        'startedAt', lineage_iso_time(r.started_at),
-                                        'endedAt', lineage_iso_time(r.ended_at),
-                                        'durationMs', trunc(extract(epoch FROM r.ended_at - r.started_at) * 1000)::bigint)
-                             FROM runs r WHERE r.job_uuid = j.job_uuid
-                             ORDER BY r.created_at DESC, r.run_uuid LIMIT 1),
+               'latestRun', CASE WHEN r.run_uuid IS NOT NULL THEN json_build_object(
+                                'id', r.run_uuid,
+                                'state', CASE r.current_state
+                                             WHEN 'START' THEN 'RUNNING' WHEN 'RUNNING' THEN 'RUNNING'
+                                             WHEN 'COMPLETE' THEN 'COMPLETED' WHEN 'FAIL' THEN 'FAILED'
+                                             WHEN 'ABORT' THEN 'ABORTED' ELSE 'NEW' END,
+                                'createdAt', lineage_iso_time(r.created_at),
+                                'updatedAt', lineage_iso_time(r.updated_at),
+                                'startedAt', lineage_iso_time(r.started_at),
+                                'endedAt', lineage_iso_time(r.ended_at),
+                                'durationMs', trunc(extract(epoch FROM r.ended_at - r.started_at) * 1000)::bigint)
+                            END,
                'facets', j.facets)::text
-    FROM jobs j WHERE j.node_id = ANY(node_ids);
+    FROM jobs j
+    -- The latest run, whose row is in the stamp as well.
+    LEFT JOIN LATERAL (SELECT r.xmin, r.* FROM runs r WHERE r.job_uuid = j.job_uuid
+                       ORDER BY r.created_at DESC, r.run_uuid LIMIT 1) r ON true
+    WHERE j.node_id = ANY(node_ids);
 END
 $$;
 
@@ -200,7 +214,9 @@ BEGIN
         SELECT r.node_id, r.level,
                CASE WHEN NOT $9 THEN NULL
                     WHEN r.level % 2 = 1 THEN (SELECT d.xmin::text::bigint FROM datasets d WHERE d.node_id = r.node_id)
-                    ELSE (SELECT j.xmin::text::bigint FROM jobs j WHERE j.node_id = r.node_id) END AS stamp
+                    ELSE (SELECT lineage_job_stamp(j.xmin, (SELECT lr.xmin FROM runs lr WHERE lr.job_uuid = j.job_uuid
+                                                            ORDER BY lr.created_at DESC, lr.run_uuid LIMIT 1))
+                          FROM jobs j WHERE j.node_id = r.node_id) END AS stamp
         FROM reached r
     )
     SELECT n.node_ids, n.levels, n.stamps, e.edge_srcs, e.edge_dsts,
