@@ -671,6 +671,11 @@ async def run_benchmark(url: str, runs: int) -> list[str]:
                             "http",
                             client.get("/api/v1/lineage", params={"nodeId": names[root], **params}),
                         )
+                        if response.status_code != 200:
+                            raise SystemExit(
+                                f"{case} {direction} depth {depth}: the server answered"
+                                f" {response.status_code}: {response.text[:1000]}"
+                            )
                         answer = response.json()
                         if len(set(sizes.values())) != 1:
                             print(

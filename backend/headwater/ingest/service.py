@@ -228,6 +228,7 @@ async def write_prepared(
             )
             for i, event_changes in zip(wave, written, strict=True):
                 changes[i] = event_changes
+        # The runs this transaction created, each with all its events folded in (see NewRuns).
         await run_store.write_new_runs(conn, new_runs)
     await change_store.insert_changes(conn, [c for event_changes in changes for c in event_changes])
     return results
