@@ -20,7 +20,8 @@ import psutil
 import pytest
 import websockets
 
-from headwater.api.rest.body import count_json_values
+from headwater.api.rest.body import check_json_values, count_json_values
+from headwater.errors import PayloadTooLargeError
 from headwater.ingest.validate import (
     MAX_DEPTH,
     MAX_EVENTS,
@@ -218,6 +219,13 @@ def test_errors_of_a_huge_array_are_bounded(server):
         response = post(server, body, path)
         assert response.status_code in (200, 400)
         assert len(response.content) < 2_000_000, path
+
+
+def test_a_body_is_refused_for_its_values_not_for_commas_in_its_strings():
+    # 4 values, but 1,000 commas inside a string: over a limit of 100 by the quick bound only.
+    check_json_values(b'["' + b"," * 1_000 + b'", 1, 2]', 100, "the test's")
+    with pytest.raises(PayloadTooLargeError, match="more than 100 JSON values"):
+        check_json_values(b"[" + b"1," * 100 + b"1]", 100, "the test's")
 
 
 def test_values_are_counted_outside_strings_only():

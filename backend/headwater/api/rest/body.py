@@ -143,6 +143,10 @@ def _check_event_count(body: bytes) -> None:
 
 def check_json_values(body: bytes, max_values: int, limit: str) -> None:
     """A 413 for a body of more than ``max_values`` JSON values; ``limit`` says whose limit it is."""
+    # Every , : [ { of the body, in strings too, bounds its values from above, found in one pass in
+    # C; the exact count, which must tell strings apart, is needed only for a body near the limit.
+    if 1 + _value_starts(body) <= max_values:
+        return
     if count_json_values(body, stop_after=max_values) > max_values:
         raise PayloadTooLargeError(
             f"The request body holds more than {max_values} JSON values (an object's member names "
@@ -173,11 +177,17 @@ def count_json_values(body: bytes, stop_after: int) -> int:
             chunk = chunk.replace(b"\\\\", b"").replace(b'\\"', b"")
         pieces = chunk.split(b'"')
         outside = b"".join(pieces[1::2] if in_string else pieces[0::2])
-        values += sum(outside.count(c) for c in (b",", b":", b"[", b"{"))
+        values += _value_starts(outside)
         if len(pieces) % 2 == 0:  # an odd number of quotes: a string goes on into the next chunk
             in_string = not in_string
         start = end
     return values
+
+
+def _value_starts(data: bytes) -> int:
+    """How many of ``data``'s bytes are , : [ or { (deleting them is one pass; counting each of the
+    four would be four)."""
+    return len(data) - len(data.translate(None, b",:[{"))
 
 
 def _gunzip(body: bytes, max_bytes: int) -> bytes:
