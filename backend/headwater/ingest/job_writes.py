@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from headwater.ingest.fold import (
+    ACTIVE_STATES,
     RunState,
     VersionDataset,
     job_version_hash,
@@ -189,6 +190,8 @@ class JobWriter:
                 after.state,
                 after.at,
                 finished.version.uuid if finished else None,
+                n.event_time if n.event_type in ACTIVE_STATES else None,
+                n.event_time if n.event_type in TERMINAL_STATES else None,
                 so_far.stored,
                 self.new_runs,
             ),

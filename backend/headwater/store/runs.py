@@ -80,9 +80,10 @@ async def read_runs(conn: asyncpg.Connection, requests: list[RunRead]) -> list[R
                         r["dataset_uuid"], r["direction"], r["node_id"], r["namespace"], r["name"]
                     )
                 )
-    new = RunSoFar(None, None, [], stored=False)
     return [
-        r.new_runs.so_far(r.run_id) if r.run_id in r.new_runs.runs else found.get(r.run_id, new)
+        r.new_runs.so_far(r.run_id)
+        if r.run_id in r.new_runs.runs
+        else found.get(r.run_id) or RunSoFar(None, None, [], stored=False)
         for r in requests
     ]
 
@@ -91,8 +92,9 @@ async def read_runs(conn: asyncpg.Connection, requests: list[RunRead]) -> list[R
 class RunEventWrite:
     """One event of a run: the run's job, its warnings, the datasets touched (as ``read_runs`` would
     give them back) with the version written, the run's state after the event (and since when), once
-    the run is finished the job version it ran as, and whether the run was stored before the
-    transaction (``RunSoFar.stored``) or is one of its ``new_runs``."""
+    the run is finished the job version it ran as, when the event says the run was running or ended
+    (its time, else None), and whether the run was stored before the transaction
+    (``RunSoFar.stored``) or is one of its ``new_runs``."""
 
     event: RunEvent
     job_uuid: uuid.UUID
@@ -101,6 +103,8 @@ class RunEventWrite:
     state: str | None
     state_at: dt.datetime | None
     job_version_uuid: uuid.UUID | None
+    started_at: dt.datetime | None
+    ended_at: dt.datetime | None
     stored: bool
     new_runs: NewRuns
 
@@ -133,7 +137,7 @@ async def write_new_runs(conn: asyncpg.Connection, new_runs: NewRuns) -> None:
         QUERIES["write_run_events"],
         json_text([run.row for run in runs]),
         json_text(new_runs.states),
-        json_text([row for run in runs for row in run.datasets.values()]),
+        json_text([row for run in runs for _, row in run.datasets.values()]),
     )
     new_runs.runs.clear()
     new_runs.states.clear()
@@ -161,7 +165,7 @@ class NewRuns:
         return RunSoFar(
             run.row["state"],
             run.row["state_at"],
-            list(run.touched.values()),
+            [dataset for dataset, _ in run.datasets.values()],
             stored=False,
         )
 
@@ -175,25 +179,20 @@ class NewRuns:
             _merge_run(run.row, event_row)
         for (dataset, _), row in zip(write.datasets, _dataset_rows(write), strict=True):
             key = (dataset.dataset_uuid, dataset.direction)
-            held = run.datasets.get(key)
-            if held is None:
-                run.datasets[key] = row
-                run.touched[key] = dataset
+            if key in run.datasets:
+                _merge_run_dataset(run.datasets[key][1], row)
             else:
-                _merge_run_dataset(held, row)
+                run.datasets[key] = (dataset, row)
 
 
 @dataclass
 class _NewRun:
     row: dict[str, Any]  # the run's row as write_run_events takes it
-    # (dataset, direction) -> its run_datasets row as write_run_events takes it, and as read_runs
-    # gives it back
-    datasets: dict[tuple[uuid.UUID, str], dict[str, Any]] = field(default_factory=dict)
-    touched: dict[tuple[uuid.UUID, str], RunDataset] = field(default_factory=dict)
-
-
-_ACTIVE = ("START", "RUNNING")
-_TERMINAL = ("COMPLETE", "FAIL", "ABORT")
+    # (dataset, direction) -> the dataset as read_runs gives it back, and its run_datasets row as
+    # write_run_events takes it
+    datasets: dict[tuple[uuid.UUID, str], tuple[RunDataset, dict[str, Any]]] = field(
+        default_factory=dict
+    )
 
 
 def _run_row(r: RunEventWrite) -> dict[str, Any]:
@@ -208,8 +207,8 @@ def _run_row(r: RunEventWrite) -> dict[str, Any]:
         "state": r.state,
         "state_at": r.state_at,
         "job_version_uuid": r.job_version_uuid,
-        "started_at": at if e.event_type in _ACTIVE else None,
-        "ended_at": at if e.event_type in _TERMINAL else None,
+        "started_at": r.started_at,
+        "ended_at": r.ended_at,
         "nominal_start_time": e.nominal_start_time,
         "nominal_end_time": e.nominal_end_time,
         "error_message": e.error_message,
