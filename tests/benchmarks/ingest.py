@@ -53,6 +53,9 @@ from tests.server import free_port
 DATABASE = os.environ.get("HEADWATER_BENCH_DATABASE", "headwater_bench_ingest")
 JOBS = 250
 RUNS = 5
+# An application run's events, in the order its client sends them: application START, SQL job
+# START, SQL job COMPLETE, application COMPLETE (see ingest_events).
+EVENTS_PER_RUN = 4
 TABLES = 400
 COLUMNS = 6
 
@@ -169,47 +172,55 @@ def ingest_events(first_run: int = 0, runs: int = RUNS, jobs: int = JOBS) -> lis
 
 
 async def _post_all(
-    port: int, path: str, bodies: list[bytes], concurrency: int, rate: float = 0
+    port: int, path: str, chains: list[list[bytes]], concurrency: int, rate: float = 0
 ) -> tuple[float, float, list[float], int]:
-    """Post ``bodies`` over ``concurrency`` keep-alive connections; (start, end, latencies, 503s).
+    """Post ``chains`` over ``concurrency`` keep-alive connections; (start, end, latencies, 503s).
 
-    With ``rate`` (bodies/s), the i-th body is due at start + i/rate whatever the answers (an open
-    loop, as independent producers send) and its latency runs from when it was due, so time spent
-    waiting for a free connection counts; without, each connection sends as soon as it is answered.
+    A connection takes a chain and posts its bodies one after another, each once the one before is
+    answered (as one application's OpenLineage client sends its events), then takes the next chain.
+    With ``rate`` (bodies/s; chains of one body), the i-th body is due at start + i/rate whatever the
+    answers (an open loop, as independent producers send) and its latency runs from when it was due,
+    so time spent waiting for a free connection counts; without, each connection sends as soon as it
+    is answered.
     """
-    queue = list(reversed(list(enumerate(bodies))))
+    queue = list(reversed(list(enumerate(chains))))
     latencies: list[float] = []
     retried = 0
     start = time.monotonic()
 
-    async def connection() -> None:
+    async def send(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body: bytes, due: float
+    ) -> None:
         nonlocal retried
+        if due > time.monotonic():
+            await asyncio.sleep(due - time.monotonic())
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        sent = due or time.monotonic()
+        while True:
+            writer.write(head + body)
+            header = await reader.readuntil(b"\r\n\r\n")
+            lines = header.decode("latin-1").split("\r\n")
+            status = int(lines[0].split()[1])
+            fields = dict(line.lower().split(": ", 1) for line in lines[1:] if ": " in line)
+            answer = await reader.readexactly(int(fields.get("content-length", "0")))
+            if status != 503:
+                break
+            retried += 1
+            await asyncio.sleep(float(fields.get("retry-after", "1")))
+        if status not in (200, 201):
+            raise RuntimeError(f"{status}: {answer[:500]!r}")
+        latencies.append(time.monotonic() - sent)
+
+    async def connection() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
             while queue:
-                index, body = queue.pop()
-                due = start + index / rate if rate else 0.0
-                if due > time.monotonic():
-                    await asyncio.sleep(due - time.monotonic())
-                head = (
-                    f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                    f"Content-Length: {len(body)}\r\n\r\n"
-                ).encode()
-                sent = due or time.monotonic()
-                while True:
-                    writer.write(head + body)
-                    header = await reader.readuntil(b"\r\n\r\n")
-                    lines = header.decode("latin-1").split("\r\n")
-                    status = int(lines[0].split()[1])
-                    fields = dict(line.lower().split(": ", 1) for line in lines[1:] if ": " in line)
-                    answer = await reader.readexactly(int(fields.get("content-length", "0")))
-                    if status != 503:
-                        break
-                    retried += 1
-                    await asyncio.sleep(float(fields.get("retry-after", "1")))
-                if status not in (200, 201):
-                    raise RuntimeError(f"{status}: {answer[:500]!r}")
-                latencies.append(time.monotonic() - sent)
+                index, chain = queue.pop()
+                for body in chain:
+                    await send(reader, writer, body, start + index / rate if rate else 0.0)
         finally:
             writer.close()
 
@@ -218,17 +229,17 @@ async def _post_all(
 
 
 def _client(
-    port: int, path: str, bodies: list[bytes], concurrency: int, rate: float, go: Any, out: Any
+    port: int, path: str, chains: list[list[bytes]], concurrency: int, rate: float, go: Any, out: Any
 ) -> None:
     go.wait()
-    out.put(asyncio.run(_post_all(port, path, bodies, concurrency, rate)))
+    out.put(asyncio.run(_post_all(port, path, chains, concurrency, rate)))
 
 
 def post(
-    port: int, path: str, bodies: list[bytes], clients: int, rate: float = 0
+    port: int, path: str, chains: list[list[bytes]], clients: int, rate: float = 0
 ) -> tuple[float, list[float], int]:
     """Post from up to 4 processes, ``clients`` connections in all, at ``rate`` bodies/s in all if
-    given; (seconds, latencies, 503s)."""
+    given; (seconds, latencies, 503s). A process takes every 4th chain."""
     processes = min(clients, 4)
     ctx = multiprocessing.get_context("spawn")
     go, out = ctx.Event(), ctx.Queue()
@@ -238,7 +249,7 @@ def post(
             args=(
                 port,
                 path,
-                bodies[p::processes],
+                chains[p::processes],
                 clients // processes + (p < clients % processes),
                 rate / processes,
                 go,
@@ -341,11 +352,22 @@ class Scenario:
     batch: int  # 0: one event per request to /api/v1/lineage
     rate: float = 0  # events/s offered (an open loop); 0: as fast as answers come
 
-    def bodies(self, events: list[bytes]) -> tuple[str, list[bytes]]:
+    def chains(self, events: list[bytes], interleaved: bool = False) -> tuple[str, list[list[bytes]]]:
+        """The path and the request bodies, in chains posted one after another on one connection.
+
+        One event per request: an application run's events in order on one connection, as its
+        OpenLineage client sends them (its START answered before its COMPLETE is sent); each event
+        on its own with ``interleaved`` (or an offered rate), so that a run's events travel on
+        different connections and may arrive in any order.
+        """
         if not self.batch:
-            return "/api/v1/lineage", events
+            if interleaved or self.rate:
+                return "/api/v1/lineage", [[e] for e in events]
+            return "/api/v1/lineage", [
+                events[i : i + EVENTS_PER_RUN] for i in range(0, len(events), EVENTS_PER_RUN)
+            ]
         arrays = [events[i : i + self.batch] for i in range(0, len(events), self.batch)]
-        return "/api/v1/lineage/batch", [b"[" + b",".join(a) + b"]" for a in arrays]
+        return "/api/v1/lineage/batch", [[b"[" + b",".join(a) + b"]"] for a in arrays]
 
 
 def _scenarios(names: str, batch_clients: int) -> list[Scenario]:
@@ -457,7 +479,7 @@ def _store_first(port: int, count: int) -> None:
     started, done = time.monotonic(), 0
     for first in range(-runs, 0, 10):
         chunk = _encode(ingest_events(first_run=first, runs=min(10, -first)))[: count - done]
-        post(port, "/api/v1/lineage/batch", Scenario("", 2, 500).bodies(chunk)[1], 2)
+        post(port, "/api/v1/lineage/batch", Scenario("", 2, 500).chains(chunk)[1], 2)
         done += len(chunk)
         if done % 100_000 < len(chunk) or done == count:
             print(
@@ -506,6 +528,7 @@ async def measure(
     stored: int,
     storage: bool = False,
     workers: int = 1,
+    interleaved: bool = False,
 ) -> dict[str, Any]:
     admin = await asyncpg.connect(SERVER_URL)
     try:
@@ -526,11 +549,11 @@ async def measure(
                 await _autovacuum_off(url)
             await admin.execute("CHECKPOINT")
             before = await _storage(url, count=False) if storage else {}
-            path, bodies = scenario.bodies(events)
+            path, chains = scenario.chains(events, interleaved)
             probe = Probe(admin, server.pid, statements)
             await probe.start()
             seconds, latencies, retried = await asyncio.to_thread(
-                post, port, path, bodies, scenario.clients, scenario.rate
+                post, port, path, chains, scenario.clients, scenario.rate
             )
             figures = await probe.stop()
         finally:
@@ -603,6 +626,11 @@ def main() -> int:
         help="with autovacuum off on the tables, print bytes per event and dead rows per table",
     )
     parser.add_argument("--workers", default="1", help="server processes, e.g. 1,2 to compare")
+    parser.add_argument(
+        "--interleaved",
+        action="store_true",
+        help="one event per POST: each event on its own, not an application run's events in order",
+    )
     args = parser.parse_args()
     events = _encode(ingest_events())
     stored = args.stored
@@ -619,7 +647,9 @@ def main() -> int:
     for scenario in _scenarios(args.scenarios, args.batch_clients):
         for attempt in range(args.repeat):
             for label, src, workers in sources:
-                r = asyncio.run(measure(scenario, src, events, stored, args.storage, workers))
+                r = asyncio.run(
+                    measure(scenario, src, events, stored, args.storage, workers, args.interleaved)
+                )
                 rows.append((scenario.name, label, attempt + 1, r))
                 print(
                     f"{scenario.name:<28} {label:<26} #{attempt + 1}: {r['rate']:7,.0f} events/s"

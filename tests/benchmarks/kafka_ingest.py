@@ -296,15 +296,15 @@ async def batch(src: Path, values: list[bytes]) -> dict[str, float]:
         server, port = _start_server(src, url)
         pg = PostgresCpu(conn, name)
         try:
-            bodies = [
-                b"[" + b",".join(values[i : i + BATCH]) + b"]" for i in range(0, len(values), BATCH)
+            chains = [
+                [b"[" + b",".join(values[i : i + BATCH]) + b"]"] for i in range(0, len(values), BATCH)
             ]
             tree = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
             server_cpu = cpu_seconds([p.pid for p in tree])
             await pg.sample()
             pg_before = pg.total
             seconds, _, _ = await asyncio.to_thread(
-                post, port, "/api/v1/lineage/batch", bodies, BATCH_CLIENTS
+                post, port, "/api/v1/lineage/batch", chains, BATCH_CLIENTS
             )
             await pg.sample()
             server_cpu = cpu_seconds([p.pid for p in tree]) - server_cpu
