@@ -9,9 +9,10 @@ for each scenario starts a server on a fresh database and posts them: one event 
 The load comes from several client processes, each holding keep-alive HTTP/1.1 sockets (raw, no
 client library), so that the client is not what limits the rate. Printed per scenario: events/s,
 p50/p99 latency of a request, CPU seconds per 1,000 events of the server's process tree and of the
-PostgreSQL backends serving its database, and statements per event (pg_stat_statements when the
-server preloads it, else transactions and rows written per event from pg_stat_database; the table
-says which). A 503 is retried after its Retry-After, as OpenLineage clients do; retries are counted.
+PostgreSQL backends serving its database, statements per event (pg_stat_statements when the server
+preloads it, else transactions and rows written per event from pg_stat_database; the table says
+which), and the WAL PostgreSQL wrote per event (for all its databases: run nothing else beside). A
+503 is retried after its Retry-After, as OpenLineage clients do; retries are counted.
 
 Run: ``python tests/benchmarks/ingest.py [--repeat 2] [--stored N] [--server-src PATH]
 [--scenarios 1,8,32,128,b100,b500,r200,r1000] [--storage] [--workers 1,2]``. ``rN`` offers N events/s
@@ -318,6 +319,8 @@ class Probe:
             DATABASE,
         )
         counters = {"xacts": float(row["xacts"]), "written": float(row["written"])}
+        # WAL written by the whole server meanwhile: this database's writes when nothing else runs.
+        counters["wal"] = float(await self.admin.fetchval("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"))
         if self.statements:
             counters["statements"] = float(
                 await self.admin.fetchval(
@@ -583,6 +586,7 @@ async def measure(
         "pg_cpu": figures["pg_cpu"] * 1000 / n,
         "xacts": figures["xacts"] / n,
         "written": figures["written"] / n,
+        "wal": figures["wal"] / n,
         "statements": figures.get("statements", float("nan")) / n,
         "retried": retried,
         "storage": {
@@ -655,7 +659,7 @@ def main() -> int:
                     f"{scenario.name:<28} {label:<26} #{attempt + 1}: {r['rate']:7,.0f} events/s"
                     f"  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
                     f"  server {r['server_cpu']:5.2f} s  pg {r['pg_cpu']:5.2f} s per 1,000"
-                    f"  {r['statements']:.1f} statements, {r['xacts']:.2f} xacts, {r['written']:.0f} rows written per event"
+                    f"  {r['statements']:.1f} statements, {r['xacts']:.2f} xacts, {r['written']:.0f} rows written, {r['wal']:,.0f} WAL bytes per event"
                     f"  ({r['retried']} retried 503s)",
                     flush=True,
                 )
@@ -665,14 +669,14 @@ def main() -> int:
         else "xacts/event"
     )
     print(
-        f"\n| scenario | server | run | events/s | p50 ms | p99 ms | server CPU s/1k | PG CPU s/1k | {counted} | rows written/event |"
+        f"\n| scenario | server | run | events/s | p50 ms | p99 ms | server CPU s/1k | PG CPU s/1k | {counted} | rows written/event | WAL bytes/event |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, label, attempt, r in rows:
         counted_value = r["statements"] if counted == "statements/event" else r["xacts"]
         print(
             f"| {name} | {label} | {attempt} | {r['rate']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} |"
-            f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} |"
+            f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} | {r['wal']:,.0f} |"
         )
     if stored:
         asyncio.run(_drop_templates([src for _, src, _ in sources]))
