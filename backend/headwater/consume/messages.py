@@ -15,7 +15,7 @@ import msgspec
 
 from headwater.errors import AppError
 from headwater.ingest.service import PreparedEvent, prepare_events
-from headwater.ingest.validate import validate_event
+from headwater.ingest.validate import undecodable, validate_event
 from headwater.integrations.trino import BridgeOptions, convert
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def decode(
     try:
         raw: Any = msgspec.json.decode(value)
     except msgspec.DecodeError as exc:
-        raise PoisonMessageError(f"not valid JSON: {exc}") from None
+        raise PoisonMessageError(undecodable(exc)) from None
     skipped = None
     try:
         if fmt == "trino":

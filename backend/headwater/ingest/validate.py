@@ -12,6 +12,7 @@ import datetime as dt
 import functools
 import hashlib
 import re
+import sys
 import types
 import typing
 import unicodedata
@@ -205,6 +206,18 @@ _MODELS: dict[str, type[AnyEvent]] = {
     "DATASET": DatasetEventModel,
     "JOB": JobEventModel,
 }
+
+
+def undecodable(exc: msgspec.DecodeError) -> str:
+    """What is wrong with JSON text msgspec could not decode, as "the body is ...". An integer longer
+    than Python reads (sys.get_int_max_str_digits) is valid JSON: that is said, not that the JSON is
+    broken."""
+    if str(exc).startswith("Integer value out of range"):
+        return (
+            f"valid JSON with an integer too long to read (at most {sys.get_int_max_str_digits():,} "
+            "digits, sign included): send such a number as a string"
+        )
+    return f"not valid JSON: {exc}"
 
 
 def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) -> ValidEvent:

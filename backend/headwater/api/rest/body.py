@@ -31,7 +31,7 @@ from headwater.errors import (
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
 )
-from headwater.ingest.validate import MAX_DEPTH, MAX_EVENTS
+from headwater.ingest.validate import MAX_DEPTH, MAX_EVENTS, undecodable
 
 if TYPE_CHECKING:
     from litestar import Request
@@ -114,9 +114,8 @@ def decode_json_body(body: bytes, encoding: str, max_bytes: int, max_values: int
             raise InvalidRequestError(
                 f"The request body is not valid JSON: {message}", [FieldError("$", message)]
             ) from None
-        raise InvalidRequestError(
-            f"The request body is not valid JSON: {exc}", [FieldError("$", f"not valid JSON: {exc}")]
-        ) from None
+        message = undecodable(exc) if isinstance(exc, msgspec.DecodeError) else f"not valid JSON: {exc}"
+        raise InvalidRequestError(f"The request body is {message}", [FieldError("$", message)]) from None
     except RecursionError:
         # The decoder recurses per level; how deep it gets depends on the stack it starts from.
         message = f"nested too deeply (events may nest {MAX_DEPTH} levels)"

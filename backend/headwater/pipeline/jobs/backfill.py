@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from headwater.errors import InvalidEventError
-from headwater.ingest.validate import validate_event
+from headwater.ingest.validate import undecodable, validate_event
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -70,7 +70,7 @@ def check_rows(rows: Iterable[ArchiveRow]) -> Iterator[tuple[Any, ...]]:
         try:
             raw = msgspec.json.decode(text)
         except msgspec.DecodeError as exc:
-            reason = f"not valid JSON: {exc}"
+            reason = undecodable(exc)
             yield file_index, line, item, REJECTED, reason, [("$", reason)], None, None, text
             continue
         if isinstance(raw, list) and item is None:
