@@ -167,17 +167,19 @@ def test_bodies_that_cannot_be_decoded_are_400(server):
     response = post(server, json.dumps(job_named("a\ud800")).encode())
     assert response.status_code == 400
     assert "not valid JSON" in response.json()["errors"][0]["message"]
-    # Valid JSON with an integer longer than Python reads, where a string belongs and in a facet.
+    # Valid JSON with a number too large to read, where a string belongs and in a facet.
     longest = sys.get_int_max_str_digits()
-    for placed in (job_named("HERE"), with_facet("run", {"x": {"n": [1, "HERE"]}})):
-        response = post(server, json.dumps(placed).encode().replace(b'"HERE"', b"9" * (longest + 1)))
-        assert response.status_code == 400
-        message = response.json()["errors"][0]["message"]
-        assert f"integer too long to read (at most {longest:,} digits" in message
-        assert "not valid JSON" not in message
+    for number in (b"9" * (longest + 1), b"-" + b"9" * longest, b"1e400", b"-2.5E+309"):
+        for placed in (job_named("HERE"), with_facet("run", {"x": {"n": [1, "HERE"]}})):
+            response = post(server, json.dumps(placed).encode().replace(b'"HERE"', number))
+            assert response.status_code == 400
+            message = response.json()["errors"][0]["message"]
+            assert f"number too large to read (an integer may have {longest:,} digits" in message
+            assert "not valid JSON" not in message
     body = json.dumps(with_facet("run", {"x": {"n": "HERE"}})).encode()
     assert post(server, body.replace(b'"HERE"', b"9" * longest)).status_code == 201
     assert post(server, body.replace(b'"HERE"', b"-" + b"9" * (longest - 1))).status_code == 201
+    assert post(server, body.replace(b'"HERE"', b"-1.7e308")).status_code == 201
     for levels in (MAX_DEPTH + 1, 970, 100_000):
         response = post(server, deep(levels))
         assert response.status_code == 400, levels

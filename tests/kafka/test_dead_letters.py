@@ -57,7 +57,7 @@ async def test_each_poison_kind_is_a_dead_letter_and_later_events_are_ingested(
     messages: list[tuple[bytes | None, str]] = [
         (good[0], ""),
         (b'{"eventType": "START", "run": ', "not valid JSON"),
-        (b'{"eventType": "START", "n": ' + b"9" * 5_000 + b"}", "valid JSON with an integer too long"),
+        (b'{"eventType": "START", "n": ' + b"9" * 5_000 + b"}", "valid JSON with a number too large"),
         (good[1], ""),
         (json.dumps(invalid).encode(), "Invalid RunEvent|eventTime"),
         (b'{"padding": "' + b"x" * 30_000 + b'"}', "message too large: 30015 bytes"),

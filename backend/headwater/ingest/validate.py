@@ -209,13 +209,14 @@ _MODELS: dict[str, type[AnyEvent]] = {
 
 
 def undecodable(exc: msgspec.DecodeError) -> str:
-    """What is wrong with JSON text msgspec could not decode, as "the body is ...". An integer longer
-    than Python reads (sys.get_int_max_str_digits) is valid JSON: that is said, not that the JSON is
-    broken."""
-    if str(exc).startswith("Integer value out of range"):
+    """What is wrong with JSON text msgspec could not decode, as "the body is ...". A number too large
+    to read is valid JSON: an integer longer than Python reads (sys.get_int_max_str_digits), another
+    number beyond a 64-bit float. That is said, not that the JSON is broken."""
+    if str(exc).startswith(("Integer value out of range", "Number out of range")):
         return (
-            f"valid JSON with an integer too long to read (at most {sys.get_int_max_str_digits():,} "
-            "digits, sign included): send such a number as a string"
+            "valid JSON with a number too large to read (an integer may have "
+            f"{sys.get_int_max_str_digits():,} digits with its sign, another number must be within "
+            "±1.8e308): send such a number as a string"
         )
     return f"not valid JSON: {exc}"
 
