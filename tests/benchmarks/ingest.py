@@ -4,7 +4,9 @@ Generates 5,000 events (250 SQL jobs, each the child of its own Spark applicatio
 application START, job START, job COMPLETE, application COMPLETE; a schema facet on every dataset,
 1 to 3 inputs, column lineage with DIRECT and INDIRECT entries, outputStatistics on COMPLETE), then
 for each scenario starts a server on a fresh database and posts them: one event per request with
-1, 8, 32 and 128 concurrent clients, and as `/api/v1/lineage/batch` arrays of 100 and 500.
+1, 8, 32 and 128 concurrent clients (each sending an application run's four events in order, each
+once the one before is answered, as its OpenLineage client does), and as `/api/v1/lineage/batch`
+arrays of 100 and 500.
 
 The load comes from several client processes, each holding keep-alive HTTP/1.1 sockets (raw, no
 client library), so that the client is not what limits the rate. Printed per scenario: events/s,
@@ -15,7 +17,9 @@ which), and the WAL PostgreSQL wrote per event (for all its databases: run nothi
 503 is retried after its Retry-After, as OpenLineage clients do; retries are counted.
 
 Run: ``python tests/benchmarks/ingest.py [--repeat 2] [--stored N] [--server-src PATH]
-[--scenarios 1,8,32,128,b100,b500,r200,r1000] [--storage] [--workers 1,2]``. ``rN`` offers N events/s
+[--scenarios 1,8,32,128,b100,b500,r200,r1000] [--storage] [--workers 1,2] [--interleaved]``.
+``--interleaved`` posts each event on its own instead, so that a run's events travel on different
+client processes and may arrive in any order. ``rN`` offers N events/s
 one per POST from independent producers (an open loop) and measures latency from when each was due. ``--storage`` turns autovacuum off on the tables
 and prints, for the first scenario, the bytes each table grew by per event and its dead rows. ``--server-src`` is another checkout (e.g. a
 ``git worktree`` of an earlier commit): its server is measured too, alternating with this one,
