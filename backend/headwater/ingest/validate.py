@@ -208,8 +208,8 @@ _MODELS: dict[str, type[AnyEvent]] = {
 }
 
 
-def undecodable(exc: msgspec.DecodeError) -> str:
-    """What is wrong with JSON text msgspec could not decode, as "the body is ...". A number too large
+def undecodable(exc: Exception) -> str:
+    """What is wrong with JSON text that could not be decoded, as "the body is ...". A number too large
     to read is valid JSON: an integer longer than Python reads (sys.get_int_max_str_digits), another
     number beyond a 64-bit float. That is said, not that the JSON is broken."""
     if str(exc).startswith(("Integer value out of range", "Number out of range")):

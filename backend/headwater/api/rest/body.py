@@ -114,7 +114,7 @@ def decode_json_body(body: bytes, encoding: str, max_bytes: int, max_values: int
             raise InvalidRequestError(
                 f"The request body is not valid JSON: {message}", [FieldError("$", message)]
             ) from None
-        message = undecodable(exc) if isinstance(exc, msgspec.DecodeError) else f"not valid JSON: {exc}"
+        message = undecodable(exc)
         raise InvalidRequestError(f"The request body is {message}", [FieldError("$", message)]) from None
     except RecursionError:
         # The decoder recurses per level; how deep it gets depends on the stack it starts from.
