@@ -244,7 +244,7 @@ def post(
     port: int, path: str, chains: list[list[bytes]], clients: int, rate: float = 0
 ) -> tuple[float, list[float], int]:
     """Post from up to 4 processes, ``clients`` connections in all, at ``rate`` bodies/s in all if
-    given; (seconds, latencies, 503s). A process takes every 4th chain."""
+    given; (seconds, latencies, 503s). With n processes, each takes every nth chain."""
     processes = min(clients, 4)
     ctx = multiprocessing.get_context("spawn")
     go, out = ctx.Event(), ctx.Queue()

@@ -54,7 +54,7 @@ import psutil
 from backfill import SERVER_URL, spark_events
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from ingest import _start_server, post
+from ingest import Scenario, _start_server, post
 from tests.server import free_port
 
 from headwater.db.migrate import migrate
@@ -296,16 +296,12 @@ async def batch(src: Path, values: list[bytes]) -> dict[str, float]:
         server, port = _start_server(src, url)
         pg = PostgresCpu(conn, name)
         try:
-            chains = [
-                [b"[" + b",".join(values[i : i + BATCH]) + b"]"] for i in range(0, len(values), BATCH)
-            ]
+            path, chains = Scenario("", BATCH_CLIENTS, BATCH).chains(values)
             tree = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
             server_cpu = cpu_seconds([p.pid for p in tree])
             await pg.sample()
             pg_before = pg.total
-            seconds, _, _ = await asyncio.to_thread(
-                post, port, "/api/v1/lineage/batch", chains, BATCH_CLIENTS
-            )
+            seconds, _, _ = await asyncio.to_thread(post, port, path, chains, BATCH_CLIENTS)
             await pg.sample()
             server_cpu = cpu_seconds([p.pid for p in tree]) - server_cpu
             stored = await conn.fetchval("SELECT count(*) FROM raw_events")
