@@ -10,8 +10,8 @@ arrays of 100 and 500.
 
 The load comes from several client processes, each holding keep-alive HTTP/1.1 sockets (raw, no
 client library), so that the client is not what limits the rate. Printed per scenario: events/s,
-p50/p99 latency of a request, CPU seconds per 1,000 events of the server's process tree and of the
-PostgreSQL backends serving its database, statements per event (pg_stat_statements when the server
+p50/p99 latency of a request, CPU seconds per 1,000 events of the server's process tree, of the
+PostgreSQL backends serving its database and of the client processes while they post, statements per event (pg_stat_statements when the server
 preloads it, else transactions and rows written per event from pg_stat_database; the table says
 which), and the WAL PostgreSQL wrote per event (for all its databases: run nothing else beside). A
 503 is retried after its Retry-After, as OpenLineage clients do; retries are counted.
@@ -237,14 +237,19 @@ def _client(
     port: int, path: str, chains: list[list[bytes]], concurrency: int, rate: float, go: Any, out: Any
 ) -> None:
     go.wait()
-    out.put(asyncio.run(_post_all(port, path, chains, concurrency, rate)))
+    # The process's CPU while it posts, not while it starts and imports: the load generator's share
+    # of the cores the server and PostgreSQL run on.
+    cpu = time.process_time()
+    start, end, latencies, retried = asyncio.run(_post_all(port, path, chains, concurrency, rate))
+    out.put((start, end, latencies, retried, time.process_time() - cpu))
 
 
 def post(
     port: int, path: str, chains: list[list[bytes]], clients: int, rate: float = 0
-) -> tuple[float, list[float], int]:
+) -> tuple[float, list[float], int, float]:
     """Post from up to 4 processes, ``clients`` connections in all, at ``rate`` bodies/s in all if
-    given; (seconds, latencies, 503s). With n processes, each takes every nth chain."""
+    given; (seconds, latencies, 503s, the client processes' CPU seconds while posting). With n
+    processes, each takes every nth chain."""
     processes = min(clients, 4)
     ctx = multiprocessing.get_context("spawn")
     go, out = ctx.Event(), ctx.Queue()
@@ -273,7 +278,12 @@ def post(
             raise SystemExit(f"a client process failed ({w.exitcode})")
     start = min(p[0] for p in parts)
     end = max(p[1] for p in parts)
-    return end - start, [x for p in parts for x in p[2]], sum(p[3] for p in parts)
+    return (
+        end - start,
+        [x for p in parts for x in p[2]],
+        sum(p[3] for p in parts),
+        sum(p[4] for p in parts),
+    )
 
 
 # --- measurement --------------------------------------------------------------------------------
@@ -559,7 +569,7 @@ async def measure(
             path, chains = scenario.chains(events, interleaved)
             probe = Probe(admin, server.pid, statements)
             await probe.start()
-            seconds, latencies, retried = await asyncio.to_thread(
+            seconds, latencies, retried, client_cpu = await asyncio.to_thread(
                 post, port, path, chains, scenario.clients, scenario.rate
             )
             figures = await probe.stop()
@@ -588,6 +598,7 @@ async def measure(
         "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
         "server_cpu": figures["server_cpu"] * 1000 / n,
         "pg_cpu": figures["pg_cpu"] * 1000 / n,
+        "client_cpu": client_cpu * 1000 / n,
         "xacts": figures["xacts"] / n,
         "written": figures["written"] / n,
         "wal": figures["wal"] / n,
@@ -662,7 +673,7 @@ def main() -> int:
                 print(
                     f"{scenario.name:<28} {label:<26} #{attempt + 1}: {r['rate']:7,.0f} events/s"
                     f"  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
-                    f"  server {r['server_cpu']:5.2f} s  pg {r['pg_cpu']:5.2f} s per 1,000"
+                    f"  server {r['server_cpu']:5.2f} s  pg {r['pg_cpu']:5.2f} s  clients {r['client_cpu']:5.2f} s per 1,000"
                     f"  {r['statements']:.1f} statements, {r['xacts']:.2f} xacts, {r['written']:.0f} rows written, {r['wal']:,.0f} WAL bytes per event"
                     f"  ({r['retried']} retried 503s)",
                     flush=True,
@@ -673,14 +684,14 @@ def main() -> int:
         else "xacts/event"
     )
     print(
-        f"\n| scenario | server | run | events/s | p50 ms | p99 ms | server CPU s/1k | PG CPU s/1k | {counted} | rows written/event | WAL bytes/event |"
+        f"\n| scenario | server | run | events/s | p50 ms | p99 ms | server CPU s/1k | PG CPU s/1k | client CPU s/1k | {counted} | rows written/event | WAL bytes/event |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, label, attempt, r in rows:
         counted_value = r["statements"] if counted == "statements/event" else r["xacts"]
         print(
             f"| {name} | {label} | {attempt} | {r['rate']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} |"
-            f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} | {r['wal']:,.0f} |"
+            f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {r['client_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} | {r['wal']:,.0f} |"
         )
     if stored:
         asyncio.run(_drop_templates([src for _, src, _ in sources]))

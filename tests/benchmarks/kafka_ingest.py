@@ -301,7 +301,7 @@ async def batch(src: Path, values: list[bytes]) -> dict[str, float]:
             server_cpu = cpu_seconds([p.pid for p in tree])
             await pg.sample()
             pg_before = pg.total
-            seconds, _, _ = await asyncio.to_thread(post, port, path, chains, BATCH_CLIENTS)
+            seconds, _, _, _ = await asyncio.to_thread(post, port, path, chains, BATCH_CLIENTS)
             await pg.sample()
             server_cpu = cpu_seconds([p.pid for p in tree]) - server_cpu
             stored = await conn.fetchval("SELECT count(*) FROM raw_events")
