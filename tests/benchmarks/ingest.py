@@ -21,7 +21,7 @@ Run: ``python tests/benchmarks/ingest.py [--repeat 2] [--stored N] [--server-src
 ``--interleaved`` posts each event on its own instead, so that a run's events travel on different
 client processes and may arrive in any order. ``rN`` offers N events/s
 one per POST from independent producers (an open loop) and measures latency from when each was due. ``--storage`` turns autovacuum off on the tables
-and prints, for the first scenario, the bytes each table grew by per event and its dead rows. ``--server-src`` is another checkout (e.g. a
+and prints, for each scenario, the bytes each table grew by per event and its dead rows. ``--server-src`` is another checkout (e.g. a
 ``git worktree`` of an earlier commit): its server is measured too, alternating with this one,
 scenario by scenario. ``--stored N`` first stores N other runs of the same jobs through the batch
 endpoint (not measured), once per server source; each scenario then starts from a copy of that
@@ -628,6 +628,13 @@ def _print_storage(label: str, n: int, storage: dict[str, TableStorage]) -> None
         )
 
 
+def _first_runs(
+    rows: list[tuple[str, str, int, dict[str, Any]]],
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """The first run of each scenario, per server measured."""
+    return [(name, label, r) for name, label, attempt, r in rows if attempt == 1]
+
+
 def _encode(events: list[dict[str, Any]]) -> list[bytes]:
     return [json.dumps(e, separators=(",", ":")).encode() for e in events]
 
@@ -696,9 +703,8 @@ def main() -> int:
     if stored:
         asyncio.run(_drop_templates([src for _, src, _ in sources]))
     if args.storage:
-        for label, _, _ in sources:
-            first = next(r for _, row_label, _, r in rows if row_label == label)
-            _print_storage(f"{label}, {rows[0][0]}", len(events), first["storage"])
+        for name, label, r in _first_runs(rows):
+            _print_storage(f"{label}, {name}", len(events), r["storage"])
     return 0
 
 
