@@ -42,13 +42,11 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from databases import SERVER_URL, database_url
 from tests.server import free_port
 
 from headwater.db.migrate import migrate
 
-SERVER_URL = os.environ.get(
-    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 PRODUCER = "https://github.com/OpenLineage/OpenLineage/tree/1.23.0/integration/spark"
 RUN_EVENT = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 T0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
@@ -206,7 +204,7 @@ async def fresh_database(name: str) -> str:
     await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     await admin.execute(f'CREATE DATABASE "{name}"')
     await admin.close()
-    url = SERVER_URL.rsplit("/", 1)[0] + f"/{name}"
+    url = database_url(name)
     conn = await asyncpg.connect(url)
     await migrate(conn)
     await conn.close()

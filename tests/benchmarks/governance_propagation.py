@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import os
 import random
 import statistics
 import time
@@ -37,6 +36,7 @@ import uuid
 from typing import Any
 
 import asyncpg
+from databases import SERVER_URL, database_url
 
 from headwater.db.migrate import migrate
 from headwater.db.pool import register_codecs
@@ -45,9 +45,6 @@ from headwater.governance.policy import Policy, parse_policy
 from headwater.governance.propagation import Outcome, apply_pending
 from headwater.store.changes import Change, insert_changes
 
-SERVER_URL = os.environ.get(
-    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 DATABASE = "headwater_governance_bench"
 NAMESPACE = "warehouse"
 LAYERS, WIDTH, COLUMNS = 10, 100, 100
@@ -218,7 +215,7 @@ async def main() -> None:
     await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
     await admin.execute(f'CREATE DATABASE "{DATABASE}"')
     try:
-        conn = await asyncpg.connect(SERVER_URL.rsplit("/", 1)[0] + f"/{DATABASE}")
+        conn = await asyncpg.connect(database_url(DATABASE))
         await register_codecs(conn)
         await migrate(conn)
         start = time.perf_counter()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import os
 import random
 import re
 import subprocess
@@ -24,12 +23,10 @@ import time
 import uuid
 
 import asyncpg
+from databases import SERVER_URL, database_url
 
 from headwater.db.migrate import migrate
 
-SERVER_URL = os.environ.get(
-    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 DB_NAME = "headwater_bench_heat"
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -93,7 +90,7 @@ async def fresh_database() -> str:
     await admin.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
     await admin.execute(f'CREATE DATABASE "{DB_NAME}"')
     await admin.close()
-    url = SERVER_URL.rsplit("/", 1)[0] + f"/{DB_NAME}"
+    url = database_url(DB_NAME)
     conn = await asyncpg.connect(url)
     await migrate(conn)
     await conn.close()

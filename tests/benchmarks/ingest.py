@@ -51,7 +51,8 @@ from typing import Any, NamedTuple
 import asyncpg
 import httpx
 import psutil
-from backfill import PRODUCER, RUN_EVENT, SERVER_URL, T0, _facet, _table
+from backfill import PRODUCER, RUN_EVENT, T0, _facet, _table
+from databases import SERVER_URL, database_url
 from tests.server import free_port
 
 # Its own name, so that two runs side by side (HEADWATER_BENCH_DATABASE) do not drop each other's.
@@ -549,7 +550,7 @@ async def measure(
 ) -> dict[str, Any]:
     admin = await asyncpg.connect(SERVER_URL)
     try:
-        url = SERVER_URL.rsplit("/", 1)[0] + f"/{DATABASE}"
+        url = database_url(DATABASE)
         if stored:
             await _copy_of_stored(admin, src, url, stored, workers)
         else:

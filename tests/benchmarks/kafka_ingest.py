@@ -51,9 +51,10 @@ from typing import Any
 
 import asyncpg
 import psutil
-from backfill import SERVER_URL, spark_events
+from backfill import spark_events
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from databases import SERVER_URL, database_url
 from ingest import Scenario, _start_server, post
 from tests.server import free_port
 
@@ -149,7 +150,7 @@ def produce(bootstrap: str, topic: str, events: list[bytes], keys: list[str]) ->
 
 
 def _url(name: str) -> str:
-    return SERVER_URL.rsplit("/", 1)[0] + f"/{name}"
+    return database_url(name)
 
 
 @contextlib.asynccontextmanager

@@ -36,10 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+from databases import SERVER_URL, database_url
 
-SERVER_URL = os.environ.get(
-    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 DB_NAME = "headwater_bench"
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -361,7 +359,7 @@ async def create_database(rebuild: bool) -> str:
             await admin.execute(f'CREATE DATABASE "{DB_NAME}"')
     finally:
         await admin.close()
-    url = SERVER_URL.rsplit("/", 1)[0] + "/" + DB_NAME
+    url = database_url(DB_NAME)
     conn = await asyncpg.connect(url)
     try:
         await migrate(conn)

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import asyncpg
 import psutil
+from databases import SERVER_URL, database_url
 from ingest import (
     JOBS,
-    SERVER_URL,
     Scenario,
     _encode,
     _start_server,
@@ -55,7 +55,7 @@ CREATE TABLE lineage_events (
 
 
 def _url(database: str) -> str:
-    return SERVER_URL.rsplit("/", 1)[0] + f"/{database}"
+    return database_url(database)
 
 
 async def fill_source(events: list[dict]) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import asyncpg
 import httpx
 import httpx2
-from backfill import SERVER_URL
+from databases import SERVER_URL, database_url
 from ingest import _start_server, ingest_events
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -108,7 +108,7 @@ async def _main(runs: int) -> int:
     admin = await asyncpg.connect(SERVER_URL)
     await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
     await admin.execute(f'CREATE DATABASE "{DATABASE}"')
-    url = SERVER_URL.rsplit("/", 1)[0] + f"/{DATABASE}"
+    url = database_url(DATABASE)
     server, port = _start_server(None, url)
     try:
         await _store(port)

@@ -35,6 +35,7 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from databases import SERVER_URL, database_url
 from tests.benchmarks.ingest import JOBS, ingest_events
 from tests.writes import ingest_events as ingest
 
@@ -44,9 +45,6 @@ from headwater.db.pool import register_codecs
 from headwater.ingest.validate import validate_event
 from headwater.operations.retention import TABLES, run_retention
 
-SERVER_URL = os.environ.get(
-    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 DATABASE = "headwater_bench_operations"
 # The OpenLineage reference beside the checkout, as the tests find it (tests/corpus.py).
 REFERENCE = Path(
@@ -75,7 +73,7 @@ async def database_size(conn: asyncpg.Connection) -> int:
 
 async def model(months: int, runs: int) -> None:
     """Retention over a model: the ingest benchmark's runs spread over ``months``, half removed."""
-    url = SERVER_URL.rsplit("/", 1)[0] + f"/{DATABASE}_model"
+    url = database_url(f"{DATABASE}_model")
     admin = await asyncpg.connect(SERVER_URL)
     await admin.execute(f"DROP DATABASE IF EXISTS {DATABASE}_model WITH (FORCE)")
     await admin.execute(f"CREATE DATABASE {DATABASE}_model")
@@ -118,7 +116,7 @@ async def main(events: int, months: int) -> None:
     admin = await asyncpg.connect(SERVER_URL)
     await admin.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
     await admin.execute(f"CREATE DATABASE {DATABASE}")
-    url = SERVER_URL.rsplit("/", 1)[0] + f"/{DATABASE}"
+    url = database_url(DATABASE)
     conn = await asyncpg.connect(url)
     try:
         earlier = Path(tempfile.mkdtemp(prefix="headwater-migrations-"))

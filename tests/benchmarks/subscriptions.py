@@ -41,6 +41,7 @@ import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from databases import SERVER_URL, database_url
 from tests.feed.stalled_clients import stalled_subscriber
 from tests.server import free_port
 
@@ -51,9 +52,9 @@ SUBSCRIPTION = """subscription($filter: LineageChangeFilter) {
 }"""
 
 
-def start_replica(database_url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_replica(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    env = {**os.environ, "HEADWATER_DATABASE_URL": database_url}
+    env = {**os.environ, "HEADWATER_DATABASE_URL": url}
     with log.open("wb") as out:
         process = subprocess.Popen(
             [
@@ -260,28 +261,25 @@ async def main() -> int:
     parser.add_argument("--seconds", type=float, default=20)
     args = parser.parse_args()
 
-    server = os.environ.get(
-        "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-    )
     name = f"headwater_subs_bench_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(server)
+    admin = await asyncpg.connect(SERVER_URL)
     await admin.execute(f'CREATE DATABASE "{name}"')
-    database_url = server.rsplit("/", 1)[0] + f"/{name}"
+    url = database_url(name)
     replicas: list[subprocess.Popen[bytes]] = []
     try:
-        conn = await asyncpg.connect(database_url)
+        conn = await asyncpg.connect(url)
         await migrate(conn)
         await conn.close()
         logs = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
         if args.stalled:
-            a, writer = start_replica(database_url, logs / "a.log")
+            a, writer = start_replica(url, logs / "a.log")
             replicas = [a]
             await wait_ready(writer)
             await measure_stalled(writer, logs / "a.log", a.pid, args.stalled, args.seconds)
             return 0
         (a, writer), (b, reader) = (
-            start_replica(database_url, logs / "a.log"),
-            start_replica(database_url, logs / "b.log"),
+            start_replica(url, logs / "a.log"),
+            start_replica(url, logs / "b.log"),
         )
         replicas = [a, b]
         await wait_ready(writer)

@@ -37,11 +37,9 @@ from typing import Any
 
 import asyncpg
 import psutil
+from databases import SERVER_URL, database_url
 from ingest import _encode, ingest_events
 
-SERVER_URL = os.environ.get(
-    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 DATABASE = os.environ.get("HEADWATER_BENCH_DATABASE", "headwater_bench_write_path")
 
 
@@ -69,7 +67,7 @@ async def _measure(group: int, statements: bool) -> dict[str, Any]:
     try:
         await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
         await admin.execute(f'CREATE DATABASE "{DATABASE}"')
-        url = SERVER_URL.rsplit("/", 1)[0] + f"/{DATABASE}"
+        url = database_url(DATABASE)
         await apply_migrations(url)
         prepared = prepare_events(
             [validate_event(json.loads(body)) for body in _encode(ingest_events())], []

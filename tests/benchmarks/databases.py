@@ -1,0 +1,22 @@
+"""The PostgreSQL server the benchmarks run on, and the URL of a database on it by name.
+
+``HEADWATER_BENCH_SERVER_URL`` names the server and a database to administer it from (default
+postgresql://postgres@127.0.0.1:5432/postgres). A unix socket works as well, e.g.
+``postgresql://postgres@/postgres?host=/var/run/postgresql``: each benchmark's databases are then
+reached the same way, and so is PostgreSQL by the servers the benchmarks start.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit, urlunsplit
+
+SERVER_URL = os.environ.get(
+    "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def database_url(name: str, server_url: str = SERVER_URL) -> str:
+    """``server_url`` on database ``name``: its path replaced, the rest (user, host, a socket's
+    ``?host=``) kept."""
+    return urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))
