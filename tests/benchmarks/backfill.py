@@ -42,7 +42,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, database_url
 from tests.server import free_port
 
 from headwater.db.migrate import migrate

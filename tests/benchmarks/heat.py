@@ -21,9 +21,14 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import asyncpg
-from databases import SERVER_URL, database_url
+
+# Run as a script, the repository root is not on the path (as for the other benchmarks).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks.databases import SERVER_URL, database_url
 
 from headwater.db.migrate import migrate
 

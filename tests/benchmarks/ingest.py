@@ -52,7 +52,7 @@ import asyncpg
 import httpx
 import psutil
 from backfill import PRODUCER, RUN_EVENT, T0, _facet, _table
-from databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, database_url
 from tests.server import free_port
 
 # Its own name, so that two runs side by side (HEADWATER_BENCH_DATABASE) do not drop each other's.

@@ -54,8 +54,8 @@ import psutil
 from backfill import spark_events
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from databases import SERVER_URL, database_url
 from ingest import Scenario, _start_server, post
+from tests.benchmarks.databases import SERVER_URL, database_url
 from tests.server import free_port
 
 from headwater.db.migrate import migrate

@@ -33,10 +33,15 @@ import time
 import uuid
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import asyncpg
-from databases import SERVER_URL, database_url
+
+# Run as a script, the repository root is not on the path (as for the other benchmarks).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks.databases import SERVER_URL, database_url
 
 DB_NAME = "headwater_bench"
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

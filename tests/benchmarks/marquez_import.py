@@ -33,7 +33,6 @@ from pathlib import Path
 
 import asyncpg
 import psutil
-from databases import SERVER_URL, database_url
 from ingest import (
     JOBS,
     Scenario,
@@ -42,6 +41,7 @@ from ingest import (
     ingest_events,
     post,
 )
+from tests.benchmarks.databases import SERVER_URL, database_url
 
 SOURCE = "headwater_mqz_bench_source"
 TARGET = "headwater_mqz_bench_target"  # its own: the ingest benchmark may run meanwhile

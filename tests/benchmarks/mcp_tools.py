@@ -24,10 +24,10 @@ from typing import Any
 import asyncpg
 import httpx
 import httpx2
-from databases import SERVER_URL, database_url
 from ingest import _start_server, ingest_events
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from tests.benchmarks.databases import SERVER_URL, database_url
 
 DATABASE = "headwater_bench_mcp"
 TARGET_MS = 20.0

@@ -35,7 +35,7 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, database_url
 from tests.benchmarks.ingest import JOBS, ingest_events
 from tests.writes import ingest_events as ingest
 

@@ -41,7 +41,7 @@ import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, database_url
 from tests.feed.stalled_clients import stalled_subscriber
 from tests.server import free_port
 

@@ -37,8 +37,8 @@ from typing import Any
 
 import asyncpg
 import psutil
-from databases import SERVER_URL, database_url
 from ingest import _encode, ingest_events
+from tests.benchmarks.databases import SERVER_URL, database_url
 
 DATABASE = os.environ.get("HEADWATER_BENCH_DATABASE", "headwater_bench_write_path")
 
