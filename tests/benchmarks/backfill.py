@@ -42,10 +42,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.benchmarks.databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, fresh_database
 from tests.server import free_port
-
-from headwater.db.migrate import migrate
 
 PRODUCER = "https://github.com/OpenLineage/OpenLineage/tree/1.23.0/integration/spark"
 RUN_EVENT = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -197,18 +195,6 @@ def write_archive(path: Path, n: int, start: int = 0) -> int:
         for e in itertools.islice(spark_events(n), start, None):
             f.write(json.dumps(e, separators=(",", ":")) + "\n")
     return path.stat().st_size
-
-
-async def fresh_database(name: str) -> str:
-    admin = await asyncpg.connect(SERVER_URL)
-    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    url = database_url(name)
-    conn = await asyncpg.connect(url)
-    await migrate(conn)
-    await conn.close()
-    return url
 
 
 async def drop_database(name: str) -> None:

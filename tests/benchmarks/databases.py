@@ -11,6 +11,10 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
+
+from headwater.db.migrate import migrate
+
 SERVER_URL = os.environ.get(
     "HEADWATER_BENCH_SERVER_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
@@ -20,3 +24,20 @@ def database_url(name: str, server_url: str = SERVER_URL) -> str:
     """``server_url`` on database ``name``: its path replaced, the rest (user, host, a socket's
     ``?host=``) kept."""
     return urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))
+
+
+async def fresh_database(name: str) -> str:
+    """Database ``name`` dropped if it exists, created again and migrated; its URL."""
+    admin = await asyncpg.connect(SERVER_URL)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = database_url(name)
+    conn = await asyncpg.connect(url)
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+    return url

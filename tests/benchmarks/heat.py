@@ -28,9 +28,7 @@ import asyncpg
 # Run as a script, the repository root is not on the path (as for the other benchmarks).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.benchmarks.databases import SERVER_URL, database_url
-
-from headwater.db.migrate import migrate
+from tests.benchmarks.databases import SERVER_URL, fresh_database
 
 DB_NAME = "headwater_bench_heat"
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -90,18 +88,6 @@ async def build_graph(url: str, edges: int, seed: int = 11) -> tuple[int, int, i
     return datasets, jobs, len(edge_rows)
 
 
-async def fresh_database() -> str:
-    admin = await asyncpg.connect(SERVER_URL)
-    await admin.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
-    await admin.execute(f'CREATE DATABASE "{DB_NAME}"')
-    await admin.close()
-    url = database_url(DB_NAME)
-    conn = await asyncpg.connect(url)
-    await migrate(conn)
-    await conn.close()
-    return url
-
-
 async def drop_database() -> None:
     admin = await asyncpg.connect(SERVER_URL)
     await admin.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
@@ -114,7 +100,7 @@ def main() -> int:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
-    url = asyncio.run(fresh_database())
+    url = asyncio.run(fresh_database(DB_NAME))
     started = time.monotonic()
     datasets, jobs, edges = asyncio.run(build_graph(url, args.edges))
     print(
