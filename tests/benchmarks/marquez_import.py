@@ -54,10 +54,6 @@ CREATE TABLE lineage_events (
 """
 
 
-def _url(database: str) -> str:
-    return database_url(database)
-
-
 async def fill_source(events: list[dict]) -> None:
     admin = await asyncpg.connect(SERVER_URL)
     try:
@@ -65,7 +61,7 @@ async def fill_source(events: list[dict]) -> None:
         await admin.execute(f'CREATE DATABASE "{SOURCE}"')
     finally:
         await admin.close()
-    conn = await asyncpg.connect(_url(SOURCE))
+    conn = await asyncpg.connect(database_url(SOURCE))
     try:
         await conn.execute(MARQUEZ_DDL)
         received = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
@@ -150,7 +146,7 @@ class CpuSampler:
 async def time_import(n: int, src: Path | None = None) -> tuple[float, CpuSampler]:
     await fresh_target()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
-    env["HEADWATER_DATABASE_URL"] = _url(TARGET)
+    env["HEADWATER_DATABASE_URL"] = database_url(TARGET)
     if src is not None:
         env["PYTHONPATH"] = str(src / "backend")
     cpu = CpuSampler([SOURCE, TARGET])
@@ -164,7 +160,7 @@ async def time_import(n: int, src: Path | None = None) -> tuple[float, CpuSample
                 "import",
                 "marquez",
                 "--from",
-                _url(SOURCE),
+                database_url(SOURCE),
                 "--quiet",
             ],
             env=env,
@@ -188,7 +184,7 @@ async def time_import(n: int, src: Path | None = None) -> tuple[float, CpuSample
 
 async def time_batch(bodies: list[bytes]) -> tuple[float, CpuSampler]:
     await fresh_target()
-    server, port = _start_server(None, _url(TARGET))
+    server, port = _start_server(None, database_url(TARGET))
     # The server and the posting clients (this process's children): what the import does in one.
     cpu = CpuSampler([TARGET])
     sampling = asyncio.create_task(cpu.run())
