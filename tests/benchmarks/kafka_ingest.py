@@ -149,16 +149,12 @@ def produce(bootstrap: str, topic: str, events: list[bytes], keys: list[str]) ->
     assert producer.flush(60) == 0
 
 
-def _url(name: str) -> str:
-    return database_url(name)
-
-
 @contextlib.asynccontextmanager
 async def fresh_database(migrated: bool = True) -> AsyncIterator[tuple[str, str]]:
     name = f"headwater_kafka_bench_{uuid.uuid4().hex[:6]}"
     admin = await asyncpg.connect(SERVER_URL)
     await admin.execute(f'CREATE DATABASE "{name}"')
-    url = _url(name)
+    url = database_url(name)
     if migrated:
         conn = await asyncpg.connect(url)
         await migrate(conn)

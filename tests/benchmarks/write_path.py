@@ -38,7 +38,7 @@ from typing import Any
 import asyncpg
 import psutil
 from ingest import _encode, ingest_events
-from tests.benchmarks.databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, fresh_database
 
 DATABASE = os.environ.get("HEADWATER_BENCH_DATABASE", "headwater_bench_write_path")
 
@@ -58,17 +58,13 @@ async def _commits(admin: asyncpg.Connection) -> int:
 
 async def _measure(group: int, statements: bool) -> dict[str, Any]:
     """Runs in the measuring process, whose ``headwater`` is the checkout measured."""
-    from headwater.command_base import apply_migrations
     from headwater.db.pool import PLAN_SETTINGS, register_codecs
     from headwater.ingest.service import ingest_turn, prepare_events, write_prepared
     from headwater.ingest.validate import validate_event
 
+    url = await fresh_database(DATABASE)
     admin = await asyncpg.connect(SERVER_URL)
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-        await admin.execute(f'CREATE DATABASE "{DATABASE}"')
-        url = database_url(DATABASE)
-        await apply_migrations(url)
         prepared = prepare_events(
             [validate_event(json.loads(body)) for body in _encode(ingest_events())], []
         )
