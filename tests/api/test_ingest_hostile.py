@@ -20,7 +20,7 @@ import psutil
 import pytest
 import websockets
 
-from headwater.api.rest.body import check_json_values, count_json_values
+from headwater.api.rest.body import LONE_SURROGATE_ESCAPE, check_json_values, count_json_values
 from headwater.errors import PayloadTooLargeError
 from headwater.ingest.validate import (
     MAX_DEPTH,
@@ -166,7 +166,9 @@ def test_bodies_that_cannot_be_decoded_are_400(server):
     assert "not valid UTF-8" in response.json()["errors"][0]["message"]
     response = post(server, json.dumps(job_named("a\ud800")).encode())
     assert response.status_code == 400
-    assert "not valid JSON" in response.json()["errors"][0]["message"]
+    message = response.json()["errors"][0]["message"]
+    assert "not valid JSON: \\ud800 at byte" in message
+    assert "half of a UTF-16 surrogate pair" in message
     # Valid JSON with a number too large to read, where a string belongs and in a facet.
     longest = sys.get_int_max_str_digits()
     for number in (b"9" * (longest + 1), b"-" + b"9" * longest, b"1e400", b"-2.5E+309"):
@@ -188,6 +190,80 @@ def test_bodies_that_cannot_be_decoded_are_400(server):
     response = post(server, b"[" + b",".join([b"{}"] * (MAX_EVENTS + 1)) + b"]")
     assert response.status_code == 413
     assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("text", "lone"),
+    [
+        (rb'"a\ud800"', rb"\ud800"),
+        (rb'"\udc00"', rb"\udc00"),
+        (rb'"\ud83d\ude00 \udfff"', rb"\udfff"),
+        (rb'"\\\ud800"', rb"\ud800"),  # an escaped backslash, then the escape
+        (rb'"\ud83d\ude00"', None),  # a pair: one character
+        (rb'"\\ud800"', None),  # an escaped backslash, then the text "ud800"
+    ],
+)
+def test_a_lone_surrogate_escape_is_found_where_it_is(text, lone):
+    found = LONE_SURROGATE_ESCAPE.search(text)
+    assert (found.group("escape") if found else None) == lone
+    if found is not None and lone is not None:
+        assert found.start("escape") == text.rindex(lone)
+
+
+def test_graphql_bodies_that_cannot_be_decoded_are_400_and_the_server_goes_on(server):
+    headers = {"Content-Type": "application/json"}
+    response = post(server, b'{"query": "{ __typename }"\xff}', "/graphql", **headers)
+    assert response.status_code == 400, response.text
+    assert response.json()["detail"].endswith("not valid UTF-8: byte 26 of the body (0xff)")
+    lone = {
+        "query": "query($q: String!) { search(query: $q) { totalCount } }",
+        "variables": {"q": "a\ud800"},
+    }
+    response = post(server, lone, "/graphql", **headers)
+    assert response.status_code == 400, response.text
+    assert "\\ud800 at byte" in response.json()["detail"]
+    response = httpx.get(
+        server.url + "/graphql",
+        params={"query": lone["query"], "variables": json.dumps(lone["variables"])},
+        headers={**auth(server), "Accept": "application/json"},
+    )
+    assert response.status_code == 400, response.text
+    response = post(server, {"query": "{ __typename }"}, "/graphql", **headers)
+    assert response.json() == {"data": {"__typename": "Query"}}
+
+
+async def test_a_websocket_message_holding_a_lone_surrogate_closes_with_4400(server):
+    url = server.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=["graphql-transport-ws"]) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": {"apiKey": server.api_key}}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        query = "subscription { lineageChanges { cursor } }"
+        payload = {"query": query, "variables": {"x": "a\ud800"}}
+        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
+        with pytest.raises(websockets.ConnectionClosed):
+            await ws.recv()
+        assert ws.close_code == 4400
+        assert "surrogate" in (ws.close_reason or "")
+
+
+def test_other_bodies_nested_too_deeply_are_400(server):
+    for path, body in (("/api/v1/tags/deep", b"[" * 100_000), ("/api/v1/tags/deep", b'{"a":' * 50_000)):
+        response = httpx.put(
+            server.url + path,
+            content=body,
+            headers={**auth(server), "Content-Type": "application/json"},
+            timeout=60,
+        )
+        assert response.status_code == 400, response.text[:500]
+        assert response.json()["detail"].endswith("nested too deeply to decode")
+    response = httpx.put(
+        server.url + "/api/v1/governance/classifications",
+        content=b"[" * 100_000,
+        headers={**auth(server), "Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert response.status_code == 400, response.text[:500]
+    assert httpx.get(server.url + "/api/v1/tags", headers=auth(server)).status_code == 200
 
 
 def test_a_non_ascii_authorization_header_is_a_401(server):

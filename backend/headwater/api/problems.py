@@ -10,7 +10,7 @@ import asyncpg
 from litestar import Response
 from litestar.exceptions import HTTPException, ValidationException
 
-from headwater.errors import AppError, DatabaseUnavailableError
+from headwater.errors import AppError, DatabaseUnavailableError, FieldError, InvalidRequestError
 
 if TYPE_CHECKING:
     from litestar import Request
@@ -87,12 +87,23 @@ def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Respons
 def unexpected_error_handler(
     request: Request[Any, Any, Any], exc: Exception
 ) -> Response[dict[str, Any]]:
-    """Database outages are 503 (clients retry); anything else is a 500 with a request id to grep."""
+    """Database outages are 503 (clients retry); a body nested too deeply to decode is a 400;
+    anything else is a 500 with a request id to grep."""
     if is_database_unavailable(exc):
         error = DatabaseUnavailableError(
             f"The database is unavailable: {type(exc).__name__}. Retry later."
         )
         return app_error_handler(request, error)
+    if isinstance(exc, RecursionError) and "deserializing" in str(exc):
+        # Litestar decodes a handler's `data` with msgspec, which gives up on JSON nested deeper
+        # than its stack allows (`[[[[…`) and raises this as it is: the body's fault.
+        message = "nested too deeply to decode"
+        return app_error_handler(
+            request,
+            InvalidRequestError(
+                f"The request body is not valid JSON: {message}", [FieldError("$", message)]
+            ),
+        )
     request_id = uuid.uuid4().hex[:16]
     log.exception("unexpected error %s on %s %s", request_id, request.method, request.url.path)
     return problem(

@@ -22,8 +22,8 @@ from headwater.api.graphql.limits import limit_extensions
 from headwater.api.graphql.mutations import Mutation
 from headwater.api.graphql.queries import Query
 from headwater.api.graphql.subscriptions import SharedRenderingExecutor, Subscription, encode_message
-from headwater.api.rest.body import check_json_values
-from headwater.errors import AppError, PayloadTooLargeError
+from headwater.api.rest.body import check_json_values, decode_json
+from headwater.errors import AppError, InvalidRequestError, PayloadTooLargeError
 
 # JSON values in one GraphQL request or websocket message: an operation and its variables need far
 # fewer (MAX_TOKENS bounds the operation), and decoding is refused past this before it builds them.
@@ -57,6 +57,10 @@ class _WebSocketAdapter(LitestarWebSocketAdapter):
                 yield message
         except PayloadTooLargeError:
             await self.close(1009, f"a message may hold at most {MAX_VALUES} JSON values")
+        except InvalidRequestError as exc:
+            # As graphql-transport-ws closes on a message that is not JSON: 4400, with the reason
+            # (a close reason holds at most 123 bytes).
+            await self.close(4400, exc.message.encode()[:123].decode(errors="ignore"))
 
 
 # strawberry builds the controller class at run time, which a type checker cannot follow.
@@ -76,10 +80,12 @@ class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
         return encode_message(data, super().encode_json)
 
     def decode_json(self, data: str | bytes) -> object:
-        # A 64 MB body of `[]` would decode into gigabytes of lists: count before decoding.
+        # A 64 MB body of `[]` would decode into gigabytes of lists: count before decoding. Then
+        # decode as ingest does: a body that is not UTF-8, or a string no stored text can hold,
+        # is a 400 saying where, not an internal error.
         body = data.encode() if isinstance(data, str) else data
         check_json_values(body, MAX_VALUES, "that is the most a GraphQL request or message may hold")
-        return super().decode_json(data)
+        return decode_json(data)
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         websocket = context.websocket
