@@ -22,7 +22,7 @@ from headwater.errors import MigrationError
 from headwater.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
     import asyncpg
@@ -86,6 +86,28 @@ def time_argument(value: str) -> dt.datetime:
             f"not an RFC 3339 time: {value!r} (e.g. 2026-01-31T12:00:00Z)"
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+# The largest value of a PostgreSQL bigint, which ids and row counts are stored or compared as.
+BIGINT_MAX = 2**63 - 1
+
+
+def int_between(low: int, high: int = BIGINT_MAX) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` to ``high``; beyond either, an error naming them
+    rather than a traceback from wherever the number would not fit."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+        if number < low:
+            raise argparse.ArgumentTypeError(f"must be {low:,} or more, got {value}")
+        if number > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {value}")
+        return number
+
+    return parse
 
 
 # A server that does not answer within this is as good as absent for a command about to start.

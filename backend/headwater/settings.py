@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+# The most days of history retention may keep: a century. Beyond it the horizon would fall before
+# the first representable time.
+MAX_RETENTION_DAYS = 36_500
+
 
 def _default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -85,9 +89,10 @@ class Settings:
         retention_days = None
         if env.get("HEADWATER_RETENTION_DAYS"):
             retention_days = get_int("HEADWATER_RETENTION_DAYS", 0)
-        if retention_days is not None and retention_days < 1:
+        if retention_days is not None and not 1 <= retention_days <= MAX_RETENTION_DAYS:
             raise ValueError(
-                f"HEADWATER_RETENTION_DAYS must be 1 or more days (or unset), got {retention_days}"
+                f"HEADWATER_RETENTION_DAYS must be 1 to {MAX_RETENTION_DAYS:,} days (or unset), "
+                f"got {retention_days}"
             )
         return cls(
             database_url=env.get("HEADWATER_DATABASE_URL") or None,

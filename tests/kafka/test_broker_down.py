@@ -66,3 +66,15 @@ async def test_consumer_reconnects_when_the_broker_comes_back(database, consumer
         assert "reachable again" in consumer.output()
         print(f"consuming again {time.monotonic() - started:.1f} s after the broker came back")
         assert consumer.stop() == 0
+
+
+async def test_a_consumer_stopped_before_any_broker_answered_exits_cleanly(database, consumers):
+    consumer = consumers(database, f"127.0.0.1:{free_port()}", "--topic", "never-reached")
+
+    async def retrying() -> bool:
+        return "cannot reach Kafka at" in consumer.output()
+
+    await wait_for(retrying, timeout=30, what="the consumer to retry", alive=[consumer])
+    assert consumer.stop() == 0, consumer.output()[-3000:]
+    # The client of the start that failed is closed, not left for the garbage collector.
+    assert "Unclosed" not in consumer.output(), consumer.output()[-3000:]

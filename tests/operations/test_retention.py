@@ -225,7 +225,10 @@ async def test_the_command_prints_per_table_what_goes_and_the_dry_run_keeps_it(
 
     refused = await asyncio.to_thread(_headwater, ops_url, "retention", "--keep", "0")
     assert refused.returncode == 1
-    assert refused.stderr.strip() == "headwater: --keep must be 1 day or more"
+    assert refused.stderr.strip() == "headwater: --keep must be 1 to 36,500 days"
+    refused = await asyncio.to_thread(_headwater, ops_url, "retention", "--keep", "99999999999")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == "headwater: --keep must be 1 to 36,500 days"
 
 
 def test_the_report_lines_name_every_table() -> None:
@@ -252,8 +255,9 @@ async def test_serve_runs_retention_when_configured(ops: asyncpg.Connection, ops
 def test_the_retention_setting_is_read_and_checked() -> None:
     assert Settings.from_env({}).retention_days is None
     assert Settings.from_env({"HEADWATER_RETENTION_DAYS": "90"}).retention_days == 90
-    with pytest.raises(ValueError, match="HEADWATER_RETENTION_DAYS must be 1 or more"):
-        Settings.from_env({"HEADWATER_RETENTION_DAYS": "0"})
+    for days in ("0", "99999999999"):
+        with pytest.raises(ValueError, match="HEADWATER_RETENTION_DAYS must be 1 to 36,500 days"):
+            Settings.from_env({"HEADWATER_RETENTION_DAYS": days})
 
 
 async def test_a_partition_the_table_is_too_busy_to_drop_is_left_for_the_next_pass(

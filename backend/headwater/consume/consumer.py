@@ -227,6 +227,9 @@ class KafkaConsumer:
     async def _consume(self, stop: asyncio.Event) -> None:
         await self._start(stop)
         if stop.is_set():
+            # Stopped while no broker answered: a start that failed leaves its client to close.
+            await self.consumer.stop()
+            self.decoder.shutdown()
             return
         writer = asyncio.create_task(self._write_loop(stop))
         try:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from headwater.command_base import int_between
+
 DEFAULT_GROUP = "headwater"
 # Messages per poll, and so per transaction: large enough that a write's fixed costs are shared,
 # small enough that a poll's events stay a few MiB in memory.
@@ -251,13 +253,19 @@ def add_dead_letter_arguments(parser: argparse.ArgumentParser) -> None:
     ):
         action = actions.add_parser(name, help=text)
         action.add_argument(
-            "--id", type=int, action="append", dest="ids", help="this dead letter (repeatable)"
+            "--id",
+            type=int_between(1),
+            action="append",
+            dest="ids",
+            help="this dead letter (repeatable)",
         )
         action.add_argument("--topic", help="only the dead letters of this topic")
         if name != "replay":
             action.add_argument("--before", help="only those recorded before this ISO 8601 time")
         if name == "list":
-            action.add_argument("--limit", type=int, default=100, help="most to show (default 100)")
+            action.add_argument(
+                "--limit", type=int_between(1), default=100, help="most to show (default 100)"
+            )
             action.add_argument("--json", action="store_true", help="print a JSON array")
         if name == "purge":
             action.add_argument("--all", action="store_true", help="remove every dead letter")

@@ -7,6 +7,7 @@ import asyncio
 
 from headwater.command_base import CommandError
 from headwater.operations.retention import TABLES, RetentionReport, run_retention
+from headwater.settings import MAX_RETENTION_DAYS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_retention_command(args: argparse.Namespace) -> int:
     from headwater.command_base import apply_migrations, database, load_settings
 
-    if args.keep < 1:
-        raise CommandError("--keep must be 1 day or more")
+    if not 1 <= args.keep <= MAX_RETENTION_DAYS:
+        raise CommandError(f"--keep must be 1 to {MAX_RETENTION_DAYS:,} days")
     if args.batch_size < 1:
         raise CommandError("--batch-size must be 1 or more")
     settings = load_settings()

@@ -33,6 +33,7 @@ import asyncpg
 
 from headwater.db.queries import QUERIES
 from headwater.operations.partitions import LOCK_TIMEOUT, prepare_partitions
+from headwater.settings import MAX_RETENTION_DAYS
 from headwater.store import events as event_store
 from headwater.store.changes import Change, insert_changes
 
@@ -93,8 +94,8 @@ class RetentionReport:
 
 def horizon_for(keep_days: int, now: dt.datetime | None = None) -> dt.datetime:
     """The instant before which history goes when ``keep_days`` days are kept."""
-    if keep_days < 1:
-        raise ValueError(f"retention keeps 1 day or more, got {keep_days}")
+    if not 1 <= keep_days <= MAX_RETENTION_DAYS:
+        raise ValueError(f"retention keeps 1 to {MAX_RETENTION_DAYS:,} days, got {keep_days}")
     return (now or dt.datetime.now(dt.UTC)) - dt.timedelta(days=keep_days)
 
 

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from headwater.command_base import time_argument
+from headwater.command_base import int_between, time_argument
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -35,13 +35,6 @@ def _seconds(value: str) -> float:
     if not seconds >= 0.1:
         raise argparse.ArgumentTypeError(f"must be 0.1 or more, got {value}")
     return seconds
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,11 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="alias rules file (default $HEADWATER_ALIAS_RULES_FILE, as the server)",
     )
     backfill.add_argument(
-        "--batch-size", type=_positive, default=2000, help="events per ingest transaction (default 2000)"
+        "--batch-size",
+        type=int_between(1),
+        default=2000,
+        help="events per ingest transaction (default 2000)",
     )
     backfill.add_argument(
         "--events-per-partition",
-        type=_positive,
+        type=int_between(1),
         default=20_000,
         help="events per ordered write task (default 20000)",
     )
@@ -152,7 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
         "heat", parents=[common], help="compute asset heat into datasets.heat and jobs.heat"
     )
     heat.add_argument("--damping", type=float, default=0.85, help="damping factor d (default 0.85)")
-    heat.add_argument("--max-iterations", type=_positive, default=30, help="iteration cap (default 30)")
+    heat.add_argument(
+        "--max-iterations", type=int_between(1), default=30, help="iteration cap (default 30)"
+    )
     heat.add_argument(
         "--tolerance",
         type=float,

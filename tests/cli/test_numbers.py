@@ -1,0 +1,42 @@
+"""Numbers out of range on the command line: an error naming the option and its bounds, never a
+traceback from the place the number would not fit (a LIMIT, a bigint, a date)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.running import HEADWATER
+
+UNREACHABLE = "postgresql://postgres@127.0.0.1:1/headwater"  # refused before anything is done
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "expected"),
+    [
+        (["dead-letters", "list", "--limit", "-1"], 2, "argument --limit: must be 1 or more, got -1"),
+        (["dead-letters", "list", "--limit", "x"], 2, "argument --limit: not an integer: 'x'"),
+        (
+            ["dead-letters", "replay", "--id", "99999999999999999999"],
+            2,
+            "argument --id: must be at most 9,223,372,036,854,775,807, got 99999999999999999999",
+        ),
+        (["spark", "backfill", "--batch-size", "0", "a"], 2, "argument --batch-size: must be 1 or more"),
+        (["retention", "--keep", "99999999999"], 1, "--keep must be 1 to 36,500 days"),
+        (["retention", "--keep", "0"], 1, "--keep must be 1 to 36,500 days"),
+    ],
+)
+def test_a_number_out_of_range_is_named_with_its_bounds(
+    tmp_path: Path, args: list[str], code: int, expected: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
+    env["HEADWATER_DATABASE_URL"] = UNREACHABLE
+    done = subprocess.run(
+        [HEADWATER, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert expected in done.stderr.splitlines()[-1], done.stderr
