@@ -306,3 +306,19 @@ async def test_an_argument_holding_nul_is_an_error_that_names_it(sessions: Sessi
         assert answer.content[0].text.endswith(
             f"{argument} holds U+0000 (NUL), which no text stored here can contain."
         )
+
+
+async def test_an_offset_beyond_what_json_holds_exactly_is_an_error_that_names_the_bound(
+    sessions: Sessions,
+) -> None:
+    async with sessions() as session:
+        answers = [
+            await session.call_tool("search", {"text": "orders", "offset": 2**63}),
+            await session.call_tool(
+                "impact_of_change", {"node_id": "dataset:warehouse:orders", "offset": 2**53}
+            ),
+            await session.call_tool("get_job", {"node_id": "job:etl:load_orders", "runs_offset": 2**60}),
+        ]
+    for answer in answers:
+        assert answer.is_error
+        assert "less than or equal to 9007199254740991" in answer.content[0].text, answer.content

@@ -21,6 +21,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from headwater.api.rest.catalog import datasets_json, jobs_json, runs_json
+from headwater.api.rest.catalog.routing import MAX_OFFSET
 from headwater.api.rest.lineage import parse_as_of
 from headwater.errors import AppError, NodeNotFoundError, RunNotFoundError
 from headwater.ingest.sql_facets import MAX_SQL_CHARS
@@ -82,7 +83,10 @@ NodeId = Annotated[
     ),
 ]
 Limit = Annotated[int, Field(ge=1, le=100, description="Page size")]
-Offset = Annotated[int, Field(ge=0, description="Items to skip (next_offset of the previous page)")]
+Offset = Annotated[
+    int,
+    Field(ge=0, le=MAX_OFFSET, description="Items to skip (next_offset of the previous page)"),
+]
 MaxNodes = Annotated[
     int,
     Field(ge=1, description="Node cap of the walk (at most the server's HEADWATER_MAX_LINEAGE_NODES)"),
