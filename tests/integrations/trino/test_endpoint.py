@@ -246,6 +246,12 @@ BAD = [
         "Expected `str`, got `int`",
     ),
     (
+        "createTime NaN",
+        lambda: {**http_example(), "createTime": "NaN"},
+        "$.createTime",
+        "Expected epoch seconds or an RFC 3339 time",
+    ),
+    (
         "inputs not a list",
         lambda: {**http_example(), "ioMetadata": {"inputs": {}, "output": None}},
         "$.ioMetadata.inputs",

@@ -8,6 +8,7 @@ decimal epoch seconds, or RFC 3339.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -182,12 +183,14 @@ def parse_instant(value: Instant, path: str) -> dt.datetime:
         text = value
         try:
             value = float(text)
+            if math.isnan(value):  # "NaN" reads as a float, and is no time
+                raise ValueError(text)
         except ValueError:
             try:
                 parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
             except ValueError:
                 raise InvalidTrinoEventError(
-                    f"{path} is neither epoch seconds nor an RFC 3339 time: {value!r}",
+                    f"{path} is neither epoch seconds nor an RFC 3339 time: {text!r}",
                     [FieldError(path, "Expected epoch seconds or an RFC 3339 time")],
                 ) from None
             return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
