@@ -232,18 +232,25 @@ def test_graphql_bodies_that_cannot_be_decoded_are_400_and_the_server_goes_on(se
     assert response.json() == {"data": {"__typename": "Query"}}
 
 
-async def test_a_websocket_message_holding_a_lone_surrogate_closes_with_4400(server):
+async def closed_subscribing(server: HeadwaterServer, variables: dict[str, Any]) -> tuple[int, str]:
+    """The close code and reason of a websocket whose subscription carries ``variables``."""
     url = server.url.replace("http://", "ws://") + "/graphql"
     async with websockets.connect(url, subprotocols=["graphql-transport-ws"]) as ws:
         await ws.send(json.dumps({"type": "connection_init", "payload": {"apiKey": server.api_key}}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
         query = "subscription { lineageChanges { cursor } }"
-        payload = {"query": query, "variables": {"x": "a\ud800"}}
+        payload = {"query": query, "variables": variables}
         await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
         with pytest.raises(websockets.ConnectionClosed):
             await ws.recv()
-        assert ws.close_code == 4400
-        assert "surrogate" in (ws.close_reason or "")
+        assert ws.close_code is not None
+        return ws.close_code, ws.close_reason or ""
+
+
+async def test_a_websocket_message_holding_a_lone_surrogate_closes_with_4400(server):
+    code, reason = await closed_subscribing(server, {"x": "a\ud800"})
+    assert code == 4400
+    assert "surrogate" in reason
 
 
 def test_other_bodies_nested_too_deeply_are_400(server):
@@ -369,21 +376,9 @@ def test_huge_bodies_of_tiny_values_are_refused_undecoded_in_bounded_memory(serv
 
 
 async def test_a_websocket_message_of_too_many_values_closes_with_1009(server):
-    url = server.url.replace("http://", "ws://") + "/graphql"
-    async with websockets.connect(url, subprotocols=["graphql-transport-ws"]) as ws:
-        await ws.send(json.dumps({"type": "connection_init", "payload": {"apiKey": server.api_key}}))
-        assert json.loads(await ws.recv())["type"] == "connection_ack"
-        query = "subscription { lineageChanges { cursor } }"
-        variables = {"x": [[]] * 200_000}
-        await ws.send(
-            json.dumps(
-                {"id": "1", "type": "subscribe", "payload": {"query": query, "variables": variables}}
-            )
-        )
-        with pytest.raises(websockets.ConnectionClosed):
-            await ws.recv()
-        assert ws.close_code == 1009
-        assert "100000 JSON values" in (ws.close_reason or "")
+    code, reason = await closed_subscribing(server, {"x": [[]] * 200_000})
+    assert code == 1009
+    assert "100000 JSON values" in reason
 
 
 def sql_event(statements: int) -> dict[str, Any]:
