@@ -20,7 +20,7 @@ import psutil
 import pytest
 import websockets
 
-from headwater.api.rest.body import LONE_SURROGATE_ESCAPE, check_json_values, count_json_values
+from headwater.api.rest.body import check_json_values, count_json_values
 from headwater.errors import PayloadTooLargeError
 from headwater.ingest.validate import (
     MAX_DEPTH,
@@ -190,24 +190,6 @@ def test_bodies_that_cannot_be_decoded_are_400(server):
     response = post(server, b"[" + b",".join([b"{}"] * (MAX_EVENTS + 1)) + b"]")
     assert response.status_code == 413
     assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
-
-
-@pytest.mark.parametrize(
-    ("text", "lone"),
-    [
-        (rb'"a\ud800"', rb"\ud800"),
-        (rb'"\udc00"', rb"\udc00"),
-        (rb'"\ud83d\ude00 \udfff"', rb"\udfff"),
-        (rb'"\\\ud800"', rb"\ud800"),  # an escaped backslash, then the escape
-        (rb'"\ud83d\ude00"', None),  # a pair: one character
-        (rb'"\\ud800"', None),  # an escaped backslash, then the text "ud800"
-    ],
-)
-def test_a_lone_surrogate_escape_is_found_where_it_is(text, lone):
-    found = LONE_SURROGATE_ESCAPE.search(text)
-    assert (found.group("escape") if found else None) == lone
-    if found is not None and lone is not None:
-        assert found.start("escape") == text.rindex(lone)
 
 
 def test_graphql_bodies_that_cannot_be_decoded_are_400_and_the_server_goes_on(server):

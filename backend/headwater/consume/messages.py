@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import msgspec
-
 from headwater.errors import AppError
 from headwater.ingest.service import PreparedEvent, prepare_events
-from headwater.ingest.validate import undecodable, validate_event
+from headwater.ingest.validate import UndecodableError, decode_json, validate_event
 from headwater.integrations.trino import BridgeOptions, convert
 
 if TYPE_CHECKING:
@@ -63,9 +61,9 @@ def decode(
             f"message too large: {len(value)} bytes, more than {max_bytes} (HEADWATER_MAX_BODY_BYTES)"
         )
     try:
-        raw: Any = msgspec.json.decode(value)
-    except msgspec.DecodeError as exc:
-        raise PoisonMessageError(undecodable(exc)) from None
+        raw: Any = decode_json(value, "message")
+    except UndecodableError as exc:
+        raise PoisonMessageError(exc.reason) from None
     skipped = None
     try:
         if fmt == "trino":

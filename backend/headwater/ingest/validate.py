@@ -208,15 +208,69 @@ _MODELS: dict[str, type[AnyEvent]] = {
 }
 
 
-def undecodable(exc: Exception) -> str:
-    """What is wrong with JSON text that could not be decoded, as "the body is ...". A number too large
-    to read is valid JSON: an integer longer than Python reads (sys.get_int_max_str_digits), another
-    number beyond a 64-bit float. That is said, not that the JSON is broken."""
+class UndecodableError(ValueError):
+    """JSON text that could not be decoded; ``reason`` says why, as what follows "the body is"."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_json_decoder = msgspec.json.Decoder()
+# A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or the latter alone; the backslash
+# before it must not be escaped itself (an even number of backslashes before it).
+LONE_SURROGATE_ESCAPE = re.compile(
+    r"(?<!\\)(?:\\\\)*(?P<escape>\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
+
+def decode_json(data: bytes | str, what: str = "body") -> Any:
+    """JSON decoded strictly, or UndecodableError saying what is wrong with the ``what`` and where:
+    not UTF-8 (which byte), a lone UTF-16 surrogate escape (``"\\ud800"``, which no stored text can
+    hold), NaN, a number too large to read, nesting too deep for the decoder. Python's json module
+    accepts the surrogate and NaN; msgspec raises RecursionError for the nesting, which would
+    otherwise end whatever decodes (a request, a Kafka consumer, a backfill task)."""
+    try:
+        return _json_decoder.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise UndecodableError(_undecodable(exc, data, what)) from None
+    except RecursionError:
+        raise UndecodableError(
+            f"not valid JSON: nested too deeply to decode (events may nest {MAX_DEPTH} levels)"
+        ) from None
+
+
+def _undecodable(exc: Exception, data: bytes | str, what: str) -> str:
+    # Depending on its version, msgspec reports bad UTF-8 as a UnicodeDecodeError or as a
+    # DecodeError naming no position: Python's own decoding says which byte, either way.
+    if isinstance(data, bytes):
+        try:
+            text = data.decode()
+        except UnicodeDecodeError as utf8:
+            return f"not valid JSON: not valid UTF-8: byte {utf8.start} of the {what} (0x{data[utf8.start]:02x})"
+    else:
+        text = data
     if str(exc).startswith(("Integer value out of range", "Number out of range")):
+        # Valid JSON: an integer longer than Python reads (sys.get_int_max_str_digits), another
+        # number beyond a 64-bit float. That is said, not that the JSON is broken.
         return (
             "valid JSON with a number too large to read (an integer may have "
             f"{sys.get_int_max_str_digits():,} digits with its sign, another number must be within "
             "±1.8e308): send such a number as a string"
+        )
+    lone = LONE_SURROGATE_ESCAPE.search(text)
+    if lone is not None:
+        # msgspec reports some of these as "Input data was truncated", which they are not.
+        where = (
+            len(text[: lone.start("escape")].encode())
+            if isinstance(data, bytes)
+            else lone.start("escape")
+        )
+        unit = "byte" if isinstance(data, bytes) else "character"
+        return (
+            f"not valid JSON: {lone.group('escape')} at {unit} {where} of the {what} is half of a "
+            "UTF-16 surrogate pair, which is not a character"
         )
     return f"not valid JSON: {exc}"
 

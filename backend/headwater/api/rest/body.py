@@ -31,7 +31,8 @@ from headwater.errors import (
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
 )
-from headwater.ingest.validate import MAX_DEPTH, MAX_EVENTS, undecodable
+from headwater.ingest.validate import MAX_EVENTS, UndecodableError
+from headwater.ingest.validate import decode_json as decode_strictly
 
 if TYPE_CHECKING:
     from litestar import Request
@@ -46,12 +47,6 @@ _CHUNK = 1 << 16
 _BACKSLASH = 0x5C
 _STARTS_ARRAY = re.compile(rb"[ \t\r\n]*\[")
 _decoder = msgspec.json.Decoder()
-# A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or the latter alone; the backslash
-# before it must not be escaped itself (an even number of backslashes before it).
-LONE_SURROGATE_ESCAPE = re.compile(
-    rb"(?<!\\)(?:\\\\)*(?P<escape>\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-)
 _elements = msgspec.json.Decoder(list[msgspec.Raw])
 
 # A JSON array decoded into this stops at its (MAX_EVENTS + 1)th element: each element is kept as
@@ -112,41 +107,13 @@ def decode_json_body(body: bytes, encoding: str, max_bytes: int, max_values: int
 
 
 def decode_json(body: bytes | str) -> Any:
-    """JSON decoded strictly, or a 400 saying what is wrong and where: not UTF-8 (which byte), a
-    lone UTF-16 surrogate escape (``"\\ud800"``, which no stored text can hold), NaN, nesting too
-    deep. Python's json module accepts the surrogate and NaN, and fails on bad UTF-8 with an error
-    of its own, which a caller would answer 500."""
+    """The decoded JSON, or a 400 saying what is wrong with the body and where (see
+    ``headwater.ingest.validate.decode_json``)."""
     try:
-        return _decoder.decode(body)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        # Depending on its version, msgspec reports bad UTF-8 as a UnicodeDecodeError or as a
-        # DecodeError naming no position: Python's own decoding says which byte, either way.
-        try:
-            if isinstance(body, bytes):
-                body.decode()
-        except UnicodeDecodeError as utf8:
-            message = f"not valid UTF-8: byte {utf8.start} of the body (0x{body[utf8.start]:02x})"
-            raise InvalidRequestError(
-                f"The request body is not valid JSON: {message}", [FieldError("$", message)]
-            ) from None
-        lone = LONE_SURROGATE_ESCAPE.search(
-            body.encode(errors="replace") if isinstance(body, str) else body
-        )
-        if lone is not None:
-            # msgspec reports some of these as "Input data was truncated", which they are not.
-            escape = lone.group("escape").decode()
-            message = (
-                f"not valid JSON: {escape} at byte {lone.start('escape')} of the body is half of a "
-                "UTF-16 surrogate pair, which is not a character"
-            )
-        else:
-            message = undecodable(exc)
-        raise InvalidRequestError(f"The request body is {message}", [FieldError("$", message)]) from None
-    except RecursionError:
-        # The decoder recurses per level; how deep it gets depends on the stack it starts from.
-        message = f"nested too deeply (events may nest {MAX_DEPTH} levels)"
+        return decode_strictly(body)
+    except UndecodableError as exc:
         raise InvalidRequestError(
-            f"The request body is not valid JSON: {message}", [FieldError("$", message)]
+            f"The request body is {exc.reason}", [FieldError("$", exc.reason)]
         ) from None
 
 

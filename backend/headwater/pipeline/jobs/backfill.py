@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from headwater.errors import InvalidEventError
-from headwater.ingest.validate import undecodable, validate_event
+from headwater.ingest.validate import UndecodableError, decode_json, validate_event
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -68,9 +68,9 @@ def check_rows(rows: Iterable[ArchiveRow]) -> Iterator[tuple[Any, ...]]:
             yield file_index, line, item, BLANK, None, None, None, None, None
             continue
         try:
-            raw = msgspec.json.decode(text)
-        except msgspec.DecodeError as exc:
-            reason = undecodable(exc)
+            raw = decode_json(text, "line")
+        except UndecodableError as exc:
+            reason = exc.reason
             yield file_index, line, item, REJECTED, reason, [("$", reason)], None, None, text
             continue
         if isinstance(raw, list) and item is None:
