@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
     import asyncpg
 
+    from headwater.ingest.normalize import AliasRule
+
 # The database driver and the migrations are imported where a command uses them, so that `headwater`
 # itself, and the commands that need no database (sql-lineage, export-schemas), start without them.
 
@@ -127,6 +129,16 @@ _WAIT_REPORT_S = 5
 
 def _say(message: str) -> None:
     print(f"headwater: {message}", file=sys.stderr, flush=True)
+
+
+def alias_rules_or_error(path: Path | None) -> list[AliasRule]:
+    """The alias rules in ``path`` (none without one), or a CommandError saying what is wrong."""
+    from headwater.ingest.aliases import load_alias_rules
+
+    try:
+        return load_alias_rules(path)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def load_settings() -> Settings:

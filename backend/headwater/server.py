@@ -9,7 +9,7 @@ import os
 
 import uvicorn
 
-from headwater.command_base import apply_migrations, database, load_settings
+from headwater.command_base import alias_rules_or_error, apply_migrations, database, load_settings
 from headwater.settings import get_settings
 
 log = logging.getLogger("headwater")
@@ -42,6 +42,7 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
     from headwater.governance.command import policy_or_error
 
     policy_or_error(settings.policies_file)
+    alias_rules_or_error(settings.alias_rules_file)
     if settings.kafka_consume:
         from headwater.consume.command import check_serve_options
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+# The largest PostgreSQL integer (statement_timeout and every count here must fit).
+_INT4_MAX = 2**31 - 1
 # The most days of history retention may keep: a century. Beyond it the horizon would fall before
 # the first representable time.
 MAX_RETENTION_DAYS = 36_500
@@ -72,53 +74,61 @@ class Settings:
         env = dict(os.environ if env is None else env)
         defaults = cls()
 
-        def get_int(key: str, default: int) -> int:
+        def get_int(key: str, default: int, low: int = 1, high: int = _INT4_MAX) -> int:
+            # Bounded: a pool of -1 connections, a body limit of -5 bytes or a statement timeout
+            # PostgreSQL cannot hold would otherwise fail later, and less clearly (or not at all).
             raw = env.get(key)
             if raw is None or raw == "":
                 return default
             try:
-                return int(raw)
+                value = int(raw)
             except ValueError as exc:
                 raise ValueError(f"{key} must be an integer, got {raw!r}") from exc
+            if not low <= value <= high:
+                raise ValueError(f"{key} must be {low:,} to {high:,}, got {raw}")
+            return value
 
         def on_unless_off(key: str) -> bool:
             # A switch that is on unless set to 0, false, no or off.
             return env.get(key, "1").lower() not in ("0", "false", "no", "off")
 
+        pool_min_size = get_int("HEADWATER_POOL_MIN_SIZE", defaults.pool_min_size, low=0)
+        pool_max_size = get_int("HEADWATER_POOL_MAX_SIZE", defaults.pool_max_size)
+        if pool_min_size > pool_max_size:
+            raise ValueError(
+                f"HEADWATER_POOL_MIN_SIZE ({pool_min_size}) must be at most HEADWATER_POOL_MAX_SIZE "
+                f"({pool_max_size})"
+            )
         rules = env.get("HEADWATER_ALIAS_RULES_FILE")
         retention_days = None
         if env.get("HEADWATER_RETENTION_DAYS"):
-            retention_days = get_int("HEADWATER_RETENTION_DAYS", 0)
-        if retention_days is not None and not 1 <= retention_days <= MAX_RETENTION_DAYS:
-            raise ValueError(
-                f"HEADWATER_RETENTION_DAYS must be 1 to {MAX_RETENTION_DAYS:,} days (or unset), "
-                f"got {retention_days}"
-            )
+            retention_days = get_int("HEADWATER_RETENTION_DAYS", 0, high=MAX_RETENTION_DAYS)
         return cls(
             database_url=env.get("HEADWATER_DATABASE_URL") or None,
             data_dir=Path(env["HEADWATER_DATA_DIR"])
             if env.get("HEADWATER_DATA_DIR")
             else defaults.data_dir,
             host=env.get("HEADWATER_HOST", defaults.host),
-            port=get_int("HEADWATER_PORT", defaults.port),
+            port=get_int("HEADWATER_PORT", defaults.port, high=65_535),
             api_key=env.get("HEADWATER_API_KEY") or None,
-            pool_min_size=get_int("HEADWATER_POOL_MIN_SIZE", defaults.pool_min_size),
-            pool_max_size=get_int("HEADWATER_POOL_MAX_SIZE", defaults.pool_max_size),
+            pool_min_size=pool_min_size,
+            pool_max_size=pool_max_size,
+            # 0: no timeout, as PostgreSQL's statement_timeout
             statement_timeout_ms=get_int(
-                "HEADWATER_STATEMENT_TIMEOUT_MS", defaults.statement_timeout_ms
+                "HEADWATER_STATEMENT_TIMEOUT_MS", defaults.statement_timeout_ms, low=0
             ),
             pool_acquire_timeout_ms=get_int(
                 "HEADWATER_POOL_ACQUIRE_TIMEOUT_MS", defaults.pool_acquire_timeout_ms
             ),
-            database_wait_s=max(0, get_int("HEADWATER_DATABASE_WAIT_S", defaults.database_wait_s)),
+            database_wait_s=get_int("HEADWATER_DATABASE_WAIT_S", defaults.database_wait_s, low=0),
             ingest_group_events=get_int("HEADWATER_INGEST_GROUP_EVENTS", defaults.ingest_group_events),
             ingest_group_wait_ms=get_int(
-                "HEADWATER_INGEST_GROUP_WAIT_MS", defaults.ingest_group_wait_ms
+                "HEADWATER_INGEST_GROUP_WAIT_MS", defaults.ingest_group_wait_ms, low=0
             ),
             ingest_writers=get_int("HEADWATER_INGEST_WRITERS", defaults.ingest_writers),
             ingest_queue_events=get_int("HEADWATER_INGEST_QUEUE_EVENTS", defaults.ingest_queue_events),
             ingest_timeout_ms=get_int("HEADWATER_INGEST_TIMEOUT_MS", defaults.ingest_timeout_ms),
-            retry_after_s=get_int("HEADWATER_RETRY_AFTER_S", defaults.retry_after_s),
+            retry_after_s=get_int("HEADWATER_RETRY_AFTER_S", defaults.retry_after_s, low=0),
             subscriber_stall_s=get_int("HEADWATER_SUBSCRIBER_STALL_S", defaults.subscriber_stall_s),
             max_body_bytes=get_int("HEADWATER_MAX_BODY_BYTES", defaults.max_body_bytes),
             max_body_values=get_int("HEADWATER_MAX_BODY_VALUES", defaults.max_body_values),

@@ -40,3 +40,54 @@ def test_a_number_out_of_range_is_named_with_its_bounds(
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert expected in done.stderr.splitlines()[-1], done.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("HEADWATER_POOL_MAX_SIZE", "0", "HEADWATER_POOL_MAX_SIZE must be 1 to 2,147,483,647, got 0"),
+        (
+            "HEADWATER_POOL_MIN_SIZE",
+            "20",
+            "HEADWATER_POOL_MIN_SIZE (20) must be at most HEADWATER_POOL_MAX_SIZE (10)",
+        ),
+        (
+            "HEADWATER_MAX_BODY_BYTES",
+            "-5",
+            "HEADWATER_MAX_BODY_BYTES must be 1 to 2,147,483,647, got -5",
+        ),
+        ("HEADWATER_RETRY_AFTER_S", "-1", "HEADWATER_RETRY_AFTER_S must be 0 to 2,147,483,647, got -1"),
+        (
+            "HEADWATER_MAX_LINEAGE_NODES",
+            "0",
+            "HEADWATER_MAX_LINEAGE_NODES must be 1 to 2,147,483,647, got 0",
+        ),
+        (
+            "HEADWATER_STATEMENT_TIMEOUT_MS",
+            "99999999999999",
+            "HEADWATER_STATEMENT_TIMEOUT_MS must be 0 to 2,147,483,647, got 99999999999999",
+        ),
+        ("HEADWATER_PORT", "70000", "HEADWATER_PORT must be 1 to 65,535, got 70000"),
+        (
+            "HEADWATER_ALIAS_RULES_FILE",
+            "/nonexistent/rules.json",
+            "Cannot read alias rules from /nonexistent/rules.json",
+        ),
+    ],
+)
+def test_serve_refuses_a_setting_out_of_range_in_one_line(
+    tmp_path: Path, variable: str, value: str, expected: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
+    env.update(HEADWATER_DATABASE_URL=UNREACHABLE, HEADWATER_DATABASE_WAIT_S="0", **{variable: value})
+    done = subprocess.run(
+        [HEADWATER, "serve", "--port", "1"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(f"headwater: {expected}"), done.stderr

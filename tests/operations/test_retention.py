@@ -256,7 +256,7 @@ def test_the_retention_setting_is_read_and_checked() -> None:
     assert Settings.from_env({}).retention_days is None
     assert Settings.from_env({"HEADWATER_RETENTION_DAYS": "90"}).retention_days == 90
     for days in ("0", "99999999999"):
-        with pytest.raises(ValueError, match="HEADWATER_RETENTION_DAYS must be 1 to 36,500 days"):
+        with pytest.raises(ValueError, match="HEADWATER_RETENTION_DAYS must be 1 to 36,500, got"):
             Settings.from_env({"HEADWATER_RETENTION_DAYS": days})
 
 

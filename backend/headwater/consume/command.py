@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.command_base import (
     CommandError,
+    alias_rules_or_error,
     apply_migrations,
     check_migrated,
     connect,
@@ -20,7 +21,6 @@ from headwater.command_base import (
     load_settings,
 )
 from headwater.db.pool import create_pool, register_codecs
-from headwater.ingest.aliases import load_alias_rules
 from headwater.ingest.service import rare_collections
 
 if TYPE_CHECKING:
@@ -32,13 +32,6 @@ if TYPE_CHECKING:
     from headwater.settings import Settings
 
 log = logging.getLogger("headwater.consume")
-
-
-def _alias_rules(settings: Settings) -> list[AliasRule]:
-    try:
-        return load_alias_rules(settings.alias_rules_file)
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
 
 
 def _bridge() -> BridgeOptions:
@@ -86,7 +79,7 @@ def run_consume(args: argparse.Namespace) -> int:
     except OptionError as exc:
         raise CommandError(str(exc)) from None
     settings = load_settings()
-    rules = _alias_rules(settings)
+    rules = alias_rules_or_error(settings.alias_rules_file)
     bridge = _bridge() if options.trino_topics else None
     with database(settings.database_url, settings.data_dir) as url:
         applied = asyncio.run(apply_migrations(url))
@@ -178,7 +171,7 @@ async def _dead_letters(args: argparse.Namespace, selection: Any, settings: Sett
             outcome = await dead_letters.replay(
                 conn,
                 selection,
-                rules=_alias_rules(settings),
+                rules=alias_rules_or_error(settings.alias_rules_file),
                 bridge=_bridge(),
                 max_message_bytes=settings.max_body_bytes,
             )

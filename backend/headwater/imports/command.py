@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from headwater.command_base import CommandError, time_argument
+from headwater.command_base import CommandError, alias_rules_or_error, time_argument
 
 if TYPE_CHECKING:
     from headwater.imports.marquez import ImportSummary
@@ -83,13 +83,9 @@ async def _import(args: argparse.Namespace, url: str, alias_rules_file: Path | N
     from headwater.command_base import connect
     from headwater.db.pool import register_codecs
     from headwater.imports.marquez import BATCH_SIZE, SourceError, import_marquez, source_key
-    from headwater.ingest.aliases import load_alias_rules
     from headwater.pipeline.progress import Progress
 
-    try:
-        rules = load_alias_rules(alias_rules_file)
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
+    rules = alias_rules_or_error(alias_rules_file)
     await (await connect(args.source_url)).close()  # a clear error for an unreachable source first
     target = await connect(url)
     try:
