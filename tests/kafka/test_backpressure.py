@@ -26,10 +26,11 @@ RUNS = 1500
 IN_FLIGHT = 2 * 1024 * 1024
 # How much more memory the consumer may use than at its start, whatever the backlog: its in-flight
 # bound decoded, a fetch per partition and a batch being written (44 to 57 MiB measured, for this
-# backlog as for one of 85 MiB). Without the bound it holds the whole backlog decoded, several times
-# its size: 216 MiB more than at the pause for this one. (The database holds a payload dictionary
-# from the start, see _store_a_dictionary.)
-MAX_GROWTH = 64 * 2**20
+# backlog as for one of 85 MiB; on another day 55 to 70 MiB, the code before and after a change
+# alike, so 64 MiB failed one run in three). Without the bound it holds the whole backlog decoded,
+# several times its size: 216 MiB more than at the pause for this one. (The database holds a
+# payload dictionary from the start, see _store_a_dictionary.)
+MAX_GROWTH = 96 * 2**20
 # How long the database stays frozen: without the bound, the consumer has read the whole backlog
 # within 1.2 s of the pause.
 FROZEN_S = 3
