@@ -8,12 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient
 
 from headwater.app import create_app
 from headwater.pipeline.backfill import BackfillOptions, run_backfill
 from headwater.pipeline.export import ExportOptions, run_export
+from headwater.pipeline.sources import ArchiveUnreadableError
 from headwater.settings import Settings
 from tests.client import post_all
 from tests.factories import at, mixed_history, rid, run_event
@@ -117,15 +119,16 @@ async def test_invalid_lines_are_rejected_with_their_reason_and_place(
         json.dumps({**run_event("load"), "run": {"runId": 7}}),
         json.dumps(run_event(" ")),
         json.dumps([run_event("batch", outputs=["a"]), {"eventType": "START"}]),
+        "[" * 100_000,  # deeper than the decoder goes
     ]
     archive = tmp_path / "mixed.jsonl"
     archive.write_text("\n".join(lines) + "\n")
     async with make_database() as url:
         summary = backfill(spark, progress, url, [str(archive)], tmp_path)
     assert (summary.rows, summary.blank, summary.rejected, summary.valid, summary.written.created) == (
-        7,
+        8,
         1,
-        4,
+        5,
         2,
         2,
     )
@@ -140,10 +143,37 @@ async def test_invalid_lines_are_rejected_with_their_reason_and_place(
         (source, 4, None, "$.run.runId"),
         (source, 5, None, "$.job.name"),
         (source, 6, 1, "$[1]"),
+        (source, 7, None, "$"),
     ]
     assert rejects[0]["reason"].startswith("not valid JSON")
+    assert (
+        rejects[4]["reason"]
+        == "not valid JSON: nested too deeply to decode (events may nest 256 levels)"
+    )
     assert rejects[1]["reason"] == "Invalid RunEvent: Expected `str`, got `int` at $.run.runId"
     assert rejects[1]["text"] == lines[3]
+
+
+async def test_a_truncated_gzip_archive_is_named_and_nothing_is_written(
+    spark, progress, make_database, tmp_path
+):
+    paths = write_archive(tmp_path, [run_event("load", outputs=["orders"]) for _ in range(20)], split=20)
+    whole = gzip.compress("".join(json.dumps(run_event("cut")) + "\n" for _ in range(200)).encode())
+    cut = tmp_path / "events-3.jsonl.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    async with make_database() as url:
+        with pytest.raises(ArchiveUnreadableError) as refused:
+            backfill(spark, progress, url, [*paths, str(cut)], tmp_path)
+        conn = await asyncpg.connect(url)
+        try:
+            assert await conn.fetchval("SELECT count(*) FROM raw_events") == 0
+        finally:
+            await conn.close()
+    message = str(refused.value)
+    assert message.startswith(
+        f"{cut.resolve().as_uri().replace('file:///', 'file:/')} cannot be read to its end"
+    )
+    assert "Nothing was written" in message
 
 
 async def test_backfill_merges_into_a_database_that_has_data(

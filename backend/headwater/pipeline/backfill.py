@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING
 
 from headwater.pipeline import db
 from headwater.pipeline.jobs import backfill as steps
-from headwater.pipeline.sources import ArchiveFile, find_archive_files, read_archive
+from headwater.pipeline.sources import (
+    ArchiveFile,
+    find_archive_files,
+    find_unreadable_archive,
+    read_archive,
+)
 from headwater.store import pipeline as pipeline_store
 
 if TYPE_CHECKING:
@@ -90,7 +95,15 @@ def run_backfill(spark: SparkSession, options: BackfillOptions, progress: Progre
     )
     checked = checked.persist(StorageLevel.DISK_ONLY)
     try:
-        counts = {r["status"]: r["count"] for r in checked.groupBy("status").count().collect()}
+        try:
+            counts = {r["status"]: r["count"] for r in checked.groupBy("status").count().collect()}
+        except Exception:
+            # The first pass over the files: a compressed one cut short fails it (in Hadoop's reader
+            # or in gzip's) without naming the file. Say which, if that is what happened.
+            unreadable = find_unreadable_archive(spark, files)
+            if unreadable is not None:
+                raise unreadable from None
+            raise
         summary.rows = sum(counts.values())
         summary.blank = counts.get(steps.BLANK, 0)
         summary.rejected = counts.get(steps.REJECTED, 0)

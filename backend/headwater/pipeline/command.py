@@ -167,7 +167,7 @@ def run_spark_command(argv: Sequence[str]) -> int:
     wrong URL or a fresh database is answered in a second, not after Spark's start-up.
     """
     from headwater.command_base import CommandError
-    from headwater.pipeline.sources import ArchiveNotFoundError
+    from headwater.pipeline.sources import ArchiveNotFoundError, ArchiveUnreadableError
 
     parser = build_parser()
     args = parser.parse_args(list(argv))
@@ -194,6 +194,8 @@ def run_spark_command(argv: Sequence[str]) -> int:
                 result = _dispatch(spark, args, database_url, progress)
             except ArchiveNotFoundError as exc:
                 raise CommandError(str(exc), 2) from None
+            except ArchiveUnreadableError as exc:
+                raise CommandError(str(exc)) from None
             finally:
                 spark.stop()
         print(format_summary(result))

@@ -39,6 +39,10 @@ class ArchiveNotFoundError(Exception):
     """A path given on the command line matches no file."""
 
 
+class ArchiveUnreadableError(Exception):
+    """An archive file that cannot be read to its end: a truncated or corrupt gzip or bz2 file."""
+
+
 @dataclass(frozen=True)
 class ArchiveFile:
     index: int
@@ -102,6 +106,44 @@ def _starts_with_array(fs: Any, codecs: Any, path: Any) -> bool:
         stream.close()
 
 
+def find_unreadable_archive(
+    spark: SparkSession, files: list[ArchiveFile]
+) -> ArchiveUnreadableError | None:
+    """The first compressed file that cannot be decompressed to its end, as an error naming it and
+    why; None when every one can. Each is read through (in the JVM, one call a file): meant for
+    after a read has failed, whose error does not say which file it was reading."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    codecs = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(conf)
+    for f in files:
+        path = jvm.org.apache.hadoop.fs.Path(f.path)
+        codec = codecs.getCodec(path)
+        if codec is None:
+            continue
+        try:
+            stream = codec.createInputStream(path.getFileSystem(conf).open(path))
+            jvm.org.apache.hadoop.io.IOUtils.copyBytes(
+                stream, jvm.java.io.OutputStream.nullOutputStream(), 1 << 16, True
+            )
+        except Exception as exc:  # py4j's error, carrying the Java one
+            return ArchiveUnreadableError(
+                f"{f.path} cannot be read to its end ({_java_cause(exc)}): a truncated or corrupt "
+                "compressed file. Nothing was written; repair or remove it and run again."
+            )
+    return None
+
+
+def _java_cause(exc: Exception) -> str:
+    """The innermost cause of a Java exception raised through py4j, else the exception itself."""
+    cause = getattr(exc, "java_exception", None)
+    if cause is None:
+        return str(exc).splitlines()[0]
+    while cause.getCause() is not None:
+        cause = cause.getCause()
+    return str(cause.toString())
+
+
 def read_archive(spark: SparkSession, files: list[ArchiveFile]) -> RDD[ArchiveRow]:
     """All events of the files as located text rows; JSON-lines files are read by Hadoop's text input."""
     sc = spark.sparkContext
@@ -141,7 +183,7 @@ def _array_rows(file_index: int, path: str, content: bytes) -> Iterator[ArchiveR
         content = bz2.decompress(content)
     try:
         items = msgspec.json.decode(content)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         # Let validation report it, with the decoder's message and a bounded copy of the text.
         yield file_index, None, None, content[:65536].decode("utf-8", "replace")
         return
