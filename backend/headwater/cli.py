@@ -4,6 +4,7 @@ import, keys, mcp, retention, governance."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -79,6 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("headwater: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of the output went away (`headwater sql-lineage big.sql | head`): stop as other
+        # commands do, without a traceback, and without Python's own complaint when it flushes
+        # stdout on the way out.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _run(args: argparse.Namespace) -> int:  # noqa: C901 (one branch per command)

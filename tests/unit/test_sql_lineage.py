@@ -412,6 +412,48 @@ def test_cli_jsonl_answers_every_line_in_one_process() -> None:
     ]
 
 
+def test_input_that_is_not_utf8_or_nests_too_deeply_is_named_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    latin1 = tmp_path / "latin1.sql"
+    latin1.write_bytes("INSERT INTO t SELECT 'caf\u00e9' FROM s".encode("latin-1"))
+    completed = subprocess.run(
+        [str(HEADWATER), "sql-lineage", str(latin1)], capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode == 2
+    assert completed.stderr == f"headwater sql-lineage: {latin1} is not UTF-8 text: byte 25 is 0xe9\n"
+    completed = subprocess.run(
+        [str(HEADWATER), "sql-lineage", "--jsonl"],
+        input=b'{"id": 1, "sql": "SELECT a FROM s"}\n\xff\n' + b"[" * 100_000 + b"\n",
+        capture_output=True,
+        timeout=60,
+    )
+    assert (completed.returncode, completed.stderr) == (0, b"")
+    errors = [json.loads(line)["error"] for line in completed.stdout.splitlines()]
+    assert errors == [
+        None,
+        "Line 2 is not UTF-8 text: byte 0 is 0xff",
+        "Invalid JSON line: nested too deeply to decode",
+    ]
+
+
+def test_output_cut_short_by_its_reader_ends_quietly() -> None:
+    reader = subprocess.Popen(["head", "-c", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert reader.stdin is not None
+    completed = subprocess.run(
+        [str(HEADWATER), "sql-lineage"],
+        input="\n".join(f"INSERT INTO t{i} SELECT a FROM s{i};" for i in range(3000)),
+        stdout=reader.stdin,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+    reader.stdin.close()
+    reader.wait(timeout=10)
+    assert completed.returncode == 141
+    assert completed.stderr == ""
+
+
 def test_jsonl_line_without_sql_is_answered_with_an_error() -> None:
     assert lineage_line('{"id": 7}', None) == {
         "id": 7,

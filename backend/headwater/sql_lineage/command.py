@@ -21,7 +21,7 @@ def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
     # on a terminal that would bury the results.
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
-        source = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
+        source = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
     except OSError as error:
         print(f"headwater sql-lineage: cannot read {file}: {error.strerror}", file=sys.stderr)
         return 2
@@ -29,7 +29,17 @@ def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
         if jsonl:
             _run_lines(source, dialect, sys.stdout)
             return 0
-        return _run_file(source.read(), dialect)
+        content = source.read()
+    try:
+        sql = content.decode()
+    except UnicodeDecodeError as error:
+        print(
+            f"headwater sql-lineage: {file} is not UTF-8 text: byte {error.start} is "
+            f"0x{content[error.start]:02x}",
+            file=sys.stderr,
+        )
+        return 2
+    return _run_file(sql, dialect)
 
 
 def _run_file(sql: str, dialect: str | None) -> int:
@@ -42,11 +52,19 @@ def _run_file(sql: str, dialect: str | None) -> int:
     return 1 if result.errors else 0
 
 
-def _run_lines(lines: IO[str], dialect: str | None, out: IO[str]) -> None:
-    for line in lines:
-        if not line.strip():
+def _run_lines(lines: IO[bytes], dialect: str | None, out: IO[str]) -> None:
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
             continue
-        out.write(json.dumps(lineage_line(line, dialect)) + "\n")
+        try:
+            line = raw.decode()
+        except UnicodeDecodeError as error:
+            answer = _failed(
+                None, f"Line {number} is not UTF-8 text: byte {error.start} is 0x{raw[error.start]:02x}"
+            )
+        else:
+            answer = lineage_line(line, dialect)
+        out.write(json.dumps(answer) + "\n")
         out.flush()
 
 
@@ -59,6 +77,8 @@ def lineage_line(line: str, dialect: str | None) -> dict[str, Any]:
         request = json.loads(line)
     except json.JSONDecodeError as error:
         return _failed(None, f"Invalid JSON line: {error.msg} at column {error.colno}")
+    except RecursionError:
+        return _failed(None, "Invalid JSON line: nested too deeply to decode")
     if not isinstance(request, dict) or not isinstance(request.get("sql"), str):
         return _failed(
             request.get("id") if isinstance(request, dict) else None, 'Expected {"id", "sql"}'
