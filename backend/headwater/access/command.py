@@ -12,10 +12,19 @@ from headwater.command_base import CommandError
 from headwater.store import api_keys as key_store
 
 
+def _key_name(value: str) -> str:
+    """An argparse type: what a key is for, which `keys list` shows to tell keys apart."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must say what the key is for, e.g. 'spark-prod'")
+    return value.strip()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     create = actions.add_parser("create", help="create a key and print it (the only time it is shown)")
-    create.add_argument("--name", required=True, help="what the key is for, e.g. 'spark-prod'")
+    create.add_argument(
+        "--name", required=True, type=_key_name, help="what the key is for, e.g. 'spark-prod'"
+    )
     create.add_argument(
         "--scope",
         dest="scopes",

@@ -1,5 +1,6 @@
-"""Numbers out of range on the command line: an error naming the option and its bounds, never a
-traceback from the place the number would not fit (a LIMIT, a bigint, a date)."""
+"""Arguments and settings a command cannot use: an error naming the option or variable and what
+it may be, never a traceback from the place the value would not fit (a LIMIT, a bigint, a date,
+a pool)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ UNREACHABLE = "postgresql://postgres@127.0.0.1:1/headwater"  # refused before an
         (["spark", "backfill", "--batch-size", "0", "a"], 2, "argument --batch-size: must be 1 or more"),
         (["retention", "--keep", "99999999999"], 1, "--keep must be 1 to 36,500 days"),
         (["retention", "--keep", "0"], 1, "--keep must be 1 to 36,500 days"),
+        (["keys", "create", "--name", " ", "--scope", "read"], 2, "argument --name: must say what"),
     ],
 )
-def test_a_number_out_of_range_is_named_with_its_bounds(
+def test_an_argument_out_of_range_is_named_with_its_bounds(
     tmp_path: Path, args: list[str], code: int, expected: str
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
