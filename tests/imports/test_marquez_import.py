@@ -115,6 +115,36 @@ async def test_refused_events_are_counted_and_kept_with_their_reason(marquez, pg
         assert [e["path"] for r in refused for e in r["errors"]] == ["$.eventType", "$.job.name"]
 
 
+async def test_events_jsonb_holds_but_json_cannot_be_read_are_refused(marquez, pg_server, tmp_path):
+    """jsonb keeps integers longer than Python reads and nesting deeper than a decoder goes."""
+    good = run_event("load", inputs=["a"], outputs=["b"])
+    await fill_marquez(marquez, [good])
+    huge = json.dumps(run_event("huge", time=1)).replace('"eventType"', '"x": 1e5000, "eventType"', 1)
+    deep = json.dumps(run_event("deep", time=2)).replace(
+        '"eventType"', '"x": ' + "[" * 5000 + "]" * 5000 + ', "eventType"', 1
+    )
+    conn = await asyncpg.connect(marquez)
+    try:
+        for text in (huge, deep):
+            await conn.execute(
+                "INSERT INTO lineage_events (event_time, event, event_type) "
+                "VALUES (($1::jsonb->>'eventTime')::timestamptz, $1::jsonb, 'START')",
+                text,
+            )
+    finally:
+        await conn.close()
+    async with migrated_database(pg_server, "headwater_mqz_target") as target:
+        err = finish(headwater_import(target, "--from", marquez, cwd=tmp_path))
+        assert "imported 1, already stored 0, refused 2" in err
+        refused = [
+            json.loads(line) for line in (tmp_path / "marquez-refused.jsonl").read_text().splitlines()
+        ]
+        assert [r["reason"].split(" (")[0] for r in refused] == [
+            "The event is valid JSON with a number too large to read",
+            "The event is not valid JSON: nested too deeply to decode",
+        ]
+
+
 async def test_a_database_that_is_not_marquez_is_one_clear_line(pg_server, marquez, tmp_path):
     async with migrated_database(pg_server, "headwater_mqz_target") as target:
         proc = headwater_import(target, "--from", marquez, cwd=tmp_path)

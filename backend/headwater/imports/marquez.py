@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import asyncpg
-import msgspec
 
 from headwater.errors import InvalidEventError
 from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events, retrying_races
-from headwater.ingest.validate import validate_event
+from headwater.ingest.validate import UndecodableError, decode_json, validate_event
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -44,8 +43,6 @@ PREPARED_AHEAD = 1
 PREPARE_STEP = 4
 
 _REQUIRED_COLUMNS = {"event_time", "event"}
-# PostgreSQL's jsonb holds valid JSON only: decoding it cannot fail.
-_decoder = msgspec.json.Decoder()
 
 
 class SourceError(Exception):
@@ -246,7 +243,26 @@ def _prepare_rows(
     """Decode, validate and prepare events; the refused ones are counted and kept."""
     valid: list[ValidEvent] = []
     for event_time, text in rows:
-        raw: Any = _decoder.decode(text)
+        try:
+            # Valid JSON, as jsonb holds, but not always decodable here: jsonb keeps integers longer
+            # than Python reads (1e5000 comes back as 5,001 digits) and nests deeper than the
+            # decoder goes. Either used to end the import with a traceback.
+            raw: Any = decode_json(text, "event")
+        except UndecodableError as exc:
+            summary.refused[f"event: {exc.reason}"] += 1
+            if rejects is not None:
+                rejects.write(
+                    json.dumps(
+                        {
+                            "eventTime": event_time.isoformat(),
+                            "reason": f"The event is {exc.reason}",
+                            "errors": [{"path": "$", "message": exc.reason}],
+                            "eventText": text,
+                        }
+                    )
+                    + "\n"
+                )
+            continue
         try:
             valid.append(validate_event(raw))
         except InvalidEventError as exc:
