@@ -3,6 +3,8 @@ what PostgreSQL takes, absurd time zones): a 4xx naming the parameter, never a 5
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from headwater.api.rest.catalog.routing import MAX_OFFSET
@@ -111,3 +113,20 @@ async def test_a_nul_in_a_request_body_is_a_400_naming_the_field(client, url, bo
     assert response.status_code == 400, response.text
     [error] = response.json()["errors"]
     assert error["message"] == f"{field} holds U+0000 (NUL), which no text stored here can contain"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "query($a: String) { datasets(first: 5, after: $a) { __typename } }",
+        "query($a: String) { jobs(first: 5, after: $a) { __typename } }",
+        "query($a: String) { policyViolations(first: 5, after: $a) { __typename } }",
+    ],
+)
+async def test_a_graphql_cursor_of_nested_json_is_refused_in_a_line(client, query):
+    # A cursor is base64 of a JSON list: this one decodes to JSON deeper than any decoder goes.
+    cursor = base64.urlsafe_b64encode(b"[" * 100_000).decode()
+    response = await client.post("/graphql", json={"query": query, "variables": {"a": cursor}})
+    [error] = response.json()["errors"]
+    assert error["extensions"]["code"] in ("invalid_cursor", "invalid_request"), error
+    assert len(error["message"]) < 300

@@ -168,7 +168,7 @@ class GovernanceQuery:
         ] = None,
     ) -> list[PolicyViolation]:
         if after is not None and not after.isdigit():
-            raise InvalidRequestError(f"after must be a violation id, got '{after}'.")
+            raise InvalidRequestError(f"after must be a violation id, got '{after[:100]}'.")
         async with info.context.pool.acquire() as conn:
             found = await classifications.list_violations(
                 conn, state=state, namespace=namespace, after=int(after or 0), limit=first

@@ -33,7 +33,9 @@ class InvalidCursorError(InvalidRequestError):
     code = "invalid_cursor"
 
     def __init__(self, cursor: str) -> None:
-        super().__init__(f"Invalid cursor '{cursor}': pass back a cursor this API returned.")
+        # At most a line of it: a cursor is the client's text, of any length.
+        shown = cursor if len(cursor) <= 100 else cursor[:100] + "…"
+        super().__init__(f"Invalid cursor '{shown}': pass back a cursor this API returned.")
 
 
 @strawberry.enum(description="How a list of datasets or jobs is ordered.")
@@ -71,7 +73,7 @@ def decode_cursor(cursor: str, size: int) -> list[Any]:
     """The keyset of a cursor made by ``encode_cursor`` with ``size`` values."""
     try:
         values = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+    except (ValueError, binascii.Error, UnicodeDecodeError, RecursionError):
         raise InvalidCursorError(cursor) from None
     if not isinstance(values, list) or len(values) != size:
         raise InvalidCursorError(cursor)
