@@ -49,7 +49,7 @@ def load_alias_rules(path: Path | None) -> list[AliasRule]:
         return []
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"Cannot read alias rules from {path}: {exc}") from exc
     if not isinstance(data, list):
         raise ValueError(f"Alias rules in {path} must be a JSON list of rules")
