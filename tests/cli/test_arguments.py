@@ -75,11 +75,24 @@ def test_an_argument_out_of_range_is_named_with_its_bounds(
             "/nonexistent/rules.json",
             "Cannot read alias rules from /nonexistent/rules.json",
         ),
+        (
+            "HEADWATER_ALIAS_RULES_FILE",
+            "{tmp}/deep.json",
+            "Cannot read alias rules from {tmp}/deep.json",
+        ),
+        (
+            "HEADWATER_POLICIES",
+            "{tmp}/deep.toml",
+            "policy file {tmp}/deep.toml: nested too deeply to read",
+        ),
     ],
 )
 def test_serve_refuses_a_setting_out_of_range_in_one_line(
     tmp_path: Path, variable: str, value: str, expected: str
 ) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100_000)
+    (tmp_path / "deep.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000)
+    value, expected = value.format(tmp=tmp_path), expected.format(tmp=tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
     env.update(HEADWATER_DATABASE_URL=UNREACHABLE, HEADWATER_DATABASE_WAIT_S="0", **{variable: value})
     done = subprocess.run(

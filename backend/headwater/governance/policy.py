@@ -298,3 +298,5 @@ def load_policy(path: Path | None) -> Policy:
         raise PolicyError(f"cannot read the policy file {path}: {exc.strerror}") from exc
     except (tomllib.TOMLDecodeError, PolicyError) as exc:
         raise PolicyError(f"policy file {path}: {exc}") from exc
+    except RecursionError:
+        raise PolicyError(f"policy file {path}: nested too deeply to read") from None
