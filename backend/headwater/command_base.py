@@ -90,6 +90,14 @@ def time_argument(value: str) -> dt.datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
+def check_time_range(since: dt.datetime | None, until: dt.datetime | None) -> None:
+    """A usage error (exit 2) for a --since at or after --until: nothing could ever be selected."""
+    if since is not None and until is not None and since >= until:
+        raise CommandError(
+            f"--since ({since.isoformat()}) must be before --until ({until.isoformat()})", 2
+        )
+
+
 # The largest value of a PostgreSQL bigint, which ids and row counts are stored or compared as.
 BIGINT_MAX = 2**63 - 1
 

@@ -13,6 +13,7 @@ import pytest
 from tests.cli.running import HEADWATER
 
 UNREACHABLE = "postgresql://postgres@127.0.0.1:1/headwater"  # refused before anything is done
+BACKWARDS = ["--since", "2030-01-01T00:00:00Z", "--until", "2020-01-01T00:00:00Z"]
 
 
 @pytest.mark.parametrize(
@@ -29,6 +30,21 @@ UNREACHABLE = "postgresql://postgres@127.0.0.1:1/headwater"  # refused before an
         (["retention", "--keep", "99999999999"], 1, "--keep must be 1 to 36,500 days"),
         (["retention", "--keep", "0"], 1, "--keep must be 1 to 36,500 days"),
         (["keys", "create", "--name", " ", "--scope", "read"], 2, "argument --name: must say what"),
+        (
+            ["spark", "export", "--format", "ndjson", "out", *BACKWARDS],
+            2,
+            "--since (2030-01-01T00:00:00+00:00) must be before --until (2020-01-01T00:00:00+00:00)",
+        ),
+        (
+            ["import", "marquez", "--from", UNREACHABLE, *BACKWARDS],
+            2,
+            "--since (2030-01-01T00:00:00+00:00)",
+        ),
+        (
+            ["spark", "export", "--format", "parquet", "out", "--compression", "bogus"],
+            2,
+            "--compression 'bogus' is not a codec for parquet: none, uncompressed, snappy",
+        ),
     ],
 )
 def test_an_argument_out_of_range_is_named_with_its_bounds(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from headwater.command_base import CommandError, alias_rules_or_error, time_argument
+from headwater.command_base import CommandError, alias_rules_or_error, check_time_range, time_argument
 
 if TYPE_CHECKING:
     from headwater.imports.marquez import ImportSummary
@@ -65,6 +65,7 @@ def run_import(args: argparse.Namespace) -> int:
 
     if args.batch_size is not None and args.batch_size < 1:
         raise CommandError("--batch-size must be 1 or more")
+    check_time_range(args.since, args.until)
     settings = load_settings()
     with database(settings.database_url, settings.data_dir) as url:
         asyncio.run(apply_migrations(url))

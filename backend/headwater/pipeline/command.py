@@ -160,19 +160,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The codecs Spark writes each export format with, checked before Spark starts.
+_EXPORT_CODECS = {
+    "ndjson": ("none", "gzip", "bzip2", "lz4", "snappy", "deflate"),
+    "parquet": ("none", "uncompressed", "snappy", "gzip", "zstd", "lz4", "lz4_raw", "brotli", "lzo"),
+}
+
+
 def run_spark_command(argv: Sequence[str]) -> int:
     """Entry point of `headwater spark ...`; returns the process exit code.
 
     The database is checked (and for the commands that write, migrated) before the JVM starts: a
     wrong URL or a fresh database is answered in a second, not after Spark's start-up.
     """
-    from headwater.command_base import CommandError
+    from headwater.command_base import CommandError, check_time_range
     from headwater.pipeline.sources import ArchiveNotFoundError, ArchiveUnreadableError
 
     parser = build_parser()
     args = parser.parse_args(list(argv))
     if args.command == "backfill" and bool(args.paths) == bool(args.from_marquez):
         parser.error("backfill takes archive PATHs or --from-marquez URL, one of the two")
+    if args.command in ("backfill", "export"):
+        check_time_range(args.since, args.until)
+    if args.command == "export" and args.compression is not None:
+        codecs = _EXPORT_CODECS[args.format]
+        if args.compression not in codecs:
+            raise CommandError(
+                f"--compression {args.compression!r} is not a codec for {args.format}: "
+                f"{', '.join(codecs)}",
+                2,
+            )
     try:
         import pyspark  # noqa: F401
     except ImportError:
