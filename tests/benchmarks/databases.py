@@ -26,15 +26,21 @@ def database_url(name: str, server_url: str = SERVER_URL) -> str:
     return urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))
 
 
+async def recreate_database(admin: asyncpg.Connection, name: str) -> str:
+    """Database ``name`` dropped if it exists (sessions on it ended) and created empty, from the
+    server connection ``admin``; its URL."""
+    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    return database_url(name)
+
+
 async def fresh_database(name: str) -> str:
     """Database ``name`` dropped if it exists, created again and migrated; its URL."""
     admin = await asyncpg.connect(SERVER_URL)
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.execute(f'CREATE DATABASE "{name}"')
+        url = await recreate_database(admin, name)
     finally:
         await admin.close()
-    url = database_url(name)
     conn = await asyncpg.connect(url)
     try:
         await migrate(conn)

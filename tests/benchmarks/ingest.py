@@ -52,7 +52,7 @@ import asyncpg
 import httpx
 import psutil
 from backfill import PRODUCER, RUN_EVENT, T0, _facet, _table
-from tests.benchmarks.databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, database_url, recreate_database
 from tests.server import free_port
 
 # Its own name, so that two runs side by side (HEADWATER_BENCH_DATABASE) do not drop each other's.
@@ -403,11 +403,6 @@ def _scenarios(names: str, batch_clients: int) -> list[Scenario]:
     return found
 
 
-async def _fresh_database(admin: asyncpg.Connection) -> None:
-    await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-    await admin.execute(f'CREATE DATABASE "{DATABASE}"')
-
-
 def _start_server(src: Path | None, url: str, workers: int = 1) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = {**os.environ, "HEADWATER_DATABASE_URL": url}
@@ -517,7 +512,7 @@ async def _copy_of_stored(
     million events take an hour to post; a copy takes a minute)."""
     template = _template(src)
     if not await admin.fetchval("SELECT true FROM pg_database WHERE datname = $1", template):
-        await _fresh_database(admin)
+        await recreate_database(admin, DATABASE)
         server, port = _start_server(src, url, workers)
         try:
             _store_first(port, stored)
@@ -554,7 +549,7 @@ async def measure(
         if stored:
             await _copy_of_stored(admin, src, url, stored, workers)
         else:
-            await _fresh_database(admin)
+            await recreate_database(admin, DATABASE)
         preload = await admin.fetchval("SELECT current_setting('shared_preload_libraries')")
         statements = "pg_stat_statements" in preload
         if statements:

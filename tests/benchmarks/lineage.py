@@ -41,7 +41,7 @@ import asyncpg
 # Run as a script, the repository root is not on the path (as for the other benchmarks).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.benchmarks.databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, database_url, recreate_database
 
 DB_NAME = "headwater_bench"
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -360,8 +360,7 @@ async def create_database(rebuild: bool) -> str:
     try:
         exists = await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", DB_NAME)
         if not exists or rebuild:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
-            await admin.execute(f'CREATE DATABASE "{DB_NAME}"')
+            await recreate_database(admin, DB_NAME)
     finally:
         await admin.close()
     url = database_url(DB_NAME)

@@ -41,7 +41,7 @@ from ingest import (
     ingest_events,
     post,
 )
-from tests.benchmarks.databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, database_url, recreate_database
 
 SOURCE = "headwater_mqz_bench_source"
 TARGET = "headwater_mqz_bench_target"  # its own: the ingest benchmark may run meanwhile
@@ -57,11 +57,10 @@ CREATE TABLE lineage_events (
 async def fill_source(events: list[dict]) -> None:
     admin = await asyncpg.connect(SERVER_URL)
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{SOURCE}" WITH (FORCE)')
-        await admin.execute(f'CREATE DATABASE "{SOURCE}"')
+        url = await recreate_database(admin, SOURCE)
     finally:
         await admin.close()
-    conn = await asyncpg.connect(database_url(SOURCE))
+    conn = await asyncpg.connect(url)
     try:
         await conn.execute(MARQUEZ_DDL)
         received = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)

@@ -27,7 +27,7 @@ import httpx2
 from ingest import _start_server, ingest_events
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from tests.benchmarks.databases import SERVER_URL, database_url
+from tests.benchmarks.databases import SERVER_URL, recreate_database
 
 DATABASE = "headwater_bench_mcp"
 TARGET_MS = 20.0
@@ -106,9 +106,7 @@ async def _measure(port: int, runs: int) -> list[tuple[str, float, float, int, s
 
 async def _main(runs: int) -> int:
     admin = await asyncpg.connect(SERVER_URL)
-    await admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-    await admin.execute(f'CREATE DATABASE "{DATABASE}"')
-    url = database_url(DATABASE)
+    url = await recreate_database(admin, DATABASE)
     server, port = _start_server(None, url)
     try:
         await _store(port)
