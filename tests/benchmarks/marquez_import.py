@@ -189,7 +189,7 @@ async def time_batch(bodies: list[bytes]) -> tuple[float, CpuSampler]:
     sampling = asyncio.create_task(cpu.run())
     try:
         path, arrays = Scenario("", 2, 500).chains(bodies)
-        seconds, _, _ = await asyncio.to_thread(post, port, path, arrays, 2)
+        seconds, _, _, _ = await asyncio.to_thread(post, port, path, arrays, 2)
     finally:
         sampling.cancel()
         with contextlib.suppress(asyncio.CancelledError):
