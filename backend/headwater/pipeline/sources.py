@@ -51,12 +51,24 @@ class ArchiveFile:
     is_array: bool
 
 
-def find_archive_files(spark: SparkSession, paths: list[str]) -> list[ArchiveFile]:
-    """Expand paths (globs, folders) into files, in the order given, and sniff each file's format."""
+def _hadoop(spark: SparkSession) -> tuple[Any, Any, Any]:
+    """The JVM, Hadoop's configuration and its compression codec factory, as the driver sees them."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    codecs = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(conf)
+    return jvm, conf, jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(conf)
+
+
+def _open_decompressed(fs: Any, codecs: Any, path: Any) -> Any:
+    """A Java input stream of the file's content, decompressed by the codec its name says (if any)."""
+    stream = fs.open(path)
+    codec = codecs.getCodec(path)
+    return stream if codec is None else codec.createInputStream(stream)
+
+
+def find_archive_files(spark: SparkSession, paths: list[str]) -> list[ArchiveFile]:
+    """Expand paths (globs, folders) into files, in the order given, and sniff each file's format."""
+    jvm, conf, codecs = _hadoop(spark)
     found: list[tuple[str, int, bool]] = []
     for given in paths:
         path = jvm.org.apache.hadoop.fs.Path(given)
@@ -90,10 +102,7 @@ def _walk(fs: Any, status: Any) -> Iterator[Any]:
 
 def _starts_with_array(fs: Any, codecs: Any, path: Any) -> bool:
     """Whether the first non-blank byte is ``[`` (a JSON array file) rather than ``{`` (JSON lines)."""
-    stream = fs.open(path)
-    codec = codecs.getCodec(path)
-    if codec is not None:
-        stream = codec.createInputStream(stream)
+    stream = _open_decompressed(fs, codecs, path)
     try:
         for _ in range(4096):
             byte: int = stream.read()  # java.io.InputStream.read: a byte, or -1 at the end
@@ -112,17 +121,13 @@ def find_unreadable_archive(
     """The first compressed file that cannot be decompressed to its end, as an error naming it and
     why; None when every one can. Each is read through (in the JVM, one call a file): meant for
     after a read has failed, whose error does not say which file it was reading."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    codecs = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(conf)
+    jvm, conf, codecs = _hadoop(spark)
     for f in files:
         path = jvm.org.apache.hadoop.fs.Path(f.path)
-        codec = codecs.getCodec(path)
-        if codec is None:
+        if codecs.getCodec(path) is None:
             continue
         try:
-            stream = codec.createInputStream(path.getFileSystem(conf).open(path))
+            stream = _open_decompressed(path.getFileSystem(conf), codecs, path)
             jvm.org.apache.hadoop.io.IOUtils.copyBytes(
                 stream, jvm.java.io.OutputStream.nullOutputStream(), 1 << 16, True
             )
