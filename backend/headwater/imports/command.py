@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
+from headwater import event_loops
 from headwater.command_base import CommandError, alias_rules_or_error, check_time_range, time_argument
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def run_import(args: argparse.Namespace) -> int:
         # (see rare_collections: 0.70 to 0.41 ms of the import's CPU per event).
         gc.freeze()
         with rare_collections():
-            summary = asyncio.run(_import(args, url, settings.alias_rules_file))
+            summary = event_loops.run(_import(args, url, settings.alias_rules_file))
     for line in summary.lines(args.rejects if summary.refused else None):
         print(f"headwater: {line}", file=sys.stderr)
     return 0

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import asyncpg
 import msgspec
 
+from headwater import event_loops
 from headwater.db.pool import PLAN_SETTINGS, register_codecs
 from headwater.ingest.aliases import load_alias_rules
 from headwater.ingest.service import (
@@ -55,7 +56,7 @@ class _Connection:
     """
 
     def __init__(self, url: str) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = event_loops.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="headwater-db", daemon=True)
         self._thread.start()
         try:
