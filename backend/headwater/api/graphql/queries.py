@@ -55,6 +55,10 @@ MaxNodes = Annotated[
         "this many objects, so ask for what you need when you select node fields."
     ),
 ]
+AsOf = Annotated[
+    dt.datetime | None,
+    strawberry.argument(description="The graph as it was at this time; the current graph when null."),
+]
 
 ColumnLineageResult = Annotated[
     ColumnLineageGraph | NotFound | DepthTooLarge | InvalidInput,
@@ -147,12 +151,7 @@ class Query(GovernanceQuery):
             ),
         ] = DEFAULT_DEPTH,
         direction: LineageDirection = LineageDirection.BOTH,
-        as_of: Annotated[
-            dt.datetime | None,
-            strawberry.argument(
-                description="The graph as it was at this time; the current graph when null."
-            ),
-        ] = None,
+        as_of: AsOf = None,
         max_nodes: MaxNodes = None,
     ) -> LineageResult:
         return await walk_or_problem(
@@ -179,12 +178,7 @@ class Query(GovernanceQuery):
             ),
         ] = DEFAULT_DEPTH,
         direction: LineageDirection = LineageDirection.BOTH,
-        as_of: Annotated[
-            dt.datetime | None,
-            strawberry.argument(
-                description="The graph as it was at this time; the current graph when null."
-            ),
-        ] = None,
+        as_of: AsOf = None,
         max_nodes: MaxNodes = None,
     ) -> ColumnLineageResult:
         return await walk_or_problem(
