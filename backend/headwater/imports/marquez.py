@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import asyncpg
 
-from headwater.errors import InvalidEventError
+from headwater.errors import FieldError, InvalidEventError
 from headwater.ingest.service import PreparedEvent, ingest_prepared, prepare_events, retrying_races
 from headwater.ingest.validate import UndecodableError, decode_json, validate_event
 
@@ -242,6 +242,20 @@ def _prepare_rows(
 ) -> list[PreparedEvent]:
     """Decode, validate and prepare events; the refused ones are counted and kept."""
     valid: list[ValidEvent] = []
+
+    def refuse(
+        kind: str, event_time: dt.datetime, reason: str, errors: list[FieldError], kept: dict[str, Any]
+    ) -> None:
+        summary.refused[kind] += 1
+        if rejects is not None:
+            entry = {
+                "eventTime": event_time.isoformat(),
+                "reason": reason,
+                "errors": [{"path": e.path, "message": e.message} for e in errors],
+                **kept,
+            }
+            rejects.write(json.dumps(entry) + "\n")
+
     for event_time, text in rows:
         try:
             # Valid JSON, as jsonb holds, but not always decodable here: jsonb keeps integers longer
@@ -249,36 +263,18 @@ def _prepare_rows(
             # decoder goes. Either used to end the import with a traceback.
             raw: Any = decode_json(text, "event")
         except UndecodableError as exc:
-            summary.refused[f"event: {exc.reason}"] += 1
-            if rejects is not None:
-                rejects.write(
-                    json.dumps(
-                        {
-                            "eventTime": event_time.isoformat(),
-                            "reason": f"The event is {exc.reason}",
-                            "errors": [{"path": "$", "message": exc.reason}],
-                            "eventText": text,
-                        }
-                    )
-                    + "\n"
-                )
+            refuse(
+                f"event: {exc.reason}",
+                event_time,
+                f"The event is {exc.reason}",
+                [FieldError("$", exc.reason)],
+                {"eventText": text},
+            )
             continue
         try:
             valid.append(validate_event(raw))
         except InvalidEventError as exc:
-            summary.refused[_refusal(exc)] += 1
-            if rejects is not None:
-                rejects.write(
-                    json.dumps(
-                        {
-                            "eventTime": event_time.isoformat(),
-                            "reason": exc.message,
-                            "errors": [{"path": e.path, "message": e.message} for e in exc.errors],
-                            "event": raw,
-                        }
-                    )
-                    + "\n"
-                )
+            refuse(_refusal(exc), event_time, exc.message, exc.errors, {"event": raw})
     return prepare_events(valid, alias_rules)
 
 
