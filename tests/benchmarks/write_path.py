@@ -6,6 +6,13 @@ generated, ``GROUP`` events per transaction, each transaction waiting for its tu
 ``write_prepared`` on one connection, as ``IngestQueue`` does. Groups of 16 to 32 are what one event
 per POST from 32 clients gives; groups of 500 are a ``/batch`` of 500.
 
+With ``--floor``, the same events, groups and figures for what every event appends whatever the
+design: its raw event (the store's own insert, compressed as ingest does), its run's row (one per
+run, its events folded in memory), its state, the datasets the run touched and a change, each a
+set-based statement per group, into tables shaped like the model's (without their foreign keys).
+That is the cost of a write whose cost per event does not depend on what an event repeats, before
+any lookup of what is stored: against it, the rest of the write is the model's upkeep.
+
 Printed per group size: events/s and wall time per event; the CPU per event of this process (the
 writer's Python: building rows, encoding parameters, reading results) and of its PostgreSQL backend;
 statements and transactions per event. With ``--statements``, each statement's calls per group and
@@ -16,7 +23,7 @@ events, alternating with this one: each measurement runs in a process of its own
 ``headwater`` is that checkout's. Every measurement starts from an empty database.
 
 Run: ``python tests/benchmarks/write_path.py [--groups 1,16,500] [--repeat 2] [--src PATH]
-[--statements]``. Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
+[--statements] [--floor]``. Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
 postgresql://postgres@127.0.0.1:5432/postgres); creates and drops headwater_bench_write_path (or
 $HEADWATER_BENCH_DATABASE).
 """
@@ -31,6 +38,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -41,6 +49,97 @@ from ingest import _encode, ingest_events
 from tests.benchmarks.databases import SERVER_URL, fresh_database
 
 DATABASE = os.environ.get("HEADWATER_BENCH_DATABASE", "headwater_bench_write_path")
+
+# The floor's tables (see the module): runs, run_states and run_datasets as the model has them, less
+# the foreign keys and the columns only the model's upkeep fills.
+_FLOOR_TABLES = """
+CREATE TABLE floor_runs (
+    run_uuid uuid PRIMARY KEY, job_namespace text NOT NULL, job_name text NOT NULL, parent_run_uuid uuid,
+    current_state text, current_state_at timestamptz, facets jsonb NOT NULL DEFAULT '{}',
+    created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL
+) WITH (fillfactor = 60);
+CREATE INDEX ON floor_runs (job_namespace, job_name, created_at DESC);
+CREATE TABLE floor_run_states (
+    run_uuid uuid NOT NULL, state text NOT NULL, event_time timestamptz NOT NULL,
+    PRIMARY KEY (run_uuid, event_time, state)
+);
+CREATE TABLE floor_run_datasets (
+    run_uuid uuid NOT NULL, dataset_uuid uuid NOT NULL, direction text NOT NULL,
+    first_seen_at timestamptz NOT NULL, last_seen_at timestamptz NOT NULL,
+    PRIMARY KEY (run_uuid, direction, dataset_uuid)
+);
+CREATE INDEX ON floor_run_datasets (dataset_uuid, direction);
+"""
+_FLOOR_RUNS = """
+INSERT INTO floor_runs AS r
+SELECT x.run_uuid, x.job_namespace, x.job_name, x.parent_run_uuid, x.state, x.at, x.facets, x.at, x.at
+FROM jsonb_to_recordset($1::jsonb)
+     AS x(run_uuid uuid, job_namespace text, job_name text, parent_run_uuid uuid, state text,
+          at timestamptz, facets jsonb)
+ON CONFLICT (run_uuid) DO UPDATE SET
+    current_state = excluded.current_state, current_state_at = excluded.current_state_at,
+    facets = r.facets || excluded.facets, updated_at = excluded.updated_at
+"""
+_FLOOR_STATES = """
+INSERT INTO floor_run_states SELECT * FROM unnest($1::uuid[], $2::text[], $3::timestamptz[])
+ON CONFLICT DO NOTHING
+"""
+_FLOOR_RUN_DATASETS = """
+INSERT INTO floor_run_datasets AS d
+SELECT run_uuid, dataset_uuid, direction, at, at
+FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS t(run_uuid, dataset_uuid, direction, at)
+ON CONFLICT (run_uuid, direction, dataset_uuid) DO UPDATE SET last_seen_at = excluded.last_seen_at
+WHERE excluded.last_seen_at > d.last_seen_at
+"""
+
+
+async def _write_floor(conn: asyncpg.Connection, group: list[Any]) -> None:
+    """The floor's writes of a group of prepared events (see the module), in the caller's transaction."""
+    from headwater.db.pool import json_text
+    from headwater.ingest.service import raw_event_row
+    from headwater.store import changes as change_store
+    from headwater.store import events as event_store
+
+    await event_store.insert_raw_events(conn, [raw_event_row(p) for p in group])
+    events = [p.normalized for p in group]
+    runs: dict[Any, dict[str, Any]] = {}
+    for n in events:
+        run = runs.get(n.run_id)
+        runs[n.run_id] = {
+            "run_uuid": n.run_id,
+            "job_namespace": n.job_namespace,
+            "job_name": n.job_name,
+            "parent_run_uuid": n.parent_run_id,
+            "state": n.event_type,
+            "at": n.event_time,
+            "facets": {**run["facets"], **n.run_facets} if run else n.run_facets,
+        }
+    await conn.execute(_FLOOR_RUNS, json_text(list(runs.values())))
+    await conn.execute(
+        _FLOOR_STATES,
+        [n.run_id for n in events],
+        [n.event_type for n in events],
+        [n.event_time for n in events],
+    )
+    # (run, dataset, direction) -> the latest time the group's events touched it
+    touched: dict[tuple[Any, uuid.UUID, str], Any] = {}
+    for n in events:
+        for direction, defs in (("INPUT", n.inputs), ("OUTPUT", n.outputs)):
+            for d in defs:
+                key = (n.run_id, uuid.uuid5(uuid.NAMESPACE_URL, f"{d.namespace}/{d.name}"), direction)
+                touched[key] = max(touched.get(key, n.event_time), n.event_time)
+    if touched:
+        rows = [(*key, at) for key, at in touched.items()]
+        await conn.execute(_FLOOR_RUN_DATASETS, *map(list, zip(*rows, strict=True)))
+    await change_store.insert_changes(
+        conn,
+        [
+            change_store.Change(
+                "RUN_STATE", f"job:{n.job_namespace}:{n.job_name}", n.job_namespace, n.event_time
+            )
+            for n in events
+        ],
+    )
 
 
 def _statement_name(query: str) -> str:
@@ -56,7 +155,7 @@ async def _commits(admin: asyncpg.Connection) -> int:
     return count
 
 
-async def _measure(group: int, statements: bool) -> dict[str, Any]:
+async def _measure(group: int, statements: bool, floor: bool) -> dict[str, Any]:
     """Runs in the measuring process, whose ``headwater`` is the checkout measured."""
     from headwater.db.pool import PLAN_SETTINGS, register_codecs
     from headwater.ingest.service import ingest_turn, prepare_events, write_prepared
@@ -71,6 +170,8 @@ async def _measure(group: int, statements: bool) -> dict[str, Any]:
         conn = await asyncpg.connect(url, server_settings=dict(PLAN_SETTINGS))
         try:
             await register_codecs(conn)
+            if floor:
+                await conn.execute(_FLOOR_TABLES)
             backend = psutil.Process(await conn.fetchval("SELECT pg_backend_pid()"))
             calls: dict[str, list[float]] = defaultdict(list)
             if statements:
@@ -80,7 +181,10 @@ async def _measure(group: int, statements: bool) -> dict[str, Any]:
             cpu_before, wall_before = time.process_time(), time.perf_counter()
             for start in range(0, len(prepared), group):
                 async with ingest_turn(conn):
-                    await write_prepared(conn, prepared[start : start + group], [])
+                    if floor:
+                        await _write_floor(conn, prepared[start : start + group])
+                    else:
+                        await write_prepared(conn, prepared[start : start + group], [])
             wall = time.perf_counter() - wall_before
             cpu = time.process_time() - cpu_before
             pg = sum(backend.cpu_times()[:2]) - pg_before
@@ -113,7 +217,7 @@ async def _measure(group: int, statements: bool) -> dict[str, Any]:
     }
 
 
-def _child(group: int, statements: bool) -> None:
+def _child(group: int, statements: bool, floor: bool) -> None:
     # As the server and the consumer run: start-up objects frozen, collections rare (see
     # headwater.ingest.service.rare_collections). Without it the collector's passes over the
     # prepared events would be a large part of what is measured.
@@ -121,15 +225,16 @@ def _child(group: int, statements: bool) -> None:
 
     gc.freeze()
     with rare_collections():
-        figures = asyncio.run(_measure(group, statements))
+        figures = asyncio.run(_measure(group, statements, floor))
     print(json.dumps(figures))
 
 
-def _run(src: Path | None, group: int, statements: bool) -> dict[str, Any]:
+def _run(src: Path | None, group: int, statements: bool, floor: bool = False) -> dict[str, Any]:
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = str(src / "backend")
-    child = [sys.executable, __file__, "--child", str(group)] + (["--statements"] if statements else [])
+    child = [sys.executable, __file__, "--child", str(group)]
+    child += (["--statements"] if statements else []) + (["--floor"] if floor else [])
     done = subprocess.run(child, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"measuring {src or 'this checkout'} failed:\n{done.stderr[-3000:]}")
@@ -165,19 +270,25 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2, help="runs of each figure (default 2)")
     parser.add_argument("--src", type=Path, help="another checkout to measure alongside")
     parser.add_argument("--statements", action="store_true", help="time each statement (this checkout)")
+    parser.add_argument(
+        "--floor", action="store_true", help="also measure the appends every design makes (see above)"
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child, args.statements)
+        _child(args.child, args.statements, args.floor)
         return 0
     sources: list[tuple[str, Path | None]] = [("this", None)]
     if args.src:
         sources.insert(0, (str(args.src), args.src.resolve()))
+    if args.floor:
+        sources.append(("floor", None))
     rows = []
     for group in (int(g) for g in args.groups.split(",")):
         for attempt in range(args.repeat):
             for label, src in sources:
-                r = _run(src, group, args.statements and src is None)
+                floor = label == "floor"
+                r = _run(src, group, args.statements and label == "this", floor)
                 rows.append((group, label, attempt + 1, r))
                 counted = f"  {r['statements']:.2f} statements" if r["statements"] is not None else ""
                 print(
