@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
+from headwater import times
 from headwater.errors import MigrationError
 from headwater.settings import Settings, get_settings
 
@@ -80,14 +81,11 @@ class CommandError(Exception):
 
 
 def time_argument(value: str) -> dt.datetime:
-    """An argparse type: an RFC 3339 time; one without an offset is UTC, as at ingest."""
+    """An argparse type: an RFC 3339 time, in UTC; one without an offset is UTC, as at ingest."""
     try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not an RFC 3339 time: {value!r} (e.g. 2026-01-31T12:00:00Z)"
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+        return times.parse_instant(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} {exc}") from None
 
 
 def check_time_range(since: dt.datetime | None, until: dt.datetime | None) -> None:

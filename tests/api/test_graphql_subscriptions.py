@@ -236,8 +236,10 @@ async def test_upstream_filter_follows_the_graph_as_it_grows(replicas, pool):
         await sub.nothing_more()
 
 
-async def test_a_bad_cursor_is_an_error_with_its_code(replicas):
-    async with subscribe(replicas[0], after="yesterday") as sub:
+# Past a bigint, past Python's 4,300-digit limit on integer text, a digit that is no ASCII digit.
+@pytest.mark.parametrize("after", ["yesterday", "9" * 20, "9" * 5000, "²"])
+async def test_a_bad_cursor_is_an_error_with_its_code(replicas, after):
+    async with subscribe(replicas[0], after=after) as sub:
         message = json.loads(await asyncio.wait_for(sub.ws.recv(), 10))
     assert message["type"] == "next"
     assert message["payload"]["errors"][0]["extensions"]["code"] == "invalid_cursor"

@@ -4,6 +4,7 @@ what PostgreSQL takes, absurd time zones): a 4xx naming the parameter, never a 5
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -58,11 +59,19 @@ async def test_offsets_go_up_to_what_every_json_client_holds_exactly(client, url
     assert response.json()["errors"][0]["path"] == "query.offset"
 
 
-@pytest.mark.parametrize("after", ["99999999999999999999999", "²", "-1"])
+# Past a bigint, past Python's 4,300-digit limit on integer text, no ASCII digit, negative.
+VIOLATION_IDS_NOT = ["99999999999999999999999", "9" * 5000, "²", "-1"]
+
+
+@pytest.mark.parametrize("after", VIOLATION_IDS_NOT)
 async def test_a_violation_cursor_past_any_id_is_a_400(client, after):
     response = await client.get("/api/v1/governance/violations", params={"after": after})
     assert response.status_code == 400, response.text
     assert "violation id" in response.json()["detail"]
+    body = await execute(client, "query($a: String) { policyViolations(after: $a) { rule } }", a=after)
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "invalid_request", error
+    assert "violation id" in error["message"]
 
 
 async def test_a_time_zone_too_long_for_a_file_name_is_a_400_not_a_503(client):
@@ -130,3 +139,77 @@ async def test_a_graphql_cursor_of_nested_json_is_refused_in_a_line(client, quer
     [error] = response.json()["errors"]
     assert error["extensions"]["code"] in ("invalid_cursor", "invalid_request"), error
     assert len(error["message"]) < 300
+
+
+# Each a valid RFC 3339 time PostgreSQL cannot read: an offset past 15:59, or an instant outside
+# years 1 to 9999 once in UTC.
+OUT_OF_RANGE_TIMES = ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"]
+
+
+@pytest.mark.parametrize("time", OUT_OF_RANGE_TIMES)
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/lineage?nodeId=dataset:warehouse:totals&asOf={}",
+        "/api/v1/column-lineage?nodeId=dataset:warehouse:totals&asOf={}",
+        "/api/v1/events/lineage?before={}",
+        "/api/v1/events/lineage?after={}",
+    ],
+)
+async def test_a_time_outside_what_postgresql_holds_is_a_400_naming_the_range(client, url, time):
+    await post_all(client, job_run("load", inputs=["orders"], outputs=["totals"]))
+    response = await client.get(url.format(time.replace("+", "%2B")))
+    assert response.status_code == 400, response.text
+    assert "must be, in UTC, after 0001-01-01T00:00:00Z" in response.json()["detail"]
+
+
+async def test_an_offset_past_what_postgresql_reads_is_the_same_instant_in_utc(client):
+    await post_all(client, job_run("load", inputs=["orders"], outputs=["totals"]))
+    response = await client.get(
+        "/api/v1/lineage",
+        params={"nodeId": "dataset:warehouse:totals", "asOf": "2099-01-01T00:00:00-23:59"},
+    )
+    assert response.status_code == 200, response.text
+    assert any(n["id"] == "dataset:warehouse:totals" for n in response.json()["graph"])
+
+
+@pytest.mark.parametrize("time", OUT_OF_RANGE_TIMES)
+async def test_graphql_times_outside_what_postgresql_holds_name_the_range(client, time):
+    body = await execute(
+        client,
+        'query($t: DateTime) { lineage(nodeId: "dataset:warehouse:totals", asOf: $t) '
+        "{ __typename ... on InvalidInputError { message } } }",
+        t=time,
+    )
+    assert body["data"]["lineage"]["__typename"] == "InvalidInputError"
+    assert "must be, in UTC" in body["data"]["lineage"]["message"]
+    body = await execute(
+        client,
+        'query($t: DateTime!) { suspectChanges(nodeIds: ["dataset:a:b"], since: $t) { totalCount } }',
+        t=time,
+    )
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "invalid_request", error
+    assert error["message"].startswith(f"since {time} must be, in UTC")
+
+
+@pytest.mark.parametrize(
+    "keyset",
+    [
+        ["0001-01-01T00:00:00+14:00", "5f0e2c1e-8d8b-4a63-9a57-1f6c1b5f0d11"],
+        ["yesterday", "5f0e2c1e-8d8b-4a63-9a57-1f6c1b5f0d11"],
+        ["2026-01-01T00:00:00Z", "not a uuid"],
+        [5, None],
+    ],
+)
+async def test_a_made_up_cursor_of_a_jobs_runs_is_an_invalid_cursor(client, keyset):
+    await post_all(client, job_run("load", inputs=["orders"], outputs=["totals"]))
+    cursor = base64.urlsafe_b64encode(json.dumps(keyset).encode()).decode()
+    body = await execute(
+        client,
+        'query($a: String) { job(namespace: "pipelines", name: "load") '
+        "{ runs(first: 1, after: $a) { nodes { id } } } }",
+        a=cursor,
+    )
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "invalid_cursor", error

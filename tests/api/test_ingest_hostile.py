@@ -283,6 +283,28 @@ def test_the_widest_storable_values_are_stored_as_sent(server):
     assert run["updatedAt"].startswith("9999-12-31T23:59:59.999998")
 
 
+def test_offsets_postgresql_cannot_read_are_stored_as_their_utc_instant(server):
+    # ISO 8601 allows offsets up to 23:59; PostgreSQL reads at most 15:59.
+    e = event(eventType="COMPLETE", eventTime="2026-03-01T00:00:00-23:59")
+    e["run"]["facets"] = {
+        "nominalTime": {
+            "_producer": "p",
+            "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json",
+            "nominalStartTime": "2026-03-01T00:00:00+23:30",
+            "nominalEndTime": "2026-03-01T01:00:00+23:30",
+        }
+    }
+    response = post(server, e)
+    assert response.status_code == 201, response.text
+    assert not response.json().get("warnings")
+    run = httpx.get(
+        f"{server.url}/api/v1/runs/{e['run']['runId']}", headers=auth(server), timeout=10
+    ).json()
+    assert run["endedAt"].startswith("2026-03-01T23:59:00")
+    assert run["nominalStartTime"].startswith("2026-02-28T00:30:00")
+    assert run["nominalEndTime"].startswith("2026-02-28T01:30:00")
+
+
 def test_a_facet_with_a_field_name_too_long_to_store_is_ignored_with_a_warning(server):
     e = with_facet("input", {"schema": {"fields": [{"name": "x" * (MAX_FIELD_NAME_BYTES + 1)}]}})
     response = post(server, e)

@@ -15,8 +15,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "backend" / "headwater"
 
-# The package itself (its __version__), errors and settings: every layer may import them.
-BASE = {"", "errors", "settings", "__init__"}
+# The package itself (its __version__), errors, settings and times: every layer may import them.
+BASE = {"", "errors", "settings", "times", "__init__"}
 # What each library layer may import, besides itself and BASE. Commands (cli, server, app,
 # command_base, the `command` modules, pipeline, consume, imports, embedded, export_schemas) sit on
 # top of them all.

@@ -5,6 +5,10 @@ a statement and fail there. It is refused where a request comes in instead, nami
 guard on the whole app for path and query parameters (no route can be forgotten), request bodies as
 they are decoded, GraphQL operations (``api.graphql.arguments``) and MCP tool calls
 (``mcp.server``) before they run.
+
+Ids a client passes back as text (the change id of a subscription's cursor, a violation id) are read
+here too: only plain digits that fit PostgreSQL's bigint, so that neither Python's limit on integer
+text nor the database sees a made-up one.
 """
 
 from __future__ import annotations
@@ -21,6 +25,15 @@ if TYPE_CHECKING:
     from litestar.handlers import BaseRouteHandler
 
 HOLDS_NUL = "holds U+0000 (NUL), which no text stored here can contain"
+_BIGINT_DIGITS = len(str(2**63 - 1))
+
+
+def bigint_id(text: str) -> int | None:
+    """The id ``text`` names (ASCII digits, at most PostgreSQL's largest bigint), else None."""
+    if not (text.isascii() and text.isdigit() and len(text) <= _BIGINT_DIGITS):
+        return None
+    value = int(text)
+    return value if value < 2**63 else None
 
 
 def paths_with_nul(value: Any, path: str) -> Iterator[str]:

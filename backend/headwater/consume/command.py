@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import gc
 import logging
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from headwater import event_loops
+from headwater import event_loops, times
 from headwater.command_base import (
     CommandError,
     alias_rules_or_error,
@@ -137,11 +136,9 @@ def run_dead_letters(args: argparse.Namespace) -> int:
     before = None
     if getattr(args, "before", None):
         try:
-            before = dt.datetime.fromisoformat(args.before.replace("Z", "+00:00"))
-        except ValueError:
-            raise CommandError(f"--before {args.before!r} is not an ISO 8601 time") from None
-        if before.tzinfo is None:
-            before = before.replace(tzinfo=dt.UTC)
+            before = times.parse_instant(args.before)
+        except ValueError as exc:
+            raise CommandError(f"--before {args.before!r} {exc}") from None
     selection = Selection(ids=tuple(args.ids or ()), topic=args.topic, before=before)
     if args.action == "purge" and selection.everything and not args.all:
         raise CommandError("purge needs --id, --topic or --before, or --all to remove every dead letter")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from headwater import times
 from headwater.errors import FieldError
 from headwater.ingest import facets as f
 from headwater.ingest.validate import (
@@ -27,7 +28,6 @@ from headwater.ingest.validate import (
     RunEventModel,
     ValidEvent,
     run_uuid,
-    time_out_of_range,
     too_long,
 )
 
@@ -177,8 +177,10 @@ def _run(out: NormalizedEvent, model: RunEventModel, warnings: list[FieldError])
         out.root_run_id = run_uuid(parent.root.run.run_id if parent.root else parent.run.run_id)
     nominal = _read(facets, "nominalTime", f.NominalTimeFacet, path, warnings)
     if nominal is not None:
-        out.nominal_start_time = _aware(nominal.nominal_start_time)
-        out.nominal_end_time = _aware(nominal.nominal_end_time) if nominal.nominal_end_time else None
+        # In UTC, as the eventTime (validate): a facet read here has its times in range.
+        out.nominal_start_time = times.instant(nominal.nominal_start_time)
+        end = nominal.nominal_end_time
+        out.nominal_end_time = times.instant(end) if end else None
     error = f.read_facet(facets, "errorMessage", f.ErrorMessageFacet, path, warnings)
     if error is not None:
         out.error_message = error.message
@@ -361,10 +363,10 @@ def _schema_fields(facet: f.SchemaFacet) -> Iterator[tuple[str, str]]:
 
 
 def _nominal_times(facet: f.NominalTimeFacet) -> Iterator[tuple[str, str]]:
-    if problem := time_out_of_range(_aware(facet.nominal_start_time)):
+    if problem := times.out_of_range(facet.nominal_start_time):
         yield ".nominalStartTime", problem
     end = facet.nominal_end_time
-    if end and (problem := time_out_of_range(_aware(end))):
+    if end and (problem := times.out_of_range(end)):
         yield ".nominalEndTime", problem
 
 
@@ -413,7 +415,3 @@ def _input_fields(output_field: str | None, sources: list[f.InputField]) -> Iter
 
 def _too_long_type(value: str | None) -> str | None:
     return too_long(value, MAX_TRANSFORMATION_BYTES) if value else None
-
-
-def _aware(value: dt.datetime) -> dt.datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from headwater import times
 from headwater.errors import FieldError, InvalidEventError
 
 # Errors listed in one answer, over all the events of a request; the others are only counted.
@@ -37,9 +38,6 @@ MAX_NAME_BYTES = 1_536
 # Field names: two of them and the transformation share an entry of the column lineage index.
 MAX_FIELD_NAME_BYTES = 1_024
 MAX_TRANSFORMATION_BYTES = 128
-# The instants PostgreSQL's driver writes as -infinity and infinity; times must lie strictly between.
-_MIN_TIME = dt.datetime.min.replace(tzinfo=dt.UTC)
-_MAX_TIME = dt.datetime.max.replace(tzinfo=dt.UTC)
 
 EventType = Literal["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"]
 Facets = dict[str, Any]
@@ -299,12 +297,12 @@ def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) ->
         if found.count == before:
             found.add(_field_error(exc, prefix))
         raise found.error(what) from None
-    if model.event_time.tzinfo is None:
-        # Some clients (the Python client's own serde fixtures) omit the offset: read it as UTC.
-        model.event_time = model.event_time.replace(tzinfo=dt.UTC)
-    time_error = time_out_of_range(model.event_time)
-    if time_error:
+    # Some clients (the Python client's own serde fixtures) omit the offset: read as UTC. Held in
+    # UTC from here on (see headwater.times); the raw event keeps the offset as sent.
+    if time_error := times.out_of_range(model.event_time):
         found.add(FieldError(f"{prefix}.eventTime", time_error))
+    else:
+        model.event_time = times.instant(model.event_time)
     _check_names(model, prefix, found)
     if found.count:
         raise found.error(what)
@@ -317,17 +315,6 @@ def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) ->
         content_hash=hashlib.sha256(sorted_json).digest(),
         size=len(sorted_json),
     )
-
-
-def time_out_of_range(value: dt.datetime) -> str | None:
-    """Why a time cannot be stored as it is, or None: its UTC value must lie in years 1 to 9999."""
-    try:
-        utc = value.astimezone(dt.UTC)
-    except OverflowError:
-        utc = None
-    if utc is None or not _MIN_TIME < utc < _MAX_TIME:
-        return "must be, in UTC, after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z"
-    return None
 
 
 def too_long(value: str, limit: int) -> str | None:

@@ -10,6 +10,7 @@ import strawberry
 
 from headwater.api.graphql.context import Info
 from headwater.api.graphql.types.common import JSON, InvalidInput, NotFound, problem_from_error
+from headwater.api.parameters import bigint_id
 from headwater.errors import AppError, InvalidRequestError
 from headwater.governance import classifications
 from headwater.governance.policy import Policy
@@ -167,11 +168,12 @@ class GovernanceQuery:
             str | None, strawberry.argument(description="The last id of the previous page.")
         ] = None,
     ) -> list[PolicyViolation]:
-        if after is not None and not after.isdigit():
-            raise InvalidRequestError(f"after must be a violation id, got '{after[:100]}'.")
+        after_id = 0 if after is None else bigint_id(after)
+        if after_id is None:
+            raise InvalidRequestError(f"after must be a violation id, got '{(after or '')[:100]}'.")
         async with info.context.pool.acquire() as conn:
             found = await classifications.list_violations(
-                conn, state=state, namespace=namespace, after=int(after or 0), limit=first
+                conn, state=state, namespace=namespace, after=after_id, limit=first
             )
         return [PolicyViolation.from_record(v) for v in found]
 

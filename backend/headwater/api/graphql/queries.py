@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import strawberry
 
+from headwater import times
 from headwater.api.graphql.context import Info
 from headwater.api.graphql.governance import GovernanceQuery
 from headwater.api.graphql.types import node
@@ -71,9 +72,18 @@ LineageResult = Annotated[
 
 
 def check_walk(depth: int, maximum: int, as_of: dt.datetime | None) -> dt.datetime | None:
-    """Check a lineage depth against the server's maximum; a time without offset is read as UTC."""
+    """Check a lineage depth against the server's maximum and ``asOf``; the time in UTC (a time
+    without offset is read as UTC)."""
     check_depth(depth, maximum)
-    return as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
+    return None if as_of is None else instant("asOf", as_of)
+
+
+def instant(argument: str, value: dt.datetime) -> dt.datetime:
+    """A time argument in UTC (one without offset is read as UTC), or an error naming its range."""
+    try:
+        return times.instant(value)
+    except ValueError as exc:
+        raise InvalidRequestError(f"{argument} {value.isoformat()} {exc}.") from None
 
 
 async def walk_or_problem(
@@ -269,7 +279,7 @@ class Query(GovernanceQuery):
             raise InvalidRequestError(
                 f"At most {MAX_SUSPECT_NODES} node ids can be asked about, got {len(node_ids)}."
             )
-        when = since if since.tzinfo else since.replace(tzinfo=dt.UTC)
+        when = instant("since", since)
         async with info.context.pool.acquire() as conn:
             changes, total = await fetch_suspect_changes(
                 conn, [str(n) for n in node_ids], when, limit=first, offset=offset

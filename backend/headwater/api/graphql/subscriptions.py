@@ -15,6 +15,7 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from headwater.api.graphql.context import Info
 from headwater.api.graphql.types.change import LineageChange, LineageChangeFilter, LineageScopeInput
 from headwater.api.graphql.types.paging import InvalidCursorError
+from headwater.api.parameters import bigint_id
 from headwater.errors import InvalidRequestError, LineageDepthTooLargeError
 from headwater.feed.filters import ChangeFilter, ChangeMatcher
 from headwater.feed.scopes import ScopeSpec
@@ -25,9 +26,10 @@ from headwater.store.changes import check_change_cursor
 
 def parse_change_cursor(cursor: str) -> int:
     """A change cursor: the id of the last change seen."""
-    if not cursor.isdigit():
+    change_id = bigint_id(cursor)
+    if change_id is None:
         raise InvalidCursorError(cursor)
-    return int(cursor)
+    return change_id
 
 
 def _scope(scope: LineageScopeInput | None, direction: Direction, maximum: int) -> ScopeSpec | None:

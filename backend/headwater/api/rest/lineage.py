@@ -11,6 +11,7 @@ from litestar.datastructures import State
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter, QueryParameter
 
+from headwater import times
 from headwater.errors import InvalidRequestError
 from headwater.lineage.documents import cache_for
 from headwater.lineage.graph import Direction, LineageGraph, check_depth, fetch_lineage
@@ -87,16 +88,13 @@ def max_nodes(settings: Settings, asked: int | None) -> int:
 
 
 def parse_as_of(as_of: str | None) -> dt.datetime | None:
-    """An RFC 3339 time (a time without offset is read as UTC)."""
+    """An RFC 3339 time, in UTC (a time without offset is read as UTC)."""
     if as_of is None:
         return None
     try:
-        value = dt.datetime.fromisoformat(as_of.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidRequestError(
-            f"asOf '{as_of}' is not an RFC 3339 time, e.g. 2026-01-31T12:00:00Z."
-        ) from None
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return times.parse_instant(as_of)
+    except ValueError as exc:
+        raise InvalidRequestError(f"asOf '{as_of}' {exc}.") from None
 
 
 class _WireEdge(msgspec.Struct, gc=False):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from typing import cast
 
 import strawberry
@@ -19,7 +18,14 @@ from headwater.api.graphql.types.node import (
     NodeConnection,
     RunType,
 )
-from headwater.api.graphql.types.paging import PageInfo, check_page_size, decode_cursor, encode_cursor
+from headwater.api.graphql.types.paging import (
+    PageInfo,
+    check_page_size,
+    cursor_time,
+    cursor_uuid,
+    decode_cursor,
+    encode_cursor,
+)
 from headwater.store import catalog
 from headwater.store.catalog import JobRecord, JobVersionRecord
 
@@ -135,7 +141,7 @@ class Job(CatalogNode, shape=catalog.JOBS, version_type=JobVersion):
             rows = await info.context.loaders.job_runs.load((self.record.job_uuid, first + 1))
         else:
             created_at, run_id = decode_cursor(after, 2)
-            before = (dt.datetime.fromisoformat(created_at), uuid.UUID(run_id))
+            before = (cursor_time(after, created_at), cursor_uuid(after, run_id))
             async with info.context.pool.acquire() as conn:
                 rows = (
                     await catalog.fetch_runs_by_jobs(

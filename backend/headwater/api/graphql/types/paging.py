@@ -12,11 +12,13 @@ import base64
 import binascii
 import datetime as dt
 import json
+import uuid
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 import strawberry
 
+from headwater import times
 from headwater.errors import InvalidRequestError
 from headwater.store import catalog
 from headwater.store.catalog import DatasetRecord, JobRecord, NodeFilter, NodeKey, NodeShape, page_key
@@ -80,6 +82,27 @@ def decode_cursor(cursor: str, size: int) -> list[Any]:
     return values
 
 
+def cursor_time(cursor: str, raw: Any) -> dt.datetime:
+    """A time a cursor holds, in UTC, or InvalidCursorError: a cursor is the client's text, and a
+    made-up one must not reach the database with a time it cannot read."""
+    if isinstance(raw, str):
+        try:
+            return times.parse_instant(raw)
+        except ValueError:
+            pass
+    raise InvalidCursorError(cursor)
+
+
+def cursor_uuid(cursor: str, raw: Any) -> uuid.UUID:
+    """A uuid a cursor holds, or InvalidCursorError."""
+    if isinstance(raw, str):
+        try:
+            return uuid.UUID(raw)
+        except ValueError:
+            pass
+    raise InvalidCursorError(cursor)
+
+
 def check_page_size(first: int, maximum: int = MAX_PAGE, name: str = "first") -> int:
     """A page size in [1, maximum]."""
     if not 1 <= first <= maximum:
@@ -126,11 +149,8 @@ def _sort_value(cursor: str, order: CatalogOrder, raw: Any) -> float | dt.dateti
                 return float(raw)
             except OverflowError:
                 pass
-    elif isinstance(raw, str):
-        try:
-            return dt.datetime.fromisoformat(raw)
-        except ValueError:
-            pass
+    else:
+        return cursor_time(cursor, raw)
     raise InvalidCursorError(cursor)
 
 

@@ -15,6 +15,7 @@ from litestar import Response, get
 from litestar.datastructures import State
 from litestar.params import Parameter, QueryParameter
 
+from headwater import times
 from headwater.api.rest.catalog.routing import PROBLEMS, Limit, Offset
 from headwater.api.rest.catalog.shapes import iso
 from headwater.errors import InvalidRequestError
@@ -39,14 +40,13 @@ TimeZone = Annotated[
 
 
 def _time(value: str | None, default: dt.datetime, param: str) -> dt.datetime:
-    """An ISO 8601 time (UTC without an offset); ``default`` when absent or empty."""
+    """An ISO 8601 time, in UTC (UTC without an offset); ``default`` when absent or empty."""
     if not value:
         return default
     try:
-        parsed = dt.datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidRequestError(f"Invalid `{param}` '{value}': expected an ISO 8601 time.") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+        return times.parse_instant(value)
+    except ValueError as exc:
+        raise InvalidRequestError(f"`{param}` '{value}' {exc}.") from None
 
 
 def _zone(timezone: str) -> str:

@@ -1,0 +1,47 @@
+"""Times from clients and users, as instants PostgreSQL can hold: in UTC, strictly inside years 1 to
+9999.
+
+ISO 8601 allows offsets up to 23:59 where PostgreSQL reads at most 15:59, and the instants at either
+end are the ones the driver writes as -infinity and infinity (or cannot write at all), so a time is
+checked and turned to UTC where it comes in: an event's eventTime, an ``asOf``, a command's
+``--since``. A time without an offset is read as UTC, as OpenLineage's own clients do.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+_MIN = dt.datetime.min.replace(tzinfo=dt.UTC)
+_MAX = dt.datetime.max.replace(tzinfo=dt.UTC)
+OUT_OF_RANGE = "must be, in UTC, after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z"
+
+
+def out_of_range(value: dt.datetime) -> str | None:
+    """Why a time cannot be stored as it is, or None."""
+    try:
+        utc = aware(value).astimezone(dt.UTC)
+    except OverflowError:
+        return OUT_OF_RANGE
+    return None if _MIN < utc < _MAX else OUT_OF_RANGE
+
+
+def aware(value: dt.datetime) -> dt.datetime:
+    """``value``, read as UTC when it has no offset."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+def instant(value: dt.datetime) -> dt.datetime:
+    """``value`` in UTC; ValueError naming the range when it lies outside it."""
+    if problem := out_of_range(value):
+        raise ValueError(problem)
+    return aware(value).astimezone(dt.UTC)
+
+
+def parse_instant(text: str) -> dt.datetime:
+    """An RFC 3339 time given as text, in UTC; ValueError saying what is wrong with it (a phrase to
+    follow the value: "is not …", "must be …")."""
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError("is not an RFC 3339 time, e.g. 2026-01-31T12:00:00Z") from None
+    return instant(value)
