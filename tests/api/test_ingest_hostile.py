@@ -20,7 +20,7 @@ import psutil
 import pytest
 import websockets
 
-from headwater.api.rest.body import check_json_values, count_json_values
+from headwater.api.rest.body import OFF_LOOP_BYTES, check_json_values, count_json_values
 from headwater.errors import PayloadTooLargeError
 from headwater.ingest.validate import (
     MAX_DEPTH,
@@ -190,6 +190,27 @@ def test_bodies_that_cannot_be_decoded_are_400(server):
     response = post(server, b"[" + b",".join([b"{}"] * (MAX_EVENTS + 1)) + b"]")
     assert response.status_code == 413
     assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+
+
+def test_a_leading_byte_order_mark_is_skipped_as_json_lets_readers_do(server):
+    bom = b"\xef\xbb\xbf"
+    e = event()
+    response = post(server, bom + json.dumps(e).encode())
+    assert response.status_code == 201, response.text
+    # The same event without it is the same content: a retry.
+    assert post(server, json.dumps(e).encode()).json()["status"] == "duplicate"
+    # A batch large enough to be decoded element by element, and GraphQL.
+    batch = json.dumps([event() for _ in range(1000)]).encode()
+    assert len(batch) > OFF_LOOP_BYTES
+    response = post(server, bom + batch, "/api/v1/lineage/batch")
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "success"
+    response = httpx.post(
+        server.url + "/graphql",
+        content=bom + json.dumps({"query": "{ __typename }"}).encode(),
+        headers={**auth(server), "Content-Type": "application/json"},
+    )
+    assert response.json() == {"data": {"__typename": "Query"}}
 
 
 def test_graphql_bodies_that_cannot_be_decoded_are_400_and_the_server_goes_on(server):

@@ -228,7 +228,9 @@ def decode_json(data: bytes | str, what: str = "body") -> Any:
     not UTF-8 (which byte), a lone UTF-16 surrogate escape (``"\\ud800"``, which no stored text can
     hold), NaN, a number too large to read, nesting too deep for the decoder. Python's json module
     accepts the surrogate and NaN; msgspec raises RecursionError for the nesting, which would
-    otherwise end whatever decodes (a request, a Kafka consumer, a backfill task)."""
+    otherwise end whatever decodes (a request, a Kafka consumer, a backfill task). A leading byte
+    order mark is skipped (``without_bom``)."""
+    data = without_bom(data)  # positions in errors are then those of the JSON text
     try:
         return _json_decoder.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
@@ -237,6 +239,18 @@ def decode_json(data: bytes | str, what: str = "body") -> Any:
         raise UndecodableError(
             f"not valid JSON: nested too deeply to decode (events may nest {MAX_DEPTH} levels)"
         ) from None
+
+
+@typing.overload
+def without_bom(data: bytes) -> bytes: ...
+@typing.overload
+def without_bom(data: str) -> str: ...
+def without_bom(data: bytes | str) -> bytes | str:
+    """``data`` without a leading UTF-8 byte order mark, which JSON forbids senders to add and lets
+    readers ignore (RFC 8259, 8.1): some editors and shells put one before what they save or send."""
+    if isinstance(data, bytes):
+        return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    return data[1:] if data.startswith("\ufeff") else data
 
 
 def _undecodable(exc: Exception, data: bytes | str, what: str) -> str:

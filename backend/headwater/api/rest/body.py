@@ -31,7 +31,7 @@ from headwater.errors import (
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
 )
-from headwater.ingest.validate import MAX_EVENTS, UndecodableError
+from headwater.ingest.validate import MAX_EVENTS, UndecodableError, without_bom
 from headwater.ingest.validate import decode_json as decode_strictly
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ def decode_json_body(body: bytes, encoding: str, max_bytes: int, max_values: int
         )
     if len(body) > max_bytes:
         raise PayloadTooLargeError(f"The request body is larger than {max_bytes} bytes.")
+    body = without_bom(body)
     if not body.strip():
         raise InvalidRequestError(
             "The request body is empty; expected an OpenLineage event as JSON.",
