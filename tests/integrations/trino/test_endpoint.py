@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import json
 import re
@@ -252,6 +253,18 @@ BAD = [
         "Expected epoch seconds or an RFC 3339 time",
     ),
     (
+        "createTime before year 1 in UTC",
+        lambda: {**http_example(), "createTime": "0001-01-01T00:00:00+14:00"},
+        "$.createTime",
+        "must be, in UTC, after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z",
+    ),
+    (
+        "endTime at the first instant in epoch seconds",
+        lambda: {**http_example(), "endTime": -62135596800},
+        "$.endTime",
+        "must be, in UTC, after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z",
+    ),
+    (
         "inputs not a list",
         lambda: {**http_example(), "ioMetadata": {"inputs": {}, "output": None}},
         "$.ioMetadata.inputs",
@@ -269,6 +282,14 @@ async def test_not_a_query_completed_event_is_400_with_the_path(client, conn, bo
     assert problem["code"] == "invalid_trino_event"
     assert {"path": path, "message": message} in problem["errors"]
     assert await conn.fetchval("SELECT count(*) FROM raw_events") == 0
+
+
+async def test_an_offset_past_what_postgresql_reads_is_the_same_instant_in_utc(client, conn):
+    event = {**http_example(), "endTime": "2025-06-01T23:00:00-23:59"}
+    response = await client.post(URL, json=event)
+    assert response.status_code == 201, response.text
+    stored = await conn.fetchval("SELECT max(event_time) FROM raw_events")
+    assert stored == dt.datetime(2025, 6, 2, 22, 59, tzinfo=dt.UTC)
 
 
 async def test_one_bad_event_in_an_array_stores_nothing(client, conn):

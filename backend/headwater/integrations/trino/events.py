@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from headwater import times
 from headwater.errors import FieldError, InvalidRequestError
 from headwater.ingest.validate import json_type
 
@@ -178,27 +179,37 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def parse_instant(value: Instant, path: str) -> dt.datetime:
-    """Jackson's Instant: decimal epoch seconds (or epoch milliseconds), or an RFC 3339 string."""
+    """Jackson's Instant: decimal epoch seconds (or epoch milliseconds), or an RFC 3339 string; in
+    UTC, inside the range PostgreSQL holds (headwater.times)."""
     if isinstance(value, str):
-        text = value
         try:
-            value = float(text)
-            if math.isnan(value):  # "NaN" reads as a float, and is no time
-                raise ValueError(text)
+            number = float(value)
+            if math.isnan(number):  # "NaN" reads as a float, and is no time
+                raise ValueError(value)
         except ValueError:
             try:
-                parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+                parsed = dt.datetime.fromisoformat(value)
             except ValueError:
                 raise InvalidTrinoEventError(
-                    f"{path} is neither epoch seconds nor an RFC 3339 time: {text!r}",
+                    f"{path} is neither epoch seconds nor an RFC 3339 time: {value!r}",
                     [FieldError(path, "Expected epoch seconds or an RFC 3339 time")],
                 ) from None
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+            return _in_range(parsed, value, path)
+    else:
+        number = value
     # Epoch milliseconds (as seconds, 1e11 is past the year 5000).
-    seconds = value / 1000 if abs(value) >= 1e11 else value
+    seconds = number / 1000 if abs(number) >= 1e11 else number
     try:
-        return _EPOCH + dt.timedelta(microseconds=round(seconds * 1_000_000))
+        parsed = _EPOCH + dt.timedelta(microseconds=round(seconds * 1_000_000))
     except OverflowError:
         raise InvalidTrinoEventError(
             f"{path} is out of range: {value}", [FieldError(path, "time out of range")]
         ) from None
+    return _in_range(parsed, value, path)
+
+
+def _in_range(parsed: dt.datetime, value: Instant, path: str) -> dt.datetime:
+    """``parsed`` in UTC, or an error naming the range PostgreSQL holds."""
+    if problem := times.out_of_range(parsed):
+        raise InvalidTrinoEventError(f"{path} {problem}: {value}", [FieldError(path, problem)])
+    return times.instant(parsed)
