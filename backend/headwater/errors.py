@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def shown(text: str, limit: int = 100) -> str:
+    """A client's text as an error message quotes it: at most ``limit`` characters, a cut one marked
+    with an ellipsis, since what a client sends may be of any length."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 @dataclass(frozen=True)
 class FieldError:
     """One problem in a request body, located by its JSON path (``$.run.runId``)."""

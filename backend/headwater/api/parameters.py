@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from headwater.errors import FieldError, InvalidRequestError
+from headwater.errors import FieldError, InvalidRequestError, shown
 
 if TYPE_CHECKING:
     from litestar.connection import ASGIConnection
@@ -26,6 +26,17 @@ if TYPE_CHECKING:
 
 HOLDS_NUL = "holds U+0000 (NUL), which no text stored here can contain"
 _BIGINT_DIGITS = len(str(2**63 - 1))
+
+
+def violation_cursor(after: str | None) -> int:
+    """The violation id a page of violations starts after (0: the first page), or a 400 quoting what
+    was sent."""
+    if after is None:
+        return 0
+    violation_id = bigint_id(after)
+    if violation_id is None:
+        raise InvalidRequestError(f"after must be a violation id, got '{shown(after)}'.")
+    return violation_id
 
 
 def bigint_id(text: str) -> int | None:

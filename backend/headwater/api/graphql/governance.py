@@ -10,8 +10,8 @@ import strawberry
 
 from headwater.api.graphql.context import Info
 from headwater.api.graphql.types.common import JSON, InvalidInput, NotFound, problem_from_error
-from headwater.api.parameters import bigint_id
-from headwater.errors import AppError, InvalidRequestError
+from headwater.api.parameters import violation_cursor
+from headwater.errors import AppError
 from headwater.governance import classifications
 from headwater.governance.policy import Policy
 from headwater.store.governance import ViolationRecord
@@ -168,9 +168,7 @@ class GovernanceQuery:
             str | None, strawberry.argument(description="The last id of the previous page.")
         ] = None,
     ) -> list[PolicyViolation]:
-        after_id = 0 if after is None else bigint_id(after)
-        if after_id is None:
-            raise InvalidRequestError(f"after must be a violation id, got '{(after or '')[:100]}'.")
+        after_id = violation_cursor(after)
         async with info.context.pool.acquire() as conn:
             found = await classifications.list_violations(
                 conn, state=state, namespace=namespace, after=after_id, limit=first

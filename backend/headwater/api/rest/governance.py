@@ -14,9 +14,8 @@ from litestar import get, put
 from litestar.datastructures import State
 from litestar.params import Parameter, QueryParameter
 
-from headwater.api.parameters import bigint_id, refuse_nul_fields
+from headwater.api.parameters import refuse_nul_fields, violation_cursor
 from headwater.api.rest.catalog.routing import BODY_PROBLEMS, PROBLEMS
-from headwater.errors import InvalidRequestError
 from headwater.governance import classifications
 from headwater.governance.classifications import DatasetClassification
 from headwater.store.governance import ViolationRecord
@@ -136,9 +135,7 @@ async def get_violations(
     ] = None,
     limit: Annotated[int, Parameter(description="Page size (default 100, at most 1000)")] = 100,
 ) -> dict[str, Any]:
-    after_id = 0 if after is None else bigint_id(after)
-    if after_id is None:
-        raise InvalidRequestError(f"after must be a violation id, got '{(after or '')[:100]}'.")
+    after_id = violation_cursor(after)
     async with state.pool.acquire() as conn:
         found = await classifications.list_violations(
             conn, state=violation_state, namespace=namespace, after=after_id, limit=limit

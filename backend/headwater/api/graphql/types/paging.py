@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 import strawberry
 
 from headwater import times
-from headwater.errors import InvalidRequestError
+from headwater.errors import InvalidRequestError, shown
 from headwater.store import catalog
 from headwater.store.catalog import DatasetRecord, JobRecord, NodeFilter, NodeKey, NodeShape, page_key
 
@@ -35,9 +35,7 @@ class InvalidCursorError(InvalidRequestError):
     code = "invalid_cursor"
 
     def __init__(self, cursor: str) -> None:
-        # At most a line of it: a cursor is the client's text, of any length.
-        shown = cursor if len(cursor) <= 100 else cursor[:100] + "…"
-        super().__init__(f"Invalid cursor '{shown}': pass back a cursor this API returned.")
+        super().__init__(f"Invalid cursor '{shown(cursor)}': pass back a cursor this API returned.")
 
 
 @strawberry.enum(description="How a list of datasets or jobs is ordered.")
