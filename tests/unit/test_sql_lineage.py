@@ -362,6 +362,21 @@ def test_cli_statements_sqlglot_keeps_as_commands_pass_quietly() -> None:
     assert json.loads(completed.stdout)["outputs"] == ["t"]
 
 
+def test_cli_warns_of_an_unknown_dialect_and_reads_generic_sql(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "job.sql"
+    script.write_text("INSERT INTO t SELECT a FROM s;\n", encoding="utf-8")
+    assert main(["sql-lineage", "--dialect", "postgress", str(script)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["outputs"] == ["t"]
+    assert captured.err.startswith("warning: unknown dialect 'postgress', read as generic SQL; known: ")
+    assert "postgres, " in captured.err
+    # Names OpenLineage producers use for a dialect are known too.
+    assert main(["sql-lineage", "--dialect", "spark-sql", str(script)]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_cli_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sql-lineage", str(tmp_path / "missing.sql")]) == 2
     assert "cannot read" in capsys.readouterr().err

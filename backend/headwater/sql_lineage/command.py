@@ -7,6 +7,7 @@ import logging
 import sys
 from typing import IO, Any
 
+from headwater.sql_lineage.dialects import dialect_name, known_dialects
 from headwater.sql_lineage.script import extract_lineage
 
 
@@ -20,6 +21,14 @@ def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
     # sqlglot logs a warning for every statement it keeps as an opaque command (SET, GRANT …);
     # on a terminal that would bury the results.
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    if dialect and dialect_name(dialect) is None:
+        # Events name dialects freely and an unknown one is read as generic SQL; a person who
+        # mistyped one is told.
+        print(
+            f"warning: unknown dialect {dialect!r}, read as generic SQL; known: "
+            + ", ".join(known_dialects()),
+            file=sys.stderr,
+        )
     try:
         source = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
     except OSError as error:

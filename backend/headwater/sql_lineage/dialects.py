@@ -74,6 +74,11 @@ def _normalize(name: str) -> str:
     return re.sub(r"[\s\-_.]", "", name.lower())
 
 
+def known_dialects() -> list[str]:
+    """The sqlglot dialects Headwater reads SQL in, by their names (aliases such as spark map to them)."""
+    return sorted(_KNOWN)
+
+
 @lru_cache(maxsize=256)
 def dialect_name(name: str | None) -> str | None:
     """The sqlglot dialect for a user-facing name; None (generic SQL) when unknown."""
