@@ -12,7 +12,8 @@ Scenarios, each on a fresh database (and consumer group), on the same events:
   ``data-rentgen[server,consumer,postgres]``) into its own database, migrated and partitioned by its
   own scripts. Done when every application run and every action (its "operation") of the events is
   stored as ended.
-* ``latency``: one consumer already running, events produced at an offered rate (``--rates``,
+* ``latency``: one consumer already running (``--latency-consumers N``: N of them in one group, timed
+  once every one holds its share of the partitions), events produced at an offered rate (``--rates``,
   default 1,000 events/s) for ``--latency-seconds``; end-to-end latency is from the moment an event
   is handed to the producer to the moment the benchmark sees it committed (it polls raw_events every
   20 ms), p50 and p99.
@@ -25,7 +26,7 @@ The events are the backfill benchmark's (``backfill.spark_events``) with their r
 (timestamped at the run's first event), as current OpenLineage integrations write them and as
 Data.Rentgen requires; keyed as openlineage-python's KafkaTransport keys them (the root job of the
 run). Run: ``python tests/benchmarks/kafka_ingest.py [--events 100000] [--rates 1000]
-[--latency-seconds 20] [--src DIR] [--before-src DIR] [--rentgen-python PATH]``; ``--src`` and
+[--latency-seconds 20] [--latency-consumers 1] [--latency-only] [--src DIR] [--before-src DIR] [--rentgen-python PATH]``; ``--src`` and
 ``--before-src`` are checkouts (e.g. ``git worktree`` or ``git archive`` of a commit) whose
 ``backend/`` is run. Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
 postgresql://postgres@127.0.0.1:5432/postgres; databases headwater_kafka_bench_*) and a broker at
@@ -392,14 +393,46 @@ def _ident(event: dict[str, Any]) -> tuple[uuid.UUID, str, dt.datetime]:
     )
 
 
+def _assigned(log: Path) -> int | None:
+    """How many partitions a consumer holds by its log's last assignment; None before the first."""
+    lines = [
+        line for line in log.read_text(errors="replace").splitlines() if "assignment of group" in line
+    ]
+    if not lines:
+        return None
+    held = lines[-1].rpartition(": ")[2]
+    return 0 if held == "none" else held.count(",") + 1
+
+
+async def _group_settled(procs: list[subprocess.Popen[bytes]], logs: list[Path], tmp: Path) -> None:
+    """Wait until every consumer holds a share of the partitions, so that no rebalance falls inside
+    the timed run."""
+    while True:
+        held = [_assigned(log) for log in logs]
+        if all(held) and sum(h or 0 for h in held) == PARTITIONS:
+            return
+        if any(p.poll() is not None for p in procs):
+            raise RuntimeError(f"a consumer exited; see {tmp}")
+        await asyncio.sleep(0.1)
+
+
 async def latency(
-    src: Path, bootstrap: str, values: list[bytes], keys: list[str], rate: float, tmp: Path
+    src: Path,
+    bootstrap: str,
+    values: list[bytes],
+    keys: list[str],
+    rate: float,
+    tmp: Path,
+    consumers: int = 1,
 ) -> dict[str, float]:
     topic = new_topic(bootstrap)
     async with fresh_database() as (url, _):
-        proc = start_consumer(src, url, bootstrap, topic, f"g-{topic}", tmp / f"{topic}-latency.log")
+        logs = [tmp / f"{topic}-latency-{n}.log" for n in range(consumers)]
+        procs = [start_consumer(src, url, bootstrap, topic, f"g-{topic}", log) for log in logs]
         conn = await asyncpg.connect(url)
         try:
+            if consumers > 1:
+                await _group_settled(procs, logs, tmp)
             # Wait until the consumer holds its partitions: one event through, sent by the producer
             # that sends the timed ones, so that its start (metadata, producer id: about a second on
             # Tansu) is not counted in the first events' latency.
@@ -439,13 +472,15 @@ async def latency(
                         seen.setdefault((row["run_uuid"], row["event_type"], row["event_time"]), at)
                         last = max(last, row["raw_event_id"])
                     next_poll = at + 0.02
-                if proc.poll() is not None:
-                    raise RuntimeError(f"the consumer exited; see {tmp}")
+                if any(p.poll() is not None for p in procs):
+                    raise RuntimeError(f"a consumer exited; see {tmp}")
                 await asyncio.sleep(0.001)
             producer.flush(10)
         finally:
-            proc.terminate()
-            proc.wait(30)
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.wait(30)
             await conn.close()
     delays = sorted(seen[k] - sent[k] for k in sent if k in seen)
     return {
@@ -467,6 +502,12 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--rates", default="1000", help="offered events/s of the latency scenario")
     parser.add_argument("--latency-seconds", type=float, default=20)
+    parser.add_argument(
+        "--latency-consumers", type=int, default=1, help="consumers of the latency scenario (one group)"
+    )
+    parser.add_argument(
+        "--latency-only", action="store_true", help="only the latency scenario, not the rates"
+    )
     parser.add_argument("--src", type=Path, default=REPO, help="checkout measured (default this one)")
     parser.add_argument("--before-src", type=Path, help="an earlier checkout measured alongside")
     parser.add_argument("--rentgen-python", help="python of a virtualenv with data-rentgen")
@@ -492,32 +533,42 @@ def main() -> int:
         print(rows[-1], flush=True)
 
     with broker() as bootstrap:
-        show(
-            f"`/batch` of {BATCH}, {BATCH_CLIENTS} clients",
-            asyncio.run(batch(args.src.resolve(), values)),
-            "server",
-        )
-        for n in (1, 2):
-            for label, src in sources:
-                show(
-                    f"{n} `headwater consume`{label}",
-                    asyncio.run(consumers(src, bootstrap, values, keys, n, tmp)),
-                    "consumers" if n > 1 else "consumer",
-                )
-        if args.rentgen_python:
+        if not args.latency_only:
             show(
-                "Data.Rentgen 0.7.2 consumer",
-                asyncio.run(rentgen(args.rentgen_python, bootstrap, events, values, keys, tmp)),
-                "consumer",
+                f"`/batch` of {BATCH}, {BATCH_CLIENTS} clients",
+                asyncio.run(batch(args.src.resolve(), values)),
+                "server",
             )
+            for n in (1, 2):
+                for label, src in sources:
+                    show(
+                        f"{n} `headwater consume`{label}",
+                        asyncio.run(consumers(src, bootstrap, values, keys, n, tmp)),
+                        "consumers" if n > 1 else "consumer",
+                    )
+            if args.rentgen_python:
+                show(
+                    "Data.Rentgen 0.7.2 consumer",
+                    asyncio.run(rentgen(args.rentgen_python, bootstrap, events, values, keys, tmp)),
+                    "consumer",
+                )
         latencies = []
         for rate in (float(r) for r in args.rates.split(",")):
             count = min(len(values), int(rate * args.latency_seconds))
             r = asyncio.run(
-                latency(args.src.resolve(), bootstrap, values[:count], keys[:count], rate, tmp)
+                latency(
+                    args.src.resolve(),
+                    bootstrap,
+                    values[:count],
+                    keys[:count],
+                    rate,
+                    tmp,
+                    args.latency_consumers,
+                )
             )
+            who = f"{args.latency_consumers} consumers" if args.latency_consumers > 1 else "1 consumer"
             latencies.append(
-                f"offered {rate:,.0f} events/s for {count / rate:.0f} s ({r['events']:,.0f} events):"
+                f"{who}, offered {rate:,.0f} events/s for {count / rate:.0f} s ({r['events']:,.0f} events):"
                 f" end-to-end p50 {r['p50_ms']:,.0f} ms, p99 {r['p99_ms']:,.0f} ms"
             )
             print(latencies[-1], flush=True)
