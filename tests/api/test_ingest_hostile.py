@@ -285,16 +285,21 @@ def test_a_non_ascii_authorization_header_is_a_401(server):
     assert response.status_code == 401
 
 
+def stored_run(server: HeadwaterServer, e: dict[str, Any]) -> dict[str, Any]:
+    """Post an event that must be stored without a warning; its run as the API reads it back."""
+    response = post(server, e)
+    assert response.status_code == 201, response.text
+    assert not response.json().get("warnings")
+    return httpx.get(
+        f"{server.url}/api/v1/runs/{e['run']['runId']}", headers=auth(server), timeout=10
+    ).json()
+
+
 def test_the_widest_storable_values_are_stored_as_sent(server):
     e = event(eventTime="0001-01-01T00:00:00.000001Z")
     e["job"] = {"namespace": "é" * (MAX_NAMESPACE_BYTES // 2), "name": random_name(MAX_NAME_BYTES)}
     e["inputs"][0]["facets"] = {"schema": {"fields": [{"name": random_name(MAX_FIELD_NAME_BYTES)}]}}
-    response = post(server, e)
-    assert response.status_code == 201, response.text
-    assert not response.json().get("warnings")
-    run = httpx.get(
-        f"{server.url}/api/v1/runs/{e['run']['runId']}", headers=auth(server), timeout=10
-    ).json()
+    run = stored_run(server, e)
     assert run["updatedAt"].startswith("0001-01-01T00:00:00.000001")
     e = event(eventTime="9999-12-31T23:59:59.999998Z")
     assert post(server, e).status_code == 201
@@ -315,12 +320,7 @@ def test_offsets_postgresql_cannot_read_are_stored_as_their_utc_instant(server):
             "nominalEndTime": "2026-03-01T01:00:00+23:30",
         }
     }
-    response = post(server, e)
-    assert response.status_code == 201, response.text
-    assert not response.json().get("warnings")
-    run = httpx.get(
-        f"{server.url}/api/v1/runs/{e['run']['runId']}", headers=auth(server), timeout=10
-    ).json()
+    run = stored_run(server, e)
     assert run["endedAt"].startswith("2026-03-01T23:59:00")
     assert run["nominalStartTime"].startswith("2026-02-28T00:30:00")
     assert run["nominalEndTime"].startswith("2026-02-28T01:30:00")

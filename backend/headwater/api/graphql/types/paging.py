@@ -24,9 +24,12 @@ from headwater.store import catalog
 from headwater.store.catalog import DatasetRecord, JobRecord, NodeFilter, NodeKey, NodeShape, page_key
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from headwater.api.graphql.context import Info
 
 R = TypeVar("R", DatasetRecord, JobRecord)
+T = TypeVar("T")
 
 MAX_PAGE = 500
 
@@ -83,19 +86,18 @@ def decode_cursor(cursor: str, size: int) -> list[Any]:
 def cursor_time(cursor: str, raw: Any) -> dt.datetime:
     """A time a cursor holds, in UTC, or InvalidCursorError: a cursor is the client's text, and a
     made-up one must not reach the database with a time it cannot read."""
-    if isinstance(raw, str):
-        try:
-            return times.parse_instant(raw)
-        except ValueError:
-            pass
-    raise InvalidCursorError(cursor)
+    return _cursor_value(cursor, raw, times.parse_instant)
 
 
 def cursor_uuid(cursor: str, raw: Any) -> uuid.UUID:
     """A uuid a cursor holds, or InvalidCursorError."""
+    return _cursor_value(cursor, raw, uuid.UUID)
+
+
+def _cursor_value(cursor: str, raw: Any, parse: Callable[[str], T]) -> T:
     if isinstance(raw, str):
         try:
-            return uuid.UUID(raw)
+            return parse(raw)
         except ValueError:
             pass
     raise InvalidCursorError(cursor)
