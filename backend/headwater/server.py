@@ -65,6 +65,8 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
             workers=workers,
             log_level="info",
             access_log=settings.access_log,
+            # uvicorn's protocol with deadlines for a request to arrive (see http_protocol).
+            http="headwater.http_protocol:DeadlineProtocol",
             proxy_headers=False,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )

@@ -47,6 +47,9 @@ class Settings:
     retry_after_s: int = 1
     # Seconds a websocket send may wait on a client that reads nothing before it is disconnected.
     subscriber_stall_s: int = 10
+    # Seconds a client has to send a whole request (line, headers and body) once it has begun; a
+    # connection that begins none is closed as an idle one is, after uvicorn's keep-alive timeout.
+    request_read_timeout_s: int = 60
     max_body_bytes: int = 64 * 1024 * 1024
     # JSON values in one request body, counted before decoding: decoded, each takes 30 to 70 bytes,
     # so this bounds a request's memory (about 128 MB) whatever the shape of its 64 MB.
@@ -130,6 +133,9 @@ class Settings:
             ingest_timeout_ms=get_int("HEADWATER_INGEST_TIMEOUT_MS", defaults.ingest_timeout_ms),
             retry_after_s=get_int("HEADWATER_RETRY_AFTER_S", defaults.retry_after_s, low=0),
             subscriber_stall_s=get_int("HEADWATER_SUBSCRIBER_STALL_S", defaults.subscriber_stall_s),
+            request_read_timeout_s=get_int(
+                "HEADWATER_REQUEST_READ_TIMEOUT_S", defaults.request_read_timeout_s
+            ),
             max_body_bytes=get_int("HEADWATER_MAX_BODY_BYTES", defaults.max_body_bytes),
             max_body_values=get_int("HEADWATER_MAX_BODY_VALUES", defaults.max_body_values),
             max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),
