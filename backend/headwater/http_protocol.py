@@ -1,4 +1,4 @@
-"""The HTTP protocol `headwater serve` runs: uvicorn's (on httptools), with deadlines on reading.
+"""The HTTP protocol `headwater serve` runs: uvicorn's (on httptools), with deadlines on clients.
 
 uvicorn waits forever for a request to arrive: a connection that sends nothing, or its headers or
 body a byte at a time, holds a socket, a task and a file descriptor for as long as its client likes,
@@ -7,8 +7,13 @@ Here a new connection that begins no request within uvicorn's keep-alive timeout
 idle one is after a response, and a request must be received whole, line, headers and body, within
 ``HEADWATER_REQUEST_READ_TIMEOUT_S`` of its first byte: past that the client is answered 408 and the
 connection closed (a handler reading the body sees a disconnect, as when a client goes away).
-A connection upgraded to a websocket leaves these deadlines behind (subscriptions have their own
-guard against clients that read nothing).
+
+The other way round, a response is built whole before it is sent (a page of a thousand raw events
+is 7.5 MB) and waits in the connection's send buffer for its client to read it: sixty such requests
+left unread held 450 MB until their clients went away. A response whose client reads none of it for
+``HEADWATER_RESPONSE_STALL_S`` has its connection dropped with what it holds; a client reading
+slowly is left to read. A connection upgraded to a websocket leaves these deadlines behind
+(subscriptions have their own guard against clients that read nothing).
 
 The deadlines are checked by one sweep a second over the open connections, not by a timer per
 request. Measured side by side with 32 clients posting events, one worker, three pairs each: a
@@ -19,6 +24,10 @@ deadlines; the sweep 698-758 against 692-760.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import sys
+import termios
 import weakref
 from typing import Any
 
@@ -64,6 +73,11 @@ class DeadlineProtocol(HttpToolsProtocol):
         # whether that is the rest of a request begun, else a first request.
         self.waiting_since: float | None = None
         self.in_request = False
+        self.stall_s = get_settings().response_stall_s
+        # While the send buffer is full: since when the client has read none of it, and how much
+        # it held then (a client reading slowly drains it, one reading nothing does not).
+        self.stalled_since: float | None = None
+        self.stalled_holding = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -87,7 +101,43 @@ class DeadlineProtocol(HttpToolsProtocol):
         _watched.discard(self)
         super().handle_websocket_upgrade()
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.stalled_since is None:
+            self.stalled_since = self.loop.time()
+            self.stalled_holding = self._unsent()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self.stalled_since = None
+
+    def _unsent(self) -> int:
+        """Bytes sent to the client and not yet taken by it: in the transport's buffer, and in the
+        kernel's send queue (Linux), which drains as the client reads, where the transport's buffer
+        may wait seconds for the kernel to take more."""
+        unsent = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None and hasattr(termios, "TIOCOUTQ"):
+            with contextlib.suppress(OSError):
+                queued = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+                unsent += int.from_bytes(queued, sys.byteorder, signed=True)
+        return unsent
+
     def check_deadline(self, now: float) -> None:
+        if self.stalled_since is not None:
+            holding = self._unsent()
+            if holding < self.stalled_holding:  # the client reads, slowly: not stalled
+                self.stalled_since, self.stalled_holding = now, holding
+        if self.stalled_since is not None and now - self.stalled_since >= self.stall_s:
+            self.logger.warning(
+                "dropped a connection to %s: it read none of its response for %d s",
+                "{}:{}".format(*self.client) if self.client else "a client",
+                self.stall_s,
+            )
+            _watched.discard(self)
+            # Not close(), which would wait to send what the buffer holds: that is what to free.
+            self.transport.abort()
+            return
         may_wait = self.read_timeout if self.in_request else self.timeout_keep_alive
         if self.waiting_since is None or now - self.waiting_since < may_wait:
             return

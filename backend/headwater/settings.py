@@ -50,6 +50,9 @@ class Settings:
     # Seconds a client has to send a whole request (line, headers and body) once it has begun; a
     # connection that begins none is closed as an idle one is, after uvicorn's keep-alive timeout.
     request_read_timeout_s: int = 60
+    # Seconds a response may wait on a client that reads none of it (its send buffer full); then the
+    # connection is dropped with what it holds, as a subscription's is after subscriber_stall_s.
+    response_stall_s: int = 10
     max_body_bytes: int = 64 * 1024 * 1024
     # JSON values in one request body, counted before decoding: decoded, each takes 30 to 70 bytes,
     # so this bounds a request's memory (about 128 MB) whatever the shape of its 64 MB.
@@ -136,6 +139,7 @@ class Settings:
             request_read_timeout_s=get_int(
                 "HEADWATER_REQUEST_READ_TIMEOUT_S", defaults.request_read_timeout_s
             ),
+            response_stall_s=get_int("HEADWATER_RESPONSE_STALL_S", defaults.response_stall_s),
             max_body_bytes=get_int("HEADWATER_MAX_BODY_BYTES", defaults.max_body_bytes),
             max_body_values=get_int("HEADWATER_MAX_BODY_VALUES", defaults.max_body_values),
             max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),

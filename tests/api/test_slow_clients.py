@@ -1,25 +1,33 @@
-"""Clients that open connections and send nothing, or a request a byte at a time, against a real
-`headwater serve`: each is closed within its deadline (a 408 once a request has begun), everyone
-else is served meanwhile, and a websocket subscription is not bound by them."""
+"""Clients that open connections and send nothing, send a request a byte at a time, or read none of
+their response, against a real `headwater serve`: each is closed within its deadline (a 408 once a
+request has begun), everyone else is served meanwhile, a client reading slowly gets its whole
+response, and a websocket subscription is not bound by them."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 import websockets
 
+from headwater.http_protocol import DeadlineProtocol
+from tests.factories import run_event
 from tests.pg import migrated_database
-from tests.server import HeadwaterServer, running_headwater
+from tests.server import HeadwaterServer, free_port, running_headwater
 
 pytestmark = pytest.mark.db
 
 READ_TIMEOUT_S = 1
+STALL_S = 3
 # uvicorn's keep-alive timeout, which closes a connection idle before its first request too.
 IDLE_TIMEOUT_S = 5
 
@@ -36,7 +44,10 @@ def server(tmp_path_factory: pytest.TempPathFactory, slow_database: str) -> Iter
         slow_database,
         tmp_path_factory.mktemp("slow") / "serve.log",
         secured=False,
-        env={"HEADWATER_REQUEST_READ_TIMEOUT_S": str(READ_TIMEOUT_S)},
+        env={
+            "HEADWATER_REQUEST_READ_TIMEOUT_S": str(READ_TIMEOUT_S),
+            "HEADWATER_RESPONSE_STALL_S": str(STALL_S),
+        },
     ) as running:
         yield running
 
@@ -146,3 +157,114 @@ async def test_a_subscription_outlives_the_read_deadline(server):
         await asyncio.sleep(READ_TIMEOUT_S + 1)
         await ws.send(json.dumps({"type": "ping"}))
         assert json.loads(await ws.recv())["type"] == "pong"
+
+
+def unread_response(server: HeadwaterServer, events: int, receive_buffer: int = 4096) -> socket.socket:
+    """A connection asking for a page of ``events`` stored events (about 4.5 KB each), larger than
+    the kernel's buffers hold, with a small receive buffer: the rest waits in the server's send
+    buffer until the client reads."""
+    sock = connect(server)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.send(b"GET /api/v1/events/lineage?limit=%d HTTP/1.1\r\nHost: x\r\n\r\n" % events)
+    return sock
+
+
+@pytest.fixture(scope="module")
+def big_responses(server: HeadwaterServer) -> None:
+    """Stored events enough for a page of about 4 MB."""
+    events = [run_event(f"job_{i}", inputs=[f"in_{i}"], outputs=[f"out_{i}"]) for i in range(1000)]
+    for event in events:
+        event["run"]["facets"] = {"padding": {"text": "x" * 4000}}
+    response = httpx.post(server.url + "/api/v1/lineage/batch", json=events, timeout=60)
+    assert response.json()["status"] == "success", response.text
+
+
+def test_a_response_its_client_reads_none_of_is_dropped_with_what_it_holds(server, big_responses):
+    with unread_response(server, 1000) as sock:
+        time.sleep(0.5)
+        sock.settimeout(0.1)
+        started = time.monotonic()
+        # Unread, then read once the server has given up: the connection ends short of the body.
+        time.sleep(STALL_S + 1.5)
+        received = b""
+        with contextlib.suppress(OSError):
+            while data := sock.recv(1 << 20):
+                received += data
+        assert time.monotonic() - started < STALL_S + 5
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK")
+    length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:"))[15:])
+    assert length > 3_000_000
+    assert len(body) < length
+
+
+def complete(received: bytes) -> bool:
+    """Whether ``received`` holds a whole response: its headers and content-length of body."""
+    head, separator, body = received.partition(b"\r\n\r\n")
+    if not separator:
+        return False
+    line = next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:"))
+    return len(body) >= int(line[15:])
+
+
+# A response far larger than the kernel's socket buffers hold (a few MB), so that most of it waits
+# in the server's transport, paused, for as long as the client takes to read it.
+LARGE = 32 * 1024 * 1024
+
+
+async def large_body(scope, receive, send):  # type: ignore[no-untyped-def]
+    """An ASGI app answering every request with LARGE bytes, sent at once as an app's whole body is."""
+    if scope["type"] != "http":
+        return
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-length", str(LARGE).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": b"x" * LARGE})
+
+
+class QuickStalls(DeadlineProtocol):
+    """serve's protocol with the stall limit of this module."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stall_s = STALL_S
+
+
+@pytest.fixture(scope="module")
+def large_server() -> Iterator[str]:
+    """uvicorn with serve's protocol, in a thread, answering LARGE bytes to anything."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(large_body, host="127.0.0.1", port=port, http=QuickStalls, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_a_client_reading_slowly_gets_its_whole_response(large_server):
+    host, port = large_server.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+        sock.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = 0
+        started = time.monotonic()
+        # A few MB a second: the whole takes several times the stall limit, the server's transport
+        # paused all along, and the client never stops reading for as long as the limit.
+        while received < LARGE:
+            data = sock.recv(1 << 20)
+            if not data:
+                break
+            received += len(data)
+            time.sleep(0.02)
+        took = time.monotonic() - started
+    assert received >= LARGE, f"dropped after {received:,} bytes and {took:.1f} s"
+    assert took > 2 * STALL_S
