@@ -43,7 +43,7 @@ _TIMED_OUT = (
     b'"detail":"The request was not received in time; send it again.","code":"request_timeout"}'
 )
 
-# The connections of this process that have a deadline running, and the sweep that checks them.
+# The open connections of this process (websockets excepted), and the sweep that checks them.
 _watched: weakref.WeakSet[DeadlineProtocol] = weakref.WeakSet()
 _sweep: asyncio.TimerHandle | None = None
 
@@ -64,7 +64,8 @@ def _check(loop: asyncio.AbstractEventLoop) -> None:
 
 
 class DeadlineProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline for each request to arrive (see the module)."""
+    """uvicorn's httptools protocol with deadlines for a request to arrive and for its client to read
+    the response (see the module)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
