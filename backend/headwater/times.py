@@ -16,25 +16,25 @@ _MAX = dt.datetime.max.replace(tzinfo=dt.UTC)
 OUT_OF_RANGE = "must be, in UTC, after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z"
 
 
+def instant(value: dt.datetime) -> dt.datetime:
+    """``value`` in UTC (read as UTC when it has no offset); ValueError naming the range when it
+    lies outside it."""
+    try:
+        utc = (value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError(OUT_OF_RANGE) from None
+    if not _MIN < utc < _MAX:
+        raise ValueError(OUT_OF_RANGE)
+    return utc
+
+
 def out_of_range(value: dt.datetime) -> str | None:
     """Why a time cannot be stored as it is, or None."""
     try:
-        utc = aware(value).astimezone(dt.UTC)
-    except OverflowError:
-        return OUT_OF_RANGE
-    return None if _MIN < utc < _MAX else OUT_OF_RANGE
-
-
-def aware(value: dt.datetime) -> dt.datetime:
-    """``value``, read as UTC when it has no offset."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-
-
-def instant(value: dt.datetime) -> dt.datetime:
-    """``value`` in UTC; ValueError naming the range when it lies outside it."""
-    if problem := out_of_range(value):
-        raise ValueError(problem)
-    return aware(value).astimezone(dt.UTC)
+        instant(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def parse_instant(text: str) -> dt.datetime:

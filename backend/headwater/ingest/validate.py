@@ -313,10 +313,10 @@ def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) ->
         raise found.error(what) from None
     # Some clients (the Python client's own serde fixtures) omit the offset: read as UTC. Held in
     # UTC from here on (see headwater.times); the raw event keeps the offset as sent.
-    if time_error := times.out_of_range(model.event_time):
-        found.add(FieldError(f"{prefix}.eventTime", time_error))
-    else:
+    try:
         model.event_time = times.instant(model.event_time)
+    except ValueError as exc:
+        found.add(FieldError(f"{prefix}.eventTime", str(exc)))
     _check_names(model, prefix, found)
     if found.count:
         raise found.error(what)

@@ -210,6 +210,7 @@ def parse_instant(value: Instant, path: str) -> dt.datetime:
 
 def _in_range(parsed: dt.datetime, value: Instant, path: str) -> dt.datetime:
     """``parsed`` in UTC, or an error naming the range PostgreSQL holds."""
-    if problem := times.out_of_range(parsed):
-        raise InvalidTrinoEventError(f"{path} {problem}: {value}", [FieldError(path, problem)])
-    return times.instant(parsed)
+    try:
+        return times.instant(parsed)
+    except ValueError as exc:
+        raise InvalidTrinoEventError(f"{path} {exc}: {value}", [FieldError(path, str(exc))]) from None
