@@ -42,6 +42,10 @@ _TIMED_OUT = (
     b'{"type":"urn:headwater:problem:request_timeout","title":"Request Timeout","status":408,'
     b'"detail":"The request was not received in time; send it again.","code":"request_timeout"}'
 )
+_TIMED_OUT_RESPONSE = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/problem+json\r\n"
+    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_TIMED_OUT), _TIMED_OUT)
+)
 
 # The open connections of this process (websockets excepted), and the sweep that checks them.
 _watched: weakref.WeakSet[DeadlineProtocol] = weakref.WeakSet()
@@ -69,12 +73,13 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.read_timeout = get_settings().request_read_timeout_s
+        settings = get_settings()
+        self.read_timeout = settings.request_read_timeout_s
         # When the connection began waiting for what it has not received yet (None: nothing), and
         # whether that is the rest of a request begun, else a first request.
         self.waiting_since: float | None = None
         self.in_request = False
-        self.stall_s = get_settings().response_stall_s
+        self.stall_s = settings.response_stall_s
         # While the send buffer is full: since when the client has read none of it, and how much
         # it held then (a client reading slowly drains it, one reading nothing does not).
         self.stalled_since: float | None = None
@@ -132,7 +137,7 @@ class DeadlineProtocol(HttpToolsProtocol):
         if self.stalled_since is not None and now - self.stalled_since >= self.stall_s:
             self.logger.warning(
                 "dropped a connection to %s: it read none of its response for %d s",
-                "{}:{}".format(*self.client) if self.client else "a client",
+                self._peer(),
                 self.stall_s,
             )
             _watched.discard(self)
@@ -153,14 +158,12 @@ class DeadlineProtocol(HttpToolsProtocol):
     def _request_timed_out(self) -> None:
         self.logger.warning(
             "closed a connection from %s: its request was not received within %d s",
-            "{}:{}".format(*self.client) if self.client else "a client",
+            self._peer(),
             self.read_timeout,
         )
         # Answered unless a response is on its way (a previous one, pipelined, or this request's).
         if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
-            self.transport.write(
-                b"HTTP/1.1 408 Request Timeout\r\n"
-                b"content-type: application/problem+json\r\n"
-                b"content-length: " + str(len(_TIMED_OUT)).encode() + b"\r\n"
-                b"connection: close\r\n\r\n" + _TIMED_OUT
-            )
+            self.transport.write(_TIMED_OUT_RESPONSE)
+
+    def _peer(self) -> str:
+        return "{}:{}".format(*self.client) if self.client else "a client"
