@@ -84,13 +84,20 @@ def read_response(sock: socket.socket) -> bytes:
     """One whole response (headers and its content-length of body)."""
     sock.settimeout(5)
     received = b""
-    while b"\r\n\r\n" not in received:
+    while not complete(received):
         received += sock.recv(4096)
-    head, _, body = received.partition(b"\r\n\r\n")
-    length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:"))[15:])
-    while len(body) < length:
-        body += sock.recv(4096)
-    return head + b"\r\n\r\n" + body
+    return received
+
+
+def complete(received: bytes) -> bool:
+    """Whether ``received`` holds a whole response: its headers and content-length of body."""
+    head, separator, body = received.partition(b"\r\n\r\n")
+    return bool(separator) and len(body) >= content_length(head)
+
+
+def content_length(head: bytes) -> int:
+    """The content-length a response's head gives."""
+    return int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:"))[15:])
 
 
 def assert_timed_out(answer: bytes) -> None:
@@ -193,18 +200,9 @@ def test_a_response_its_client_reads_none_of_is_dropped_with_what_it_holds(serve
         assert time.monotonic() - started < STALL_S + 5
     head, _, body = received.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 OK")
-    length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:"))[15:])
+    length = content_length(head)
     assert length > 3_000_000
     assert len(body) < length
-
-
-def complete(received: bytes) -> bool:
-    """Whether ``received`` holds a whole response: its headers and content-length of body."""
-    head, separator, body = received.partition(b"\r\n\r\n")
-    if not separator:
-        return False
-    line = next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:"))
-    return len(body) >= int(line[15:])
 
 
 # A response far larger than the kernel's socket buffers hold (a few MB), so that most of it waits
