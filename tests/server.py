@@ -6,15 +6,18 @@ import contextlib
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
+
+from tests.pg import free_port, migrated_database
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -25,12 +28,6 @@ class HeadwaterServer:
     api_key: str
     log: Path
     pid: int
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
@@ -95,3 +92,19 @@ def running_headwater(
         yield HeadwaterServer(url=url, api_key=api_key, log=log, pid=proc.pid)
     finally:
         stop_process_group(proc)
+
+
+def server_of_its_own(database: str, **options: Any) -> Callable[..., Any]:
+    """A module's ``server`` fixture: `headwater serve` on a new migrated database named after
+    ``database``, for that module's tests alone (``options`` as for ``running_headwater``)."""
+
+    @pytest.fixture(scope="module")
+    async def server(
+        pg_server: str, tmp_path_factory: pytest.TempPathFactory
+    ) -> AsyncIterator[HeadwaterServer]:
+        async with migrated_database(pg_server, database) as url:
+            log = tmp_path_factory.mktemp(database) / "serve.log"
+            with running_headwater(url, log, **options) as running:
+                yield running
+
+    return server

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -13,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.pg import migrated_database
-from tests.server import HeadwaterServer, running_headwater
+from tests.server import HeadwaterServer, server_of_its_own
 
 pytestmark = pytest.mark.db
 
@@ -80,16 +78,7 @@ run_event = st.fixed_dictionaries(
 bodies = st.one_of(run_event, st.lists(st.one_of(run_event, json_value), max_size=4), json_value)
 
 
-@pytest.fixture(scope="module")
-async def fuzz_database(pg_server: str) -> AsyncIterator[str]:
-    async with migrated_database(pg_server, "headwater_fuzz") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fuzz_database: str) -> Iterator[HeadwaterServer]:
-    with running_headwater(fuzz_database, tmp_path_factory.mktemp("fuzz") / "serve.log") as running:
-        yield running
+server = server_of_its_own("headwater_fuzz")
 
 
 @settings(

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -30,8 +30,7 @@ from headwater.ingest.validate import (
     MAX_NAMESPACE_BYTES,
 )
 from tests.factories import run_event
-from tests.pg import migrated_database
-from tests.server import HeadwaterServer, running_headwater
+from tests.server import HeadwaterServer, server_of_its_own
 
 pytestmark = pytest.mark.db
 
@@ -59,18 +58,7 @@ def health_probed(server: HeadwaterServer, every: float) -> Iterator[list[float]
         prober.join()
 
 
-@pytest.fixture(scope="module")
-async def hostile_database(pg_server: str) -> AsyncIterator[str]:
-    async with migrated_database(pg_server, "headwater_hostile") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, hostile_database: str) -> Iterator[HeadwaterServer]:
-    with running_headwater(
-        hostile_database, tmp_path_factory.mktemp("hostile") / "serve.log"
-    ) as running:
-        yield running
+server = server_of_its_own("headwater_hostile")
 
 
 def event(**changes: Any) -> dict[str, Any]:

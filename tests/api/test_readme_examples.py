@@ -8,14 +8,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.pg import migrated_database
-from tests.server import HeadwaterServer, running_headwater
+from tests.server import HeadwaterServer, server_of_its_own
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
@@ -38,19 +36,9 @@ def _at(server: HeadwaterServer, text: str) -> str:
     return text.replace("localhost:5000", host)
 
 
-@pytest.fixture(scope="module")
-async def readme_database(pg_server: str) -> AsyncIterator[str]:
-    """A database of its own: the examples' cursors count from its first change."""
-    async with migrated_database(pg_server, "headwater_readme") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, readme_database: str) -> Iterator[HeadwaterServer]:
-    # Open, as a new user's first server is: the README's first steps send no key.
-    log = tmp_path_factory.mktemp("readme") / "serve.log"
-    with running_headwater(readme_database, log, secured=False) as running:
-        yield running
+# A database of its own: the examples' cursors count from its first change. Open, as a new user's
+# first server is: the README's first steps send no key.
+server = server_of_its_own("headwater_readme", secured=False)
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")

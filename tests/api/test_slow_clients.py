@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -21,8 +21,7 @@ import websockets
 
 from headwater.http_protocol import DeadlineProtocol
 from tests.factories import run_event
-from tests.pg import migrated_database
-from tests.server import HeadwaterServer, free_port, running_headwater
+from tests.server import HeadwaterServer, free_port, server_of_its_own
 
 pytestmark = pytest.mark.db
 
@@ -32,24 +31,14 @@ STALL_S = 3
 IDLE_TIMEOUT_S = 5
 
 
-@pytest.fixture(scope="module")
-async def slow_database(pg_server: str) -> AsyncIterator[str]:
-    async with migrated_database(pg_server, "headwater_slow_clients") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, slow_database: str) -> Iterator[HeadwaterServer]:
-    with running_headwater(
-        slow_database,
-        tmp_path_factory.mktemp("slow") / "serve.log",
-        secured=False,
-        env={
-            "HEADWATER_REQUEST_READ_TIMEOUT_S": str(READ_TIMEOUT_S),
-            "HEADWATER_RESPONSE_STALL_S": str(STALL_S),
-        },
-    ) as running:
-        yield running
+server = server_of_its_own(
+    "headwater_slow_clients",
+    secured=False,
+    env={
+        "HEADWATER_REQUEST_READ_TIMEOUT_S": str(READ_TIMEOUT_S),
+        "HEADWATER_RESPONSE_STALL_S": str(STALL_S),
+    },
+)
 
 
 def connect(server: HeadwaterServer) -> socket.socket:

@@ -8,7 +8,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 
 import httpx
 import psutil
@@ -17,8 +17,7 @@ import websockets
 
 from tests.factories import run_event
 from tests.feed.stalled_clients import read_messages, stalled_subscriber
-from tests.pg import migrated_database
-from tests.server import HeadwaterServer, running_headwater
+from tests.server import HeadwaterServer, server_of_its_own
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -26,19 +25,7 @@ STALL_S = 3
 STALLED = 200
 
 
-@pytest.fixture(scope="module")
-async def stalled_database(pg_server: str) -> AsyncIterator[str]:
-    async with migrated_database(pg_server, "headwater_subs_stalled") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, stalled_database: str) -> Iterator[HeadwaterServer]:
-    log = tmp_path_factory.mktemp("stalled") / "serve.log"
-    with running_headwater(
-        stalled_database, log, env={"HEADWATER_SUBSCRIBER_STALL_S": str(STALL_S)}
-    ) as running:
-        yield running
+server = server_of_its_own("headwater_subs_stalled", env={"HEADWATER_SUBSCRIBER_STALL_S": str(STALL_S)})
 
 
 def wide_event(tag: str, i: int) -> dict:
