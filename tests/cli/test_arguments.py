@@ -26,6 +26,12 @@ BACKWARDS = ["--since", "2030-01-01T00:00:00Z", "--until", "2020-01-01T00:00:00Z
             2,
             "argument --id: must be at most 9,223,372,036,854,775,807, got 99999999999999999999",
         ),
+        (
+            ["dead-letters", "purge", "--before", "10000-01-01T00:00:00Z"],
+            2,
+            "argument --before: '10000-01-01T00:00:00Z' ",
+        ),
+        (["dead-letters", "list", "--before", "yesterday"], 2, "argument --before: 'yesterday' "),
         (["spark", "backfill", "--batch-size", "0", "a"], 2, "argument --batch-size: must be 1 or more"),
         (["retention", "--keep", "99999999999"], 1, "--keep must be 1 to 36,500 days"),
         (["retention", "--keep", "0"], 1, "--keep must be 1 to 36,500 days"),

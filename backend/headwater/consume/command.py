@@ -10,7 +10,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from headwater import event_loops, times
+from headwater import event_loops
 from headwater.command_base import (
     CommandError,
     alias_rules_or_error,
@@ -133,13 +133,9 @@ def run_dead_letters(args: argparse.Namespace) -> int:
     """`headwater dead-letters list|replay|purge`."""
     from headwater.consume.dead_letters import Selection
 
-    before = None
-    if getattr(args, "before", None):
-        try:
-            before = times.parse_instant(args.before)
-        except ValueError as exc:
-            raise CommandError(f"--before {args.before!r} {exc}") from None
-    selection = Selection(ids=tuple(args.ids or ()), topic=args.topic, before=before)
+    selection = Selection(
+        ids=tuple(args.ids or ()), topic=args.topic, before=getattr(args, "before", None)
+    )
     if args.action == "purge" and selection.everything and not args.all:
         raise CommandError("purge needs --id, --topic or --before, or --all to remove every dead letter")
     settings = load_settings()

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from headwater.command_base import int_between
+from headwater.command_base import int_between, time_argument
 
 DEFAULT_GROUP = "headwater"
 # Messages per poll, and so per transaction: large enough that a write's fixed costs are shared,
@@ -261,7 +261,11 @@ def add_dead_letter_arguments(parser: argparse.ArgumentParser) -> None:
         )
         action.add_argument("--topic", help="only the dead letters of this topic")
         if name != "replay":
-            action.add_argument("--before", help="only those recorded before this ISO 8601 time")
+            action.add_argument(
+                "--before",
+                type=time_argument,
+                help="only those recorded before this RFC 3339 time (UTC if it has no offset)",
+            )
         if name == "list":
             action.add_argument(
                 "--limit", type=int_between(1), default=100, help="most to show (default 100)"
