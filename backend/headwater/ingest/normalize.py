@@ -72,7 +72,8 @@ class DatasetDef:
     lifecycle_state: str | None = None
     previous_identity: tuple[str, str] | None = None
     column_edges: list[ColumnEdgeDef] = field(default_factory=list)
-    # Known only from the job's SQL, not reported by the producer.
+    # Not reported by the producer, known only from what the event implies: the job's SQL, or the
+    # identity a renamed output had before (renamed_from).
     derived: bool = False
     derived_column_edges: list[ColumnEdgeDef] = field(default_factory=list)
 
@@ -135,7 +136,49 @@ def normalize_event(event: ValidEvent, alias_rules: list[AliasRule] | None = Non
         _dataset(d, f"$.outputs[{i}]", rules, warnings, with_lineage=True)
         for i, d in enumerate(model.outputs or [])
     ]
+    renamed_from(out, rules)
     return out
+
+
+# The column edges of a rename: each column of the renamed table is the column of the same name
+# before, as it was.
+RENAME_TRANSFORMATION = ("DIRECT", "IDENTITY", "renamed")
+
+
+def renamed_from(event: NormalizedEvent, rules: list[AliasRule]) -> None:
+    """A renamed output (lifecycleStateChange RENAME, with previousIdentifier) is read from its
+    identity before the rename: the old identity becomes a derived input of the job, and each column
+    of the output's schema a derived column edge from the column of the same name before.
+
+    So lineage goes on across a rename, as a copy would: upstream of the new name are the jobs that
+    wrote the old one, downstream of an old column its column under the new name. The old dataset
+    keeps its own history. Outputs whose producer reports the old identity as an input already are
+    left as reported.
+    """
+    for output in event.outputs:
+        previous = output.previous_identity
+        if output.lifecycle_state != "RENAME" or previous is None:
+            continue
+        namespace, name = previous
+        own = {(ns, nm) for ns, nm, _ in output.identities}
+        reported = {(d.namespace, d.name) for d in event.inputs}
+        # (An identity too long to store never gets here: _read leaves out the facet, with a warning.)
+        if not namespace or not name or previous in own or previous in reported:
+            continue
+        event.inputs.append(
+            DatasetDef(
+                namespace=namespace,
+                name=name,
+                identities=identities_for(namespace, name, [], rules),
+                facets={},
+                deleted_facets=[],
+                derived=True,
+            )
+        )
+        output.derived_column_edges += [
+            ColumnEdgeDef(column.name, namespace, name, column.name, *RENAME_TRANSFORMATION, False)
+            for column in output.fields or []
+        ]
 
 
 def _job(out: NormalizedEvent, model: RunEventModel | JobEventModel, warnings: list[FieldError]) -> None:
