@@ -2,7 +2,7 @@
 
 The job (lineage_job.py) reads a CSV file and a Parquet folder, joins, filters and aggregates them
 into a table with saveAsTable, runs an INSERT INTO … SELECT and a CTAS through spark.sql, fails one
-write on purpose, reads a table back, and stops. The assertions check the exact events the listener
+write on purpose, reads a table back, renames it, and stops. The assertions check the exact events the listener
 posted, and (when PostgreSQL is available) the lineage graph a real Headwater server built from them.
 """
 
@@ -26,6 +26,7 @@ INSERT = f"{APP}.execute_insert_into_hadoop_fs_relation_command.default_dept_tot
 CTAS = f"{APP}.execute_create_data_source_table_as_select_command.default_top_depts"
 FAILED = f"{APP}.execute_insert_into_hadoop_fs_relation_command.out_never"
 UNRESOLVED = f"{APP}.execute_insert_into_statement.default_dept_totals"
+RENAME = f"{APP}.execute_alter_table_rename_command.default_top_departments"
 INSERT_SQL = "INSERT INTO dept_totals SELECT dept_name, total * 2, n FROM dept_totals WHERE n > 1"
 
 
@@ -37,6 +38,7 @@ class Paths:
         self.warehouse = f"file:{w}/warehouse"
         self.totals = f"{w}/warehouse/dept_totals"
         self.top = f"{w}/warehouse/top_depts"
+        self.renamed = f"{w}/warehouse/top_departments"
         self.never = f"{w}/out/never"
 
 
@@ -139,7 +141,7 @@ def test_application_run_is_the_parent_of_every_action(spark_job: SparkJobRun) -
 def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     paths = Paths(spark_job)
     names = set(runs(spark_job))
-    writes = {DEPT_WRITE, SAVE_AS_TABLE, INSERT, CTAS, FAILED, UNRESOLVED}
+    writes = {DEPT_WRITE, SAVE_AS_TABLE, INSERT, CTAS, FAILED, UNRESOLVED, RENAME}
     assert writes <= names
     # Besides the writes, one read: collect() of top_depts. The CSV reader's own header and schema
     # inference passes are not reported.
@@ -148,7 +150,26 @@ def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     read_end = final(spark_job, read)
     assert datasets(read_end, "inputs") == [("file", paths.top)]
     assert read_end["outputs"] == []
-    assert len(spark_job.events) == 2 + 2 * 7
+    assert len(spark_job.events) == 2 + 2 * 8
+
+
+def test_a_rename_says_what_the_table_was_called(spark_job: SparkJobRun) -> None:
+    p = Paths(spark_job)
+    rename = final(spark_job, RENAME)
+    assert rename["inputs"] == []
+    assert datasets(rename, "outputs") == [("file", p.renamed)]
+    [renamed] = rename["outputs"]
+    lifecycle = renamed["facets"]["lifecycleStateChange"]
+    assert lifecycle["lifecycleStateChange"] == "RENAME"
+    # The old name's TABLE symlink: the old path is gone from the catalog, and the table's storage
+    # moved with its name.
+    assert lifecycle["previousIdentifier"] == {"namespace": p.warehouse, "name": "default.top_depts"}
+    assert [f["name"] for f in renamed["facets"]["schema"]["fields"]] == [
+        "dept_name",
+        "dept_id",
+        "code",
+        "total",
+    ]
 
 
 def test_inputs_and_outputs_of_each_action(spark_job: SparkJobRun) -> None:
@@ -327,8 +348,15 @@ def test_headwater_lineage_graph(spark_job: SparkJobRun) -> None:
     assert [f["name"] for f in nodes[top]["data"]["fields"]] == ["dept_name", "dept_id", "code", "total"]
 
     downstream = headwater_get(spark_job, "/api/v1/lineage", nodeId=top, depth=1, direction="DOWNSTREAM")
-    (reader,) = [n["id"] for n in downstream["graph"] if n["type"] == "JOB"]
+    (reader,) = [n["id"] for n in downstream["graph"] if n["type"] == "JOB" and n["id"] != job(RENAME)]
     assert reader.startswith(f"job:{NAMESPACE}:{APP}.")
+
+    # Renamed, the table keeps its upstream: the rename read it under its old name.
+    renamed = f"dataset:{p.warehouse}:default.top_departments"
+    upstream = headwater_get(
+        spark_job, "/api/v1/lineage", nodeId=renamed, depth=10, direction="UPSTREAM"
+    )
+    assert {(top, job(RENAME)), (job(RENAME), renamed)} | expected_edges <= edges(upstream)
 
     failed = headwater_get(spark_job, "/api/v1/lineage", nodeId=job(FAILED), depth=0)
     assert (emp, job(FAILED)) in edges(failed)
@@ -359,6 +387,15 @@ def test_headwater_column_lineage(spark_job: SparkJobRun) -> None:
     total = inputs(f"datasetField:{p.warehouse}:default.dept_totals:total")
     assert total[("file", p.emp, "salary")] == ["DIRECT:AGGREGATION", "INDIRECT:FILTER"]
     assert total[(p.warehouse, "default.dept_totals", "total")] == ["DIRECT:TRANSFORMATION"]
+    assert f"datasetField:file:{p.emp}:salary" in fields
+
+    # The renamed table's columns are its columns under the old name, and go on up from there.
+    renamed = f"dataset:{p.warehouse}:default.top_departments"
+    graph = headwater_get(spark_job, "/api/v1/column-lineage", nodeId=renamed, depth=10)
+    fields = {node["id"]: node["data"] for node in graph["graph"]}
+    assert inputs(f"datasetField:{p.warehouse}:default.top_departments:total") == {
+        (p.warehouse, "default.top_depts", "total"): ["DIRECT:IDENTITY"]
+    }
     assert f"datasetField:file:{p.emp}:salary" in fields
 
 

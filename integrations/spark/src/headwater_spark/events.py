@@ -85,9 +85,10 @@ def _dataset(info: DatasetInfo, extra: dict[str, Any] | None = None) -> dict[str
             ],
         )
     if info.lifecycle:
-        facets["lifecycleStateChange"] = facet(
-            "lifecycleStateChange", lifecycleStateChange=info.lifecycle
-        )
+        lifecycle: dict[str, Any] = {"lifecycleStateChange": info.lifecycle}
+        if info.previous is not None:
+            lifecycle["previousIdentifier"] = {"namespace": info.previous[0], "name": info.previous[1]}
+        facets["lifecycleStateChange"] = facet("lifecycleStateChange", **lifecycle)
     if extra:
         facets.update(extra)
     return {"namespace": info.id.namespace, "name": info.id.name, "facets": facets}

@@ -21,6 +21,7 @@ from headwater_spark.naming import (
     dataset_from_location,
     path_suffix,
     table_dataset,
+    table_symlink,
 )
 from headwater_spark.plan import (
     LineageGraph,
@@ -261,6 +262,36 @@ class Extractor:
         lifecycle = _overwrite(root.name != "AppendData")
         return (datasets[0] if datasets else None), lifecycle, cmd.query()
 
+    def _rename_table(self, _root: Node, cmd: Any) -> Target:
+        """ALTER TABLE … RENAME TO …: the table under its new name (a view is no dataset)."""
+        if cmd.isView():
+            return None, None, None
+        return self._table_ident_dataset(self._renamed_to(cmd)), "RENAME", None
+
+    def _renamed_to(self, cmd: Any) -> Any:
+        """The new TableIdentifier of a rename; a new name without a database stays in the old one's."""
+        new, old = cmd.newName(), cmd.oldName()
+        database = _option(new.database()) or _option(old.database())
+        name = f"{database}.{new.table()}" if database else new.table()
+        return self._jsession.sessionState().sqlParser().parseTableIdentifier(name)
+
+    def _before_rename(self, cmd: Any, renamed: DatasetInfo) -> None:
+        """What a renamed table's event says besides its new name: its columns (from the catalog,
+        as there is no query) and its identity before, as the TABLE symlink the old name had (the
+        old name is gone from the catalog; a managed table's storage moved with it)."""
+        table = self._catalog_table(self._renamed_to(cmd))
+        if table is None:
+            return
+        schema = json.loads(table.schema().json())
+        renamed.fields = [
+            schema_field(f.get("name", ""), f.get("type")) for f in schema.get("fields") or []
+        ]
+        old = cmd.oldName()
+        before = table_symlink(
+            table.location().toString(), _option(old.database()), old.table(), self._metastore_uri
+        )
+        renamed.previous = (before.namespace, before.name)
+
     def _unresolved_insert(self, root: Node, _cmd: Any) -> Target:
         """An INSERT that failed analysis: only the target table's name is known."""
         name = _unresolved_name(root.child_at("table") or inline_plan(root, "table"))
@@ -285,6 +316,7 @@ class Extractor:
         "OverwritePartitionsDynamic": _v2_write,
         "ReplaceData": _v2_write,
         "InsertIntoStatement": _unresolved_insert,
+        "AlterTableRenameCommand": _rename_table,
     }
 
     # ---- the record
@@ -324,6 +356,8 @@ class Extractor:
         )
         if out_dataset is not None:
             record.output = DatasetInfo(out_dataset, self._output_fields(root, query_jvm), lifecycle)
+            if root.name == "AlterTableRenameCommand":
+                self._before_rename(plan, record.output)
             if query_json is not None:
                 record.query_ids = tuple(a.expr_id for a in output(query_json))
                 record.column_lineage = self._lineage(root, query_json, datasets)

@@ -14,6 +14,8 @@ class DatasetInfo:
     id: DatasetId
     fields: list[dict[str, Any]] | None = None
     lifecycle: str | None = None
+    # (namespace, name) the dataset had before a RENAME.
+    previous: tuple[str, str] | None = None
 
 
 @dataclass
@@ -81,6 +83,7 @@ def merge_nested(outer: ActionRecord, inner: ActionRecord) -> ActionRecord:
             else inner.output.id,
             fields=outer.output.fields or inner.output.fields,
             lifecycle=outer.output.lifecycle or inner.output.lifecycle,
+            previous=outer.output.previous or inner.output.previous,
         )
     return ActionRecord(
         query_id=outer.query_id,
