@@ -160,3 +160,32 @@ async def test_a_rename_to_its_own_name_adds_nothing(client, conn):
     await post_all(client, [run_event("noop", outputs=[renamed("orders", "orders", ["id"])])])
     assert await conn.fetchval("SELECT count(*) FROM lineage_edges") == 1
     assert await conn.fetchval("SELECT count(*) FROM column_lineage") == 0
+
+
+async def test_a_rename_that_keeps_its_storage_reads_nothing(client, conn):
+    """An external table renamed keeps its path: its old and new names are the same stored dataset,
+    and the rename is a write of it with one more name, not a read of itself."""
+    table = dataset(
+        "/data/ext", "file", fields=["id"], symlinks=[("file:/data", "default.ext", "TABLE")]
+    )
+    await post_all(client, [run_event("load", outputs=[table])])
+    output = renamed("/data/ext", "default.ext", ["id"], namespace="file")
+    output["facets"]["lifecycleStateChange"]["previousIdentifier"]["namespace"] = "file:/data"
+    output["facets"].update(
+        symlinks=dataset("x", symlinks=[("file:/data", "default.ext2", "TABLE")])["facets"]["symlinks"]
+    )
+    await post_all(client, [run_event("rename_ext", outputs=[output], time=2)])
+
+    edges = await conn.fetch(
+        """SELECT e.edge_type, d.name FROM lineage_edges e
+           JOIN jobs j USING (job_uuid) JOIN datasets d USING (dataset_uuid)
+           WHERE j.name = 'rename_ext'"""
+    )
+    assert [(e["edge_type"], e["name"]) for e in edges] == [("WRITE", "default.ext")]
+    assert await conn.fetchval("SELECT count(*) FROM column_lineage") == 0
+    # The new name is one more name of the dataset.
+    assert await lineage_ids(client, "dataset:file:/data:default.ext2", "UPSTREAM") == {
+        "dataset:file:/data:default.ext",
+        "job:pipelines:load",
+        "job:pipelines:rename_ext",
+    }

@@ -72,6 +72,20 @@ class JobWriter:
         self.datasets = datasets
         self.row_of = datasets.row_of
         self.changes = changes
+        # A rename onto the dataset it was reads nothing: an external table keeps its storage, so
+        # its old and new names may both be identities of one stored dataset.
+        self.inputs = [d for d in event.inputs if not self._renamed_onto_itself(d)]
+        self.renamed_onto_itself = {
+            self.row_of(d).dataset_uuid for d in event.inputs if self._renamed_onto_itself(d)
+        }
+
+    def _renamed_onto_itself(self, d: DatasetDef) -> bool:
+        """Whether ``d`` is a renamed output's old identity (see ``normalize.renamed_from``) that
+        names the same stored dataset as the output."""
+        return (
+            d.renamed_to is not None
+            and self.row_of(d).dataset_uuid == self.datasets.datasets[d.renamed_to].dataset_uuid
+        )
 
     async def write(self, versions: dict[uuid.UUID, uuid.UUID | None]) -> None:
         n = self.n
@@ -116,7 +130,7 @@ class JobWriter:
 
         edges = [
             (self.row_of(d).node_id, job.node_id, self.row_of(d).dataset_uuid, "READ", d.derived)
-            for d in n.inputs
+            for d in self.inputs
         ]
         edges += [
             (job.node_id, self.row_of(d).node_id, self.row_of(d).dataset_uuid, "WRITE", d.derived)
@@ -177,7 +191,7 @@ class JobWriter:
                 run_store.RunDataset(row.dataset_uuid, direction, row.node_id, row.namespace, row.name),
                 versions.get(row.dataset_uuid),
             )
-            for direction, defs in (("INPUT", n.inputs), ("OUTPUT", n.outputs))
+            for direction, defs in (("INPUT", self.inputs), ("OUTPUT", n.outputs))
             for row in map(self.row_of, defs)
         ]
         await self.db(
@@ -212,7 +226,7 @@ class JobWriter:
         """The event's datasets as job versions name them, with INPUT or OUTPUT."""
         return [
             ((row.namespace, row.name, row.dataset_uuid), direction)
-            for direction, defs in (("INPUT", self.n.inputs), ("OUTPUT", self.n.outputs))
+            for direction, defs in (("INPUT", self.inputs), ("OUTPUT", self.n.outputs))
             for row in map(self.row_of, defs)
         ]
 
@@ -224,7 +238,12 @@ class JobWriter:
         rows: list[tuple[edge_store.ColumnEdgeRow, bool, bool]] = []
         for d, schema in zip(n.outputs, schemas, strict=True):
             reported = self._column_rows(d, d.column_edges)
-            derived = self._column_rows(d, d.derived_column_edges)
+            derived = [
+                row
+                for row in self._column_rows(d, d.derived_column_edges)
+                if row.input_dataset_uuid != row.output_dataset_uuid
+                or row.input_dataset_uuid not in self.renamed_onto_itself
+            ]
             prefer_derived = bool(derived) and names_unknown_fields(d.column_edges, schema)
             rows += [(row, False, prefer_derived) for row in reported]
             rows += [(row, True, bool(reported) and not prefer_derived) for row in derived]

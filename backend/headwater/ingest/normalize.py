@@ -76,6 +76,8 @@ class DatasetDef:
     # identity a renamed output had before (renamed_from).
     derived: bool = False
     derived_column_edges: list[ColumnEdgeDef] = field(default_factory=list)
+    # For a derived input that is a renamed output's identity before (renamed_from): that output's.
+    renamed_to: tuple[str, str] | None = None
 
 
 @dataclass
@@ -173,6 +175,7 @@ def renamed_from(event: NormalizedEvent, rules: list[AliasRule]) -> None:
                 facets={},
                 deleted_facets=[],
                 derived=True,
+                renamed_to=(output.namespace, output.name),
             )
         )
         output.derived_column_edges += [
