@@ -23,7 +23,6 @@ async def change_feed(app: Litestar) -> AsyncIterator[None]:
     listener = ChangeListener(app.state.settings.database_url, feed.notify)
     await listener.start()
     app.state.feed = feed
-    app.state.feed_listener = listener
     app.state.lineage_scopes = LineageScopes(app.state.pool, feed)
     try:
         yield
