@@ -85,6 +85,41 @@ def reopened_edges() -> list[dict[str, Any]]:
     ]
 
 
+def renames() -> list[dict[str, Any]]:
+    """Tables loaded, renamed (one twice, one onto itself: an external table keeps its path),
+    read under their new names; each job's events side by side with the others'."""
+
+    def table(name: str, symlink: str | None = None, before: str | None = None) -> dict[str, Any]:
+        facets: dict[str, Any] = {}
+        if before is not None:
+            facets["lifecycleStateChange"] = {
+                "lifecycleStateChange": "RENAME",
+                "previousIdentifier": {"namespace": "warehouse", "name": before},
+            }
+        links = [("warehouse", symlink, "TABLE")] if symlink else None
+        return dataset(name, fields=["id", "v"], symlinks=links, **facets)
+
+    events = []
+    for n in range(4):
+        events += [
+            run_event(f"load{n}", "START", run_id=uuid.UUID(int=n + 1), time=n, inputs=["raw"]),
+            run_event(
+                f"load{n}",
+                "COMPLETE",
+                run_id=uuid.UUID(int=n + 1),
+                time=n + 1,
+                inputs=["raw"],
+                outputs=[table(f"t{n}", symlink=f"db.t{n}" if n == 3 else None)],
+            ),
+            run_event(f"rename{n}", time=n + 2, outputs=[table(f"t{n}_new", before=f"t{n}")]),
+            run_event(f"read{n}", time=n + 3, inputs=[f"t{n}_new"], outputs=[f"out{n}"]),
+        ]
+    events.append(run_event("rename_again", time=9, outputs=[table("t0_newer", before="t0_new")]))
+    # Under its path, with a new table name: the same stored dataset as before.
+    events.append(run_event("rename_ext", time=9, outputs=[table("t3", "db.t3_b", before="db.t3")]))
+    return events
+
+
 def reference_events() -> list[dict[str, Any]]:
     """The complete events of the OpenLineage corpus, when it is there."""
     if not EVENTS.is_dir():
@@ -107,13 +142,22 @@ async def ingest(url: str, events: list[dict[str, Any]], batch: int) -> None:
 
 @pytest.mark.parametrize(
     "scenario",
-    ["mixed history", "applications", "applications, shuffled", "edges reopened", "reference corpus"],
+    [
+        "mixed history",
+        "applications",
+        "applications, shuffled",
+        "edges reopened",
+        "renames",
+        "reference corpus",
+    ],
 )
 async def test_one_batch_builds_what_one_event_at_a_time_builds(make_database, scenario):
     if scenario == "mixed history":
         events = mixed_history()
     elif scenario == "edges reopened":
         events = reopened_edges()
+    elif scenario == "renames":
+        events = renames()
     elif scenario == "reference corpus":
         events = reference_events()
         if not events:
