@@ -45,6 +45,37 @@ async def test_sql_gives_column_lineage_when_producer_has_none(client, conn):
     ]
 
 
+async def test_the_schemas_the_event_reports_expand_star_and_place_bare_columns(client, conn):
+    """Without the tables' columns, `SELECT *` and a column named without its table in a join have
+    no column lineage; the event's schema facets give them."""
+    copy = run_event(
+        "dag.copy",
+        job_facets=sql_facet("INSERT INTO orders_copy SELECT * FROM orders"),
+        inputs=[dataset("shop.public.orders", PG, fields=["id", "customer_id", "amount"])],
+        outputs=[dataset("shop.public.orders_copy", PG, fields=["order_id", "customer", "amount"])],
+    )
+    joined = run_event(
+        "dag.join",
+        job_facets=sql_facet(
+            "CREATE TABLE wide AS SELECT amount, name FROM orders o JOIN customers c ON o.customer_id = c.id"
+        ),
+        inputs=[
+            dataset("shop.public.orders", PG, fields=["id", "customer_id", "amount"]),
+            dataset("shop.public.customers", PG, fields=["id", "name"]),
+        ],
+        outputs=[dataset("shop.public.wide", PG)],
+    )
+    await post_all(client, [copy, joined])
+    assert await column_edges(conn) == [
+        # INSERT … SELECT *: by position, into the target's columns.
+        ("shop.public.orders_copy.amount", "shop.public.orders.amount", True, False),
+        ("shop.public.orders_copy.customer", "shop.public.orders.customer_id", True, False),
+        ("shop.public.orders_copy.order_id", "shop.public.orders.id", True, False),
+        ("shop.public.wide.amount", "shop.public.orders.amount", True, False),
+        ("shop.public.wide.name", "shop.public.customers.name", True, False),
+    ]
+
+
 def totals_event(output_names: tuple[str, str, str]) -> dict:
     """The INSERT job, with the producer's column lineage naming the three outputs as given."""
     customer_id, name, total = output_names

@@ -83,15 +83,38 @@ MAX_SQL_CHARS = 256 * 1024
 _CACHED_SQL_CHARS = 16 * 1024
 
 
+# The columns of the event's datasets, by each name a dataset has: ((name, ((column, type), …)), …).
+EventSchema = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+
+
 @lru_cache(maxsize=2048)
-def _cached_lineage(sql: str, dialect: str | None) -> SqlLineage:
-    return extract_lineage(sql, dialect)
+def _cached_lineage(sql: str, dialect: str | None, schema: EventSchema) -> SqlLineage:
+    return _uncached_lineage(sql, dialect, schema)
 
 
-def _lineage(sql: str, dialect: str | None) -> SqlLineage:
+def _uncached_lineage(sql: str, dialect: str | None, schema: EventSchema) -> SqlLineage:
+    return extract_lineage(sql, dialect, {name: dict(columns) for name, columns in schema})
+
+
+def _lineage(sql: str, dialect: str | None, schema: EventSchema) -> SqlLineage:
     if len(sql) <= _CACHED_SQL_CHARS:
-        return _cached_lineage(sql, dialect)
-    return extract_lineage(sql, dialect)
+        return _cached_lineage(sql, dialect, schema)
+    return _uncached_lineage(sql, dialect, schema)
+
+
+def event_schema(event: NormalizedEvent) -> EventSchema:
+    """The columns the event reports for its datasets (their schema facets), under every name of
+    each (its own and its symlinks'), so that the SQL's ``*`` expands to them and a column it names
+    without its table is placed in the one table that has it. An output's columns win over an
+    input's of the same name."""
+    columns: dict[str, tuple[tuple[str, str], ...]] = {}
+    for d in [*event.inputs, *event.outputs]:
+        if not d.fields:
+            continue
+        fields = tuple((f.name, f.type or "") for f in d.fields)
+        for _, name, _ in d.identities:
+            columns[name] = fields
+    return tuple(sorted(columns.items()))
 
 
 def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]:
@@ -105,7 +128,7 @@ def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]
         return []
     if len(event.sql) > MAX_SQL_CHARS:
         return [f"the SQL is {len(event.sql)} characters long; at most {MAX_SQL_CHARS} are parsed"]
-    lineage = _lineage(event.sql, sql_dialect(event))
+    lineage = _lineage(event.sql, sql_dialect(event), event_schema(event))
     errors = [str(e) for e in [*lineage.errors, *lineage.warnings]]
     resolver = _Resolver(event, rules)
     for table in lineage.inputs:
