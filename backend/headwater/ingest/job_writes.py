@@ -74,10 +74,9 @@ class JobWriter:
         self.changes = changes
         # A rename onto the dataset it was reads nothing: an external table keeps its storage, so
         # its old and new names may both be identities of one stored dataset.
-        self.inputs = [d for d in event.inputs if not self._renamed_onto_itself(d)]
-        self.renamed_onto_itself = {
-            self.row_of(d).dataset_uuid for d in event.inputs if self._renamed_onto_itself(d)
-        }
+        onto_itself = [d for d in event.inputs if self._renamed_onto_itself(d)]
+        self.inputs = [d for d in event.inputs if all(d is not o for o in onto_itself)]
+        self.renamed_onto_itself = {self.row_of(d).dataset_uuid for d in onto_itself}
 
     def _renamed_onto_itself(self, d: DatasetDef) -> bool:
         """Whether ``d`` is a renamed output's old identity (see ``normalize.renamed_from``) that
