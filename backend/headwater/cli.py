@@ -32,6 +32,12 @@ def _build_parser() -> argparse.ArgumentParser:
     sql.add_argument(
         "--jsonl", action="store_true", help='read lines {"id","sql","dialect"}, write one result each'
     )
+    sql.add_argument(
+        "--schema",
+        metavar="FILE",
+        help='JSON {"table": {"column": "type", …} or ["column", …]}: the columns `*` expands to and '
+        "unqualified columns are placed by",
+    )
     sql.add_argument("file", nargs="?", default="-", help="file with SQL, or - for stdin (default)")
 
     export = sub.add_parser("export-schemas", help="write schemas/graphql and schemas/openapi")
@@ -104,7 +110,9 @@ def _run(args: argparse.Namespace) -> int:  # noqa: C901 (one branch per command
     if args.command == "sql-lineage":
         from headwater.sql_lineage.command import run_sql_lineage
 
-        return run_sql_lineage(file=args.file, dialect=args.dialect, jsonl=args.jsonl)
+        return run_sql_lineage(
+            file=args.file, dialect=args.dialect, jsonl=args.jsonl, schema_file=args.schema
+        )
     if args.command == "export-schemas":
         from headwater.export_schemas import export_schemas
 

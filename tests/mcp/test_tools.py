@@ -269,6 +269,20 @@ async def test_sql_lineage_is_what_headwater_sql_lineage_prints(sessions: Sessio
     assert broken["errors"] == ["unrecognized statement 'selec' at line 1, column 1"]
 
 
+async def test_sql_lineage_with_a_schema_expands_star(sessions: Sessions) -> None:
+    sql = "INSERT INTO t SELECT * FROM s"
+    async with sessions() as session:
+        answer = await call(session, "sql_lineage", sql=sql, schema={"s": {"a": "int", "b": None}})
+        without = await call(session, "sql_lineage", sql=sql)
+        invalid = await session.call_tool("sql_lineage", {"sql": sql, "schema": ["s"]})
+    assert [(c["output"], c["inputs"]) for c in answer["columns"]] == [
+        ("t.a", ["s.a"]),
+        ("t.b", ["s.b"]),
+    ]
+    assert [(c["output"], c["inputs"]) for c in without["columns"]] == [("t.*", ["s.*"])]
+    assert invalid.is_error
+
+
 async def test_an_unknown_node_is_an_error_that_suggests_near_names(sessions: Sessions) -> None:
     async with sessions() as session:
         result = await session.call_tool("lineage", {"node_id": "dataset:warehouse:order"})

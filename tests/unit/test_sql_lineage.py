@@ -319,6 +319,67 @@ def test_cli_prints_the_lineage_of_a_file(tmp_path: Path, capsys: pytest.Capture
     }
 
 
+def test_cli_schema_expands_star_and_places_bare_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "job.sql"
+    script.write_text(
+        "INSERT INTO wide SELECT o.*, name FROM orders o JOIN customers c ON o.customer_id = c.id",
+        encoding="utf-8",
+    )
+    schema = tmp_path / "schema.json"
+    schema.write_text(
+        json.dumps(
+            {"shop.orders": {"id": "int", "customer_id": None}, "shop.customers": ["id", "name"]}
+        ),
+        encoding="utf-8",
+    )
+    assert main(["sql-lineage", "--schema", str(schema), str(script)]) == 0
+    assert json.loads(capsys.readouterr().out)["columns"] == [
+        {"output": "wide.customer_id", "inputs": ["orders.customer_id"]},
+        {"output": "wide.id", "inputs": ["orders.id"]},
+        {"output": "wide.name", "inputs": ["customers.name"]},
+    ]
+    # Without it, the star stays a star and the bare column has no table.
+    assert main(["sql-lineage", str(script)]) == 0
+    assert json.loads(capsys.readouterr().out)["columns"] == [
+        {"output": "wide.*", "inputs": ["orders.*"]},
+        {"output": "wide.name", "inputs": ["name"]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1]", "expected a JSON object of tables"),
+        ('{"t": 5}', "table 't': expected an object of column types or a list of column names"),
+        ('{"t": {"a": 1}}', "table 't': expected an object of column types or a list of column names"),
+        ("{", "Expecting property name enclosed in double quotes"),
+    ],
+)
+def test_cli_schema_that_cannot_be_used_exits_two_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text(content, encoding="utf-8")
+    assert main(["sql-lineage", "--schema", str(schema), str(tmp_path / "unread.sql")]) == 2
+    assert capsys.readouterr().err.startswith(f"headwater sql-lineage: --schema {schema}: {message}")
+
+
+def test_cli_jsonl_line_carries_its_own_schema() -> None:
+    lines = [
+        {"id": 1, "sql": "INSERT INTO t SELECT * FROM s", "schema": {"s": ["a", "b"]}},
+        {"id": 2, "sql": "INSERT INTO t SELECT * FROM s", "schema": [1]},
+    ]
+    completed = _sql_lineage("\n".join(json.dumps(line) for line in lines) + "\n", "--jsonl")
+    first, second = (json.loads(line) for line in completed.stdout.splitlines())
+    assert first["columns"] == [
+        {"output": "t.a", "inputs": ["s.a"]},
+        {"output": "t.b", "inputs": ["s.b"]},
+    ]
+    assert second["error"] == "Invalid schema: expected a JSON object of tables"
+
+
 def test_cli_reports_bad_sql_on_stderr_and_exits_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -48,6 +48,7 @@ from headwater.mcp.answers import (
     SqlLineageAnswer,
 )
 from headwater.sql_lineage import extract_lineage
+from headwater.sql_lineage.catalog import read_schema
 from headwater.store import catalog
 from headwater.store.questions import fetch_suspect_changes, find_nodes
 
@@ -684,13 +685,24 @@ async def sql_lineage(
         str | None,
         Field(description="trino, sparksql, postgres, bigquery, snowflake, … (default: generic SQL)"),
     ] = None,
+    schema: Annotated[
+        dict[str, dict[str, str | None] | list[str]] | None,
+        Field(
+            description='Columns of tables, {"db.orders": {"id": "int"}} or {"db.orders": ["id"]}: '
+            "what `*` expands to and where a column named without its table is placed"
+        ),
+    ] = None,
 ) -> Annotated[CallToolResult, SqlLineageAnswer]:
     """The tables and columns SQL reads and writes, as `headwater sql-lineage` derives them; tables
     written and then read by the same script are traced through."""
     if len(sql) > MAX_SQL_CHARS:
         raise ToolError(f"The SQL is {len(sql)} characters long; at most {MAX_SQL_CHARS} are parsed.")
+    try:
+        columns = read_schema(schema or {})
+    except ValueError as error:
+        raise ToolError(f"Invalid schema: {error}.") from None
     # Parsing is CPU work that can take a while on long scripts: off the event loop.
-    result = await asyncio.to_thread(extract_lineage, sql, dialect)
+    result = await asyncio.to_thread(extract_lineage, sql, dialect, columns)
     lineage_ = result.to_dict()
     answer = SqlLineageAnswer(
         dialect=dialect,

@@ -3,12 +3,35 @@ then the caller's schema, and the query each view or table was created from."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from headwater.sql_lineage.names import key
 
 if TYPE_CHECKING:
     from headwater.sql_lineage.scope import Field
+
+# Columns of tables as a caller gives them: {"db.orders": {"id": "int", …}}.
+Schema = dict[str, dict[str, str]]
+
+
+def read_schema(value: Any) -> Schema:
+    """Tables' columns as given in JSON: ``{"table": {"column": "type", …}}`` (a type may be null)
+    or ``{"table": ["column", …]}``; anything else is a ValueError saying where it is wrong."""
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object of tables")
+    schema: Schema = {}
+    for table, columns in value.items():
+        if isinstance(columns, list) and all(isinstance(c, str) for c in columns):
+            schema[table] = dict.fromkeys(columns, "")
+        elif isinstance(columns, dict) and all(
+            isinstance(t, str) or t is None for t in columns.values()
+        ):
+            schema[table] = {c: t or "" for c, t in columns.items()}
+        else:
+            raise ValueError(
+                f"table {table!r}: expected an object of column types or a list of column names"
+            )
+    return schema
 
 
 class Catalog:

@@ -7,16 +7,18 @@ import logging
 import sys
 from typing import IO, Any
 
+from headwater.sql_lineage.catalog import Schema, read_schema
 from headwater.sql_lineage.dialects import dialect_name, known_dialects
 from headwater.sql_lineage.script import extract_lineage
 
 
-def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
+def run_sql_lineage(file: str, dialect: str | None, jsonl: bool, schema_file: str | None = None) -> int:
     """Print the lineage of `file` (- for stdin) as JSON; with `jsonl`, one result per input line.
+    `schema_file` gives tables' columns (see ``read_schema``); a JSON line's own "schema" wins.
 
     The exit status is 1 when a statement of the file is not valid SQL or has no lineage Headwater
-    can derive (the lineage of the others is printed all the same), 2 when the file cannot be read. With `jsonl`, errors are answers:
-    each line says its own and the status stays 0.
+    can derive (the lineage of the others is printed all the same), 2 when the file or the schema
+    cannot be read. With `jsonl`, errors are answers: each line says its own and the status stays 0.
     """
     # sqlglot logs a warning for every statement it keeps as an opaque command (SET, GRANT …);
     # on a terminal that would bury the results.
@@ -29,6 +31,18 @@ def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
             + ", ".join(known_dialects()),
             file=sys.stderr,
         )
+    schema: Schema = {}
+    if schema_file is not None:
+        try:
+            with open(schema_file, "rb") as text:
+                schema = read_schema(json.loads(text.read()))
+        except OSError as error:
+            print(f"headwater sql-lineage: cannot read {schema_file}: {error.strerror}", file=sys.stderr)
+            return 2
+        except (ValueError, RecursionError) as error:
+            reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+            print(f"headwater sql-lineage: --schema {schema_file}: {reason}", file=sys.stderr)
+            return 2
     try:
         source = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
     except OSError as error:
@@ -36,7 +50,7 @@ def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
         return 2
     with source:
         if jsonl:
-            _run_lines(source, dialect, sys.stdout)
+            _run_lines(source, dialect, schema, sys.stdout)
             return 0
         content = source.read()
     try:
@@ -48,11 +62,11 @@ def run_sql_lineage(file: str, dialect: str | None, jsonl: bool) -> int:
             file=sys.stderr,
         )
         return 2
-    return _run_file(sql, dialect)
+    return _run_file(sql, dialect, schema)
 
 
-def _run_file(sql: str, dialect: str | None) -> int:
-    result = extract_lineage(sql, dialect)
+def _run_file(sql: str, dialect: str | None, schema: Schema) -> int:
+    result = extract_lineage(sql, dialect, schema)
     print(json.dumps(result.to_dict(), indent=2))
     for error in result.errors:
         print(f"error: {error}", file=sys.stderr)
@@ -61,7 +75,7 @@ def _run_file(sql: str, dialect: str | None) -> int:
     return 1 if result.errors else 0
 
 
-def _run_lines(lines: IO[bytes], dialect: str | None, out: IO[str]) -> None:
+def _run_lines(lines: IO[bytes], dialect: str | None, schema: Schema, out: IO[str]) -> None:
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -72,13 +86,13 @@ def _run_lines(lines: IO[bytes], dialect: str | None, out: IO[str]) -> None:
                 None, f"Line {number} is not UTF-8 text: byte {error.start} is 0x{raw[error.start]:02x}"
             )
         else:
-            answer = lineage_line(line, dialect)
+            answer = lineage_line(line, dialect, schema)
         out.write(json.dumps(answer) + "\n")
         out.flush()
 
 
-def lineage_line(line: str, dialect: str | None) -> dict[str, Any]:
-    """The result line for one input line `{"id", "sql", "dialect"}`; never raises.
+def lineage_line(line: str, dialect: str | None, schema: Schema | None = None) -> dict[str, Any]:
+    """The result line for one input line `{"id", "sql", "dialect", "schema"}`; never raises.
 
     A `"warning"` is added when part of the SQL was not followed (a called procedure).
     """
@@ -92,7 +106,12 @@ def lineage_line(line: str, dialect: str | None) -> dict[str, Any]:
         return _failed(
             request.get("id") if isinstance(request, dict) else None, 'Expected {"id", "sql"}'
         )
-    result = extract_lineage(request["sql"], request.get("dialect") or dialect)
+    if "schema" in request:
+        try:
+            schema = read_schema(request["schema"])
+        except ValueError as error:
+            return _failed(request.get("id"), f"Invalid schema: {error}")
+    result = extract_lineage(request["sql"], request.get("dialect") or dialect, schema)
     message = "; ".join(str(e) for e in result.errors) or None
     answer = {"id": request.get("id"), **result.to_dict(), "error": message}
     if result.warnings:
