@@ -152,22 +152,26 @@ class SparkJobRun:
         return next(line[key] for line in self.output if key in line)
 
 
-@pytest.fixture(scope="module")
-def spark_job(
-    headwater: HeadwaterServer | None, tmp_path_factory: pytest.TempPathFactory
+def run_spark_script(
+    script: Path,
+    headwater: HeadwaterServer | None,
+    workdir: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
 ) -> SparkJobRun:
+    """Run ``script WORKDIR ARGS…`` with lineage switched on from the environment, its events
+    received (and passed on to ``headwater`` when it is up)."""
     reason = spark_missing()
     if reason:
         pytest.skip(reason)
-    workdir = tmp_path_factory.mktemp("spark-job")
     api_key = headwater.api_key if headwater else secrets.token_urlsafe(16)
     with Receiver(headwater.url if headwater else None) as receiver:
-        env = {
+        environment = {
             k: v
             for k, v in os.environ.items()
             if not k.startswith(("OPENLINEAGE_", "HEADWATER_", "SPARK_"))
         }
-        env.update(
+        environment.update(
             HEADWATER_SPARK_LINEAGE="1",
             OPENLINEAGE_URL=receiver.url,
             OPENLINEAGE_API_KEY=api_key,
@@ -175,11 +179,12 @@ def spark_job(
             PYSPARK_PYTHON=sys.executable,
             PYSPARK_DRIVER_PYTHON=sys.executable,
             SPARK_LOCAL_IP="127.0.0.1",
+            **(env or {}),
         )
         proc = subprocess.run(
-            [sys.executable, str(JOB), str(workdir)],
+            [sys.executable, str(script), str(workdir), *args],
             cwd=workdir,
-            env=env,
+            env=environment,
             capture_output=True,
             text=True,
             timeout=600,
@@ -190,3 +195,10 @@ def spark_job(
         requests = list(receiver.requests)
     output = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return SparkJobRun(workdir, api_key, requests, output, headwater, log)
+
+
+@pytest.fixture(scope="module")
+def spark_job(
+    headwater: HeadwaterServer | None, tmp_path_factory: pytest.TempPathFactory
+) -> SparkJobRun:
+    return run_spark_script(JOB, headwater, tmp_path_factory.mktemp("spark-job"))

@@ -20,6 +20,7 @@ from headwater_spark.naming import (
     Symlink,
     dataset_from_location,
     hive_namespace,
+    jdbc_dataset,
     job_name,
     normalize_name,
     path_suffix,
@@ -54,6 +55,50 @@ pytestmark = pytest.mark.spark
 )
 def test_dataset_from_location(location: str, namespace: str, name: str) -> None:
     assert dataset_from_location(location) == DatasetId(namespace, name)
+
+
+@pytest.mark.parametrize(
+    ("url", "table", "expected"),
+    [
+        # PostgreSQL: database.schema.table, public when the table has no schema, unquoted folded.
+        ("jdbc:postgresql://db/shop", "orders", ("postgres://db:5432", "shop.public.orders")),
+        (
+            "jdbc:postgresql://u:p@db:6432/shop?ssl=true",
+            "Sales.Orders",
+            ("postgres://db:6432", "shop.sales.orders"),
+        ),
+        ("jdbc:postgresql://db/shop", 'sales."Orders"', ("postgres://db:5432", "shop.sales.Orders")),
+        ("jdbc:redshift://cluster.eu:5439/dw", "t", ("redshift://cluster.eu:5439", "dw.public.t")),
+        # MySQL: database.table, no schema level; MariaDB's driver names the same databases.
+        ("jdbc:mysql://m/shop", "`Orders`", ("mysql://m:3306", "shop.Orders")),
+        ("jdbc:mariadb://m:3307/shop", "orders", ("mysql://m:3307", "shop.orders")),
+        # SQL Server: the database is a property; dbo when the table has no schema.
+        (
+            "jdbc:sqlserver://s;databaseName=dw;encrypt=true",
+            "[sales].[t]",
+            ("mssql://s:1433", "dw.sales.t"),
+        ),
+        ("jdbc:sqlserver://s:1444;databaseName=dw", "t", ("mssql://s:1444", "dw.dbo.t")),
+        # Other databases: the subprotocol as scheme, the name as given after the database.
+        ("jdbc:db2://h:50000/sample", "S.T", ("db2://h:50000", "sample.S.T")),
+    ],
+)
+def test_jdbc_dataset(url: str, table: str, expected: tuple[str, str]) -> None:
+    assert jdbc_dataset(url, table) == DatasetId(*expected)
+
+
+@pytest.mark.parametrize(
+    ("url", "table"),
+    [
+        ("jdbc:postgresql://db/shop", "(SELECT id FROM orders) q"),  # a query names no table
+        ("jdbc:postgresql://db/shop", " "),
+        ("jdbc:derby:memory:x;create=true", "t"),  # no host
+        ("jdbc:oracle:thin:@h:1521:orcl", "t"),
+        ("postgresql://db/shop", "t"),
+    ],
+)
+def test_jdbc_dataset_without_a_table_or_host_is_none(url: str, table: str) -> None:
+    assert jdbc_dataset(url, table) is None
 
 
 def test_table_dataset_symlink_like_the_official_listener() -> None:

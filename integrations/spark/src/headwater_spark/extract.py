@@ -19,6 +19,7 @@ from headwater_spark.model import ActionRecord, DatasetInfo
 from headwater_spark.naming import (
     DatasetId,
     dataset_from_location,
+    jdbc_dataset,
     path_suffix,
     table_dataset,
     table_symlink,
@@ -133,6 +134,10 @@ class Extractor:
                 if len(paths) > MAX_ROOT_PATHS:
                     paths = [_common_parent(paths)]
                 return [dataset_from_location(p) for p in paths]
+            if relation.getClass().getSimpleName() == "JDBCRelation":
+                options = relation.jdbcOptions()
+                dataset = jdbc_dataset(str(options.url()), str(options.tableOrQuery()))
+                return [dataset] if dataset is not None else []
             return []
         if formats is not None:
             formats.add("other")
@@ -253,8 +258,15 @@ class Extractor:
         return (datasets[0] if datasets else None), _overwrite(cmd.overwrite()), cmd.query()
 
     def _save_into_data_source(self, _root: Node, cmd: Any) -> Target:
-        path = _option(cmd.options().get("path"))
-        dataset = dataset_from_location(str(path)) if path else None
+        options = cmd.options()
+        path, url, table = (_option(options.get(k)) for k in ("path", "url", "dbtable"))
+        dataset: DatasetId | None
+        if path:
+            dataset = dataset_from_location(str(path))
+        elif url and table:  # df.write.jdbc(url, table)
+            dataset = jdbc_dataset(str(url), str(table))
+        else:
+            dataset = None
         return dataset, _overwrite(cmd.mode().toString() == "Overwrite"), cmd.query()
 
     def _v2_write(self, root: Node, cmd: Any) -> Target:

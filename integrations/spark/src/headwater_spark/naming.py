@@ -52,6 +52,71 @@ def dataset_from_location(location: str) -> DatasetId:
     return DatasetId(f"{scheme}://{parts.netloc}", path)
 
 
+# JDBC subprotocols whose databases the naming spec names: (namespace scheme, default port, default
+# schema, None where a table name has no schema level). Other producers always write the port
+# (Airflow's postgres://host:5432), so a URL without one gets the database's default.
+_JDBC_DATABASES: dict[str, tuple[str, int, str | None]] = {
+    "postgresql": ("postgres", 5432, "public"),
+    "redshift": ("redshift", 5439, "public"),
+    "mysql": ("mysql", 3306, None),
+    "mariadb": ("mysql", 3306, None),
+    "sqlserver": ("mssql", 1433, "dbo"),
+}
+
+
+def jdbc_dataset(url: str, table: str) -> DatasetId | None:
+    """A table read or written over JDBC, named as the naming spec names the database's tables:
+    ``jdbc:postgresql://host/shop`` + ``orders`` -> ``postgres://host:5432`` + ``shop.public.orders``.
+
+    The database comes from the URL (its path; SQL Server's ``databaseName`` property), the schema
+    from the table name, else the database's default one. Identifiers are unquoted; PostgreSQL's
+    unquoted ones folded to lower case, as PostgreSQL does. None for a query (``(SELECT …) q``) or
+    a URL that is not ``jdbc:<subprotocol>://host…``.
+    """
+    if not url.lower().startswith("jdbc:") or not table.strip() or table.lstrip().startswith("("):
+        return None
+    rest = url[len("jdbc:") :]
+    subprotocol, sep, locator = rest.partition("://")
+    if not sep:
+        return None
+    subprotocol = subprotocol.lower()
+    address, _, properties = locator.partition(";")  # SQL Server: host:port;databaseName=shop
+    parts = urlsplit(f"//{address}")
+    host = parts.hostname
+    if not host:
+        return None
+    scheme, default_port, default_schema = _JDBC_DATABASES.get(subprotocol, (subprotocol, 0, None))
+    port = parts.port or default_port
+    namespace = f"{scheme}://{host}:{port}" if port else f"{scheme}://{host}"
+    database = parts.path.strip("/") or _jdbc_property(properties, "databasename")
+    names = _identifiers(table, fold=subprotocol == "postgresql")
+    if default_schema is not None and len(names) == 1:
+        names.insert(0, default_schema)
+    if database:
+        names.insert(0, database)
+    return DatasetId(namespace, ".".join(names))
+
+
+def _jdbc_property(properties: str, wanted: str) -> str | None:
+    for item in properties.split(";"):
+        name, _, value = item.partition("=")
+        if name.strip().lower() == wanted and value.strip():
+            return value.strip()
+    return None
+
+
+def _identifiers(table: str, *, fold: bool) -> list[str]:
+    """The dot-separated parts of a table name; quotes (", `, []) removed, unquoted parts lower-cased
+    when ``fold``."""
+    parts = []
+    for raw in re.findall(r'"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\]|[^.]+', table.strip()):
+        if raw[0] in '"`[':
+            parts.append(raw[1:-1].replace('""', '"'))
+        else:
+            parts.append(raw.strip().lower() if fold else raw.strip())
+    return parts
+
+
 def _strip_trailing_slash(path: str) -> str:
     return path.rstrip("/") or "/"
 
