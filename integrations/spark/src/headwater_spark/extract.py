@@ -42,7 +42,9 @@ from headwater_spark.plan import (
 
 log = logging.getLogger("headwater_spark")
 
-Target = tuple[DatasetId | None, str | None, Any]
+# A write command's output (its identity, or all of it when the command knows more than its identity
+# and the written query tells nothing: a renamed table), lifecycle state and JVM plan of the query.
+Target = tuple[DatasetId | DatasetInfo | None, str | None, Any]
 
 # Leaf relations read through the JVM leaf object (paths, table locations).
 _JVM_RELATIONS = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation"})
@@ -275,34 +277,28 @@ class Extractor:
         return (datasets[0] if datasets else None), lifecycle, cmd.query()
 
     def _rename_table(self, _root: Node, cmd: Any) -> Target:
-        """ALTER TABLE … RENAME TO …: the table under its new name (a view is no dataset)."""
+        """ALTER TABLE … RENAME TO …: the table under its new name (a view is no dataset), with its
+        columns from the catalog (there is no query) and its identity before, the TABLE symlink the
+        old name had (the old name is gone from the catalog; a managed table's storage moved with
+        it). A new name without a database stays in the old one's."""
         if cmd.isView():
             return None, None, None
-        return self._table_ident_dataset(self._renamed_to(cmd)), "RENAME", None
-
-    def _renamed_to(self, cmd: Any) -> Any:
-        """The new TableIdentifier of a rename; a new name without a database stays in the old one's."""
         new, old = cmd.newName(), cmd.oldName()
         database = _option(new.database()) or _option(old.database())
         name = f"{database}.{new.table()}" if database else new.table()
-        return self._jsession.sessionState().sqlParser().parseTableIdentifier(name)
-
-    def _before_rename(self, cmd: Any, renamed: DatasetInfo) -> None:
-        """What a renamed table's event says besides its new name: its columns (from the catalog,
-        as there is no query) and its identity before, as the TABLE symlink the old name had (the
-        old name is gone from the catalog; a managed table's storage moved with it)."""
-        table = self._catalog_table(self._renamed_to(cmd))
+        ident = self._jsession.sessionState().sqlParser().parseTableIdentifier(name)
+        table = self._catalog_table(ident)
         if table is None:
-            return
+            return self._table_ident_dataset(ident), "RENAME", None
         schema = json.loads(table.schema().json())
-        renamed.fields = [
-            schema_field(f.get("name", ""), f.get("type")) for f in schema.get("fields") or []
-        ]
-        old = cmd.oldName()
+        fields = [schema_field(f.get("name", ""), f.get("type")) for f in schema.get("fields") or []]
         before = table_symlink(
             table.location().toString(), _option(old.database()), old.table(), self._metastore_uri
         )
-        renamed.previous = (before.namespace, before.name)
+        renamed = DatasetInfo(
+            self._table_dataset_from_jvm(table), fields, "RENAME", (before.namespace, before.name)
+        )
+        return renamed, "RENAME", None
 
     def _unresolved_insert(self, root: Node, _cmd: Any) -> Target:
         """An INSERT that failed analysis: only the target table's name is known."""
@@ -342,7 +338,9 @@ class Extractor:
         root = parse_plan(plan.toJSON())
 
         writer = self._WRITERS.get(root.name)
-        out_dataset, lifecycle, query_jvm = writer(self, root, plan) if writer else (None, None, plan)
+        out, lifecycle, query_jvm = writer(self, root, plan) if writer else (None, None, plan)
+        known = out if isinstance(out, DatasetInfo) else None
+        out_dataset = out.id if isinstance(out, DatasetInfo) else out
         query_json = command_query(root) if out_dataset is not None else root
         rels = relations(query_json) if query_json is not None else []
         formats: set[str] = set()
@@ -367,9 +365,9 @@ class Extractor:
             suffix=self._suffix(out_dataset),
         )
         if out_dataset is not None:
-            record.output = DatasetInfo(out_dataset, self._output_fields(root, query_jvm), lifecycle)
-            if root.name == "AlterTableRenameCommand":
-                self._before_rename(plan, record.output)
+            record.output = known or DatasetInfo(
+                out_dataset, self._output_fields(root, query_jvm), lifecycle
+            )
             if query_json is not None:
                 record.query_ids = tuple(a.expr_id for a in output(query_json))
                 record.column_lineage = self._lineage(root, query_json, datasets)
