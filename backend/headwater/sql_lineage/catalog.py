@@ -37,7 +37,7 @@ def read_schema(value: Any) -> Schema:
 class Catalog:
     """Columns known per table: those the script itself defines first, then the caller's schema."""
 
-    def __init__(self, schema: dict[str, dict[str, str]] | None = None) -> None:
+    def __init__(self, schema: Schema | None = None) -> None:
         self._defined: dict[str, list[str] | None] = {}
         self._schema: dict[str, list[str]] = {}
         # Every dotted suffix of a schema name, so `orders` finds `shop.public.orders` and

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from headwater.sql_lineage.catalog import Catalog
+from headwater.sql_lineage.catalog import Catalog, Schema
 from headwater.sql_lineage.dialects import has_lateral_aliases
 from headwater.sql_lineage.model import TRANSFORMATIONS, ColumnLineage, SqlError, SqlLineage
 from headwater.sql_lineage.names import key
@@ -23,9 +23,7 @@ from headwater.sql_lineage.scope import STAR, Field, Ref, through_star
 from headwater.sql_lineage.statements import StatementLineage, statement_lineage
 
 
-def extract_lineage(
-    sql: str, dialect: str | None = None, schema: dict[str, dict[str, str]] | None = None
-) -> SqlLineage:
+def extract_lineage(sql: str, dialect: str | None = None, schema: Schema | None = None) -> SqlLineage:
     """Table and column lineage of a SQL statement or script.
 
     Args:
