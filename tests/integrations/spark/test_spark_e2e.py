@@ -2,7 +2,7 @@
 
 The job (lineage_job.py) reads a CSV file and a Parquet folder, joins, filters and aggregates them
 into a table with saveAsTable, runs an INSERT INTO … SELECT and a CTAS through spark.sql, fails one
-write on purpose, reads a table back, renames it, and stops. The assertions check the exact events the listener
+write on purpose, reads a table back, renames it, creates an external table and drops it, and stops. The assertions check the exact events the listener
 posted, and (when PostgreSQL is available) the lineage graph a real Headwater server built from them.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -27,6 +28,8 @@ CTAS = f"{APP}.execute_create_data_source_table_as_select_command.default_top_de
 FAILED = f"{APP}.execute_insert_into_hadoop_fs_relation_command.out_never"
 UNRESOLVED = f"{APP}.execute_insert_into_statement.default_dept_totals"
 RENAME = f"{APP}.execute_alter_table_rename_command.default_top_departments"
+COPY = f"{APP}.execute_create_data_source_table_as_select_command.default_dept_copy"
+DROP = f"{APP}.drop_table.default_dept_copy"
 INSERT_SQL = "INSERT INTO dept_totals SELECT dept_name, total * 2, n FROM dept_totals WHERE n > 1"
 
 
@@ -40,6 +43,7 @@ class Paths:
         self.top = f"{w}/warehouse/top_depts"
         self.renamed = f"{w}/warehouse/top_departments"
         self.never = f"{w}/out/never"
+        self.copy = f"{w}/out/dept_copy"
 
 
 def time_of(event: dict[str, Any]) -> dt.datetime:
@@ -141,7 +145,7 @@ def test_application_run_is_the_parent_of_every_action(spark_job: SparkJobRun) -
 def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     paths = Paths(spark_job)
     names = set(runs(spark_job))
-    writes = {DEPT_WRITE, SAVE_AS_TABLE, INSERT, CTAS, FAILED, UNRESOLVED, RENAME}
+    writes = {DEPT_WRITE, SAVE_AS_TABLE, INSERT, CTAS, FAILED, UNRESOLVED, RENAME, COPY, DROP}
     assert writes <= names
     # Besides the writes, one read: collect() of top_depts. The CSV reader's own header and schema
     # inference passes are not reported.
@@ -150,7 +154,7 @@ def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     read_end = final(spark_job, read)
     assert datasets(read_end, "inputs") == [("file", paths.top)]
     assert read_end["outputs"] == []
-    assert len(spark_job.events) == 2 + 2 * 8
+    assert len(spark_job.events) == 2 + 2 * 10
 
 
 def test_a_rename_says_what_the_table_was_called(spark_job: SparkJobRun) -> None:
@@ -170,6 +174,30 @@ def test_a_rename_says_what_the_table_was_called(spark_job: SparkJobRun) -> None
         "code",
         "total",
     ]
+
+
+def test_a_drop_names_the_table_where_it_was(spark_job: SparkJobRun) -> None:
+    """Spark reports the DROP once the catalog has forgotten the table; the listener names it by the
+    LOCATION it found when the table was created, not by the warehouse path a table of that name
+    would have."""
+    p = Paths(spark_job)
+    drop = final(spark_job, DROP)
+    assert drop["eventType"] == "COMPLETE"
+    assert drop["inputs"] == []
+    assert datasets(drop, "outputs") == [("file", p.copy)]
+    [dropped] = drop["outputs"]
+    assert dropped["facets"]["lifecycleStateChange"]["lifecycleStateChange"] == "DROP"
+    # The symlink's namespace is the table location's parent, as for every table without a Hive
+    # metastore.
+    symlinks = [
+        {"namespace": f"file:{p.copy.rsplit('/', 1)[0]}", "name": "default.dept_copy", "type": "TABLE"}
+    ]
+    assert dropped["facets"]["symlinks"]["identifiers"] == symlinks
+    assert "schema" not in dropped["facets"]  # the columns went with the table
+    copy = final(spark_job, COPY)
+    assert datasets(copy, "outputs") == [("file", p.copy)]
+    assert copy["outputs"][0]["facets"]["lifecycleStateChange"]["lifecycleStateChange"] == "CREATE"
+    assert copy["outputs"][0]["facets"]["symlinks"]["identifiers"] == symlinks
 
 
 def test_inputs_and_outputs_of_each_action(spark_job: SparkJobRun) -> None:
@@ -357,6 +385,16 @@ def test_headwater_lineage_graph(spark_job: SparkJobRun) -> None:
         spark_job, "/api/v1/lineage", nodeId=renamed, depth=10, direction="UPSTREAM"
     )
     assert {(top, job(RENAME)), (job(RENAME), renamed)} | expected_edges <= edges(upstream)
+
+    # Dropped, a table stays in lineage, its catalog entry saying so.
+    out = f"file:{p.copy.rsplit('/', 1)[0]}"
+    copy = f"dataset:{out}:default.dept_copy"
+    upstream = headwater_get(spark_job, "/api/v1/lineage", nodeId=copy, depth=1, direction="UPSTREAM")
+    assert {(totals, job(COPY)), (job(COPY), copy), (job(DROP), copy)} <= edges(upstream)
+    namespace = quote(out, safe="")
+    table = headwater_get(spark_job, f"/api/v1/namespaces/{namespace}/datasets/default.dept_copy")
+    assert table["lastLifecycleState"] == "DROP"
+    assert [f["name"] for f in table["fields"]] == ["dept_name", "total"]
 
     failed = headwater_get(spark_job, "/api/v1/lineage", nodeId=job(FAILED), depth=0)
     assert (emp, job(FAILED)) in edges(failed)

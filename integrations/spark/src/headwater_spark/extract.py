@@ -53,6 +53,10 @@ MAX_ROOT_PATHS = 10
 
 # How the CSV and JSON readers call into Spark to read a header or infer a schema.
 SCHEMA_INFERENCE_CALLS = frozenset({"head", "rdd"})
+# Table locations an Extractor keeps for DROP TABLE (see Extractor._drop_table); the least recently
+# looked up go first.
+REMEMBERED_LOCATIONS = 10_000
+SESSION_CATALOG = "spark_catalog"
 
 _LIFECYCLE_BY_MODE = {"Overwrite": "OVERWRITE", "ErrorIfExists": "CREATE"}
 
@@ -83,6 +87,9 @@ class Extractor:
         self._metastore_uri = metastore_uri
         self._converters = jvm.scala.jdk.javaapi.CollectionConverters
         self._catalog: Any = None
+        # Where each table this application looked up in the catalog lives, by (database, table):
+        # a DROP TABLE is reported after it ran, when the catalog no longer knows the table.
+        self._locations: dict[tuple[str | None, str], str] = {}
 
     # ---- helpers
 
@@ -107,7 +114,16 @@ class Extractor:
     def _table_dataset_from_jvm(self, table: Any) -> DatasetId:
         ident = table.identifier()
         location = table.location().toString()
-        return table_dataset(location, _option(ident.database()), ident.table(), self._metastore_uri)
+        database, name = _option(ident.database()), ident.table()
+        self._remember_location(database, name, location)
+        return table_dataset(location, database, name, self._metastore_uri)
+
+    def _remember_location(self, database: str | None, table: str, location: str) -> None:
+        key = (database, table)
+        self._locations.pop(key, None)  # re-inserted: the oldest entry is the least recent
+        self._locations[key] = location
+        if len(self._locations) > REMEMBERED_LOCATIONS:
+            del self._locations[next(iter(self._locations))]
 
     def _table_ident_dataset(self, ident: Any) -> DatasetId | None:
         """A table by its identifier: the catalog entry, else the default location."""
@@ -119,6 +135,20 @@ class Extractor:
         return table_dataset(
             location, _option(qualified.database()), qualified.table(), self._metastore_uri
         )
+
+    def _created_table_dataset(self, table: Any) -> DatasetId | None:
+        """The table a CREATE TABLE command made, from the command's own catalog entry when it
+        gives a LOCATION: Spark calls the listener after the action, and by then a later action may
+        have dropped the table from the catalog (CREATE … LOCATION then DROP TABLE)."""
+        uri = _option(table.storage().locationUri())
+        if uri is None:
+            return self._table_ident_dataset(table.identifier())
+        # As the catalog writes it (file:/a/b, not file:///a/b): a Hadoop path of the URI.
+        location = str(self._jvm.org.apache.hadoop.fs.Path(uri).toString())
+        qualified = self.catalog.qualifyIdentifier(table.identifier())
+        database, name = _option(qualified.database()), qualified.table()
+        self._remember_location(database, name, location)
+        return table_dataset(location, database, name, self._metastore_uri)
 
     # ---- relations
 
@@ -242,18 +272,18 @@ class Extractor:
 
     def _ctas(self, _root: Node, cmd: Any) -> Target:
         lifecycle = "OVERWRITE" if cmd.mode().toString() == "Overwrite" else "CREATE"
-        return self._table_ident_dataset(cmd.table().identifier()), lifecycle, cmd.query()
+        return self._created_table_dataset(cmd.table()), lifecycle, cmd.query()
 
     def _table_desc_command(self, _root: Node, cmd: Any) -> Target:
         lifecycle = _LIFECYCLE_BY_MODE.get(cmd.mode().toString())
-        return self._table_ident_dataset(cmd.tableDesc().identifier()), lifecycle, cmd.query()
+        return self._created_table_dataset(cmd.tableDesc()), lifecycle, cmd.query()
 
     def _insert_into_hive(self, _root: Node, cmd: Any) -> Target:
         dataset = self._table_ident_dataset(cmd.table().identifier())
         return dataset, _overwrite(cmd.overwrite()), cmd.query()
 
     def _create_table(self, _root: Node, cmd: Any) -> Target:
-        return self._table_ident_dataset(cmd.table().identifier()), "CREATE", None
+        return self._created_table_dataset(cmd.table()), "CREATE", None
 
     def _insert_into_data_source(self, _root: Node, cmd: Any) -> Target:
         datasets = self._relation_dataset(cmd.logicalRelation(), "LogicalRelation")
@@ -300,6 +330,36 @@ class Extractor:
         )
         return renamed, "RENAME", None
 
+    def _drop_table(self, _root: Node, cmd: Any) -> Target:
+        """DROP TABLE: the table, with lifecycle DROP and no columns (a view is no dataset).
+
+        Spark calls the listener once the table is gone from the catalog, so it is named where this
+        application last found it, else where the catalog puts a table of that name (exact for a
+        managed table; an external table not looked up before is named by that path, with its
+        TABLE symlink, which Headwater resolves to the table it knows). DROP TABLE IF EXISTS of a
+        table that did not exist is reported too: nothing says whether it did. Spark 4 plans the
+        command as ``DropTable`` of a resolved identifier, earlier versions as ``DropTableCommand``;
+        only tables of the session catalog are named (another catalog's storage is its own)."""
+        if cmd.getClass().getSimpleName() == "DropTableCommand":
+            if cmd.isView():
+                return None, None, None
+            ident = cmd.tableName()
+        else:
+            resolved = cmd.child()
+            if str(resolved.catalog().name()) != SESSION_CATALOG:
+                return None, None, None
+            namespace = list(resolved.identifier().namespace())
+            database = self._jvm.scala.Option.apply(namespace[-1] if namespace else None)
+            ident = self._jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+                resolved.identifier().name(), database
+            )
+        qualified = self.catalog.qualifyIdentifier(ident)
+        database, name = _option(qualified.database()), qualified.table()
+        location = self._locations.get((database, name))
+        if location is None:
+            location = self.catalog.defaultTablePath(qualified).toString()
+        return table_dataset(location, database, name, self._metastore_uri), "DROP", None
+
     def _unresolved_insert(self, root: Node, _cmd: Any) -> Target:
         """An INSERT that failed analysis: only the target table's name is known."""
         name = _unresolved_name(root.child_at("table") or inline_plan(root, "table"))
@@ -325,6 +385,8 @@ class Extractor:
         "ReplaceData": _v2_write,
         "InsertIntoStatement": _unresolved_insert,
         "AlterTableRenameCommand": _rename_table,
+        "DropTableCommand": _drop_table,
+        "DropTable": _drop_table,
     }
 
     # ---- the record
