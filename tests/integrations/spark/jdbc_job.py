@@ -4,7 +4,7 @@ outside (see lineage_job.py).
     python jdbc_job.py WORKDIR JDBC_URL JAR
 
 It writes a table over JDBC, reads it back over JDBC into Parquet with one column computed, and
-reads a query over JDBC (a query names no table) into Parquet.
+reads a query of that table over JDBC (the `query` option) into Parquet.
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ def main(workdir: Path, url: str, jar: str) -> None:
     people.selectExpr("id", "upper(name) AS shout").write.mode("overwrite").parquet(
         str(workdir / "shouted")
     )
-    spark.read.jdbc(url, "(SELECT id FROM people) q").write.mode("overwrite").parquet(
-        str(workdir / "ids")
-    )
+    ids = spark.read.format("jdbc").option("url", url).option("query", "SELECT id FROM people").load()
+    ids.write.mode("overwrite").parquet(str(workdir / "ids"))
     spark.stop()
 
 

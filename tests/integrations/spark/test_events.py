@@ -21,6 +21,7 @@ from headwater_spark.naming import (
     dataset_from_location,
     hive_namespace,
     jdbc_dataset,
+    jdbc_query_datasets,
     job_name,
     normalize_name,
     path_suffix,
@@ -79,6 +80,8 @@ def test_dataset_from_location(location: str, namespace: str, name: str) -> None
             ("mssql://s:1433", "dw.sales.t"),
         ),
         ("jdbc:sqlserver://s:1444;databaseName=dw", "t", ("mssql://s:1444", "dw.dbo.t")),
+        # A name of three parts names its own database.
+        ("jdbc:sqlserver://s;databaseName=dw", "other.sales.t", ("mssql://s:1433", "other.sales.t")),
         # Other databases: the subprotocol as scheme, the name as given after the database.
         ("jdbc:db2://h:50000/sample", "S.T", ("db2://h:50000", "sample.S.T")),
     ],
@@ -99,6 +102,44 @@ def test_jdbc_dataset(url: str, table: str, expected: tuple[str, str]) -> None:
 )
 def test_jdbc_dataset_without_a_table_or_host_is_none(url: str, table: str) -> None:
     assert jdbc_dataset(url, table) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "query", "expected"),
+    [
+        ("jdbc:postgresql://db/shop", "(SELECT id FROM people) q", ["shop.public.people"]),
+        # The `query` option, as Spark wraps it; joins, subqueries, quoted and folded names.
+        (
+            "jdbc:postgresql://db/shop",
+            '(SELECT o.id FROM Sales."Orders" o JOIN customers c ON o.c = c.id '
+            "WHERE EXISTS (SELECT 1 FROM audit.log)) SPARK_GEN_SUBQ_0",
+            ["shop.sales.Orders", "shop.public.customers", "shop.audit.log"],
+        ),
+        # A CTE is no table; a table named twice is one input.
+        (
+            "jdbc:postgresql://db/shop",
+            "(WITH recent AS (SELECT * FROM orders) SELECT * FROM recent r, orders o) q",
+            ["shop.public.orders"],
+        ),
+        # Each database's own quoting and defaults; a table function is no table.
+        (
+            "jdbc:sqlserver://s;databaseName=dw",
+            "(SELECT * FROM [Sales].[Orders] JOIN t ON 1 = 1 JOIN other.dbo.u ON 1 = 1) q",
+            ["dw.Sales.Orders", "dw.dbo.t", "other.dbo.u"],
+        ),
+        (
+            "jdbc:mysql://m/shop",
+            "(SELECT * FROM `my orders`, generate_series(1, 3)) q",
+            ["shop.my orders"],
+        ),
+        # Not SQL this parser reads: no input rather than a wrong one.
+        ("jdbc:postgresql://db/shop", "(SELECT FROM WHERE) q", []),
+    ],
+)
+def test_jdbc_query_datasets(url: str, query: str, expected: list[str]) -> None:
+    found = jdbc_query_datasets(url, query)
+    assert [d.name for d in found] == expected
+    assert {d.namespace for d in found} <= {jdbc_dataset(url, "t").namespace}  # type: ignore[union-attr]
 
 
 def test_table_dataset_symlink_like_the_official_listener() -> None:

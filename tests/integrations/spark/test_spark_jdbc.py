@@ -62,11 +62,14 @@ def test_jdbc_tables_are_named_by_database_schema_and_table(
     assert datasets(shouted, "inputs") == [table]
     assert lineage(shouted)["shout"] == {f"{table[1]}.name": ["DIRECT:TRANSFORMATION"]}
 
-    # A query read over JDBC names no table: the write has no input, and nothing fails.
+    # A query read over JDBC reads the tables the query names. Its columns are the query's, so the
+    # table gets no schema from it and the column lineage claims none of the table's columns.
     ids = final(jdbc_job, f"{APP}.execute_insert_into_hadoop_fs_relation_command.{workdir}_ids")
-    assert ids["inputs"] == []
+    assert datasets(ids, "inputs") == [table]
+    assert "schema" not in ids["inputs"][0]["facets"]
     assert datasets(ids, "outputs") == [("file", f"{w}/ids")]
     assert ids["job"]["namespace"] == NAMESPACE
+    assert "columnLineage" not in ids["outputs"][0]["facets"]
 
 
 def test_headwater_joins_the_jdbc_table_to_what_reads_it(
@@ -84,4 +87,7 @@ def test_headwater_joins_the_jdbc_table_to_what_reads_it(
     upstream = headwater_get(
         jdbc_job, "/api/v1/lineage", nodeId=f"dataset:{shouted}", direction="UPSTREAM", depth=2
     )
+    assert table in {node["id"] for node in upstream["graph"]}
+    ids = f"dataset:file:{jdbc_job.workdir}/ids"
+    upstream = headwater_get(jdbc_job, "/api/v1/lineage", nodeId=ids, direction="UPSTREAM", depth=2)
     assert table in {node["id"] for node in upstream["graph"]}

@@ -20,6 +20,7 @@ from headwater_spark.naming import (
     DatasetId,
     dataset_from_location,
     jdbc_dataset,
+    jdbc_query_datasets,
     path_suffix,
     table_dataset,
     table_symlink,
@@ -167,9 +168,7 @@ class Extractor:
                     paths = [_common_parent(paths)]
                 return [dataset_from_location(p) for p in paths]
             if relation.getClass().getSimpleName() == "JDBCRelation":
-                options = relation.jdbcOptions()
-                dataset = jdbc_dataset(str(options.url()), str(options.tableOrQuery()))
-                return [dataset] if dataset is not None else []
+                return self._jdbc_datasets(relation)
             return []
         if formats is not None:
             formats.add("other")
@@ -178,6 +177,16 @@ class Extractor:
         if cls == "DataSourceV2Relation":
             return self._v2_dataset(leaf.table())
         return []
+
+    @staticmethod
+    def _jdbc_datasets(relation: Any) -> list[DatasetId]:
+        """The table a JDBC relation reads, or the tables its query reads."""
+        options = relation.jdbcOptions()
+        url, source = str(options.url()), str(options.tableOrQuery())
+        if source.lstrip().startswith("("):  # a query: (SELECT …) alias
+            return jdbc_query_datasets(url, source)
+        dataset = jdbc_dataset(url, source)
+        return [dataset] if dataset is not None else []
 
     def _v2_dataset(self, table: Any) -> list[DatasetId]:
         from py4j.java_gateway import is_instance_of
@@ -452,8 +461,9 @@ class Extractor:
         self, root: Node, query: Node, datasets: dict[int, list[DatasetId]]
     ) -> dict[str, Any] | None:
         def dataset_of(rel: Relation) -> list[tuple[str, str]] | None:
+            # A query's columns are not its tables': its lineage stops at the relation.
             found = datasets.get(rel.key) if rel.key is not None else None
-            return [d.key for d in found] if found else None
+            return [d.key for d in found if not d.through_query] or None if found else None
 
         graph = LineageGraph.build(query, dataset_of)
         query_out = output(query)
@@ -531,7 +541,11 @@ def _inputs(rels: list[Relation], datasets: dict[int, list[DatasetId]]) -> list[
     for rel in rels:
         for ds in datasets.get(rel.key, []) if rel.key is not None else []:
             if ds.key not in inputs:
-                fields = [schema_field(a.name, a.data_type) for a in rel.attributes]
+                fields = (
+                    None
+                    if ds.through_query
+                    else [schema_field(a.name, a.data_type) for a in rel.attributes]
+                )
                 inputs[ds.key] = DatasetInfo(ds, fields)
     return list(inputs.values())
 

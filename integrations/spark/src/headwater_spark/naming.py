@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
+
+import sqlglot
+from sqlglot import exp
 
 # Schemes whose dataset name is the object key (no leading slash), as in s3://bucket + key.
 _OBJECT_STORES = {"s3", "gs", "wasbs", "wasb", "abfss", "abfs", "oss", "cos", "r2"}
@@ -26,6 +29,8 @@ class DatasetId:
     namespace: str
     name: str
     symlinks: tuple[Symlink, ...] = field(default=())
+    # Read through a query (over JDBC): the relation's columns are the query's, not this table's.
+    through_query: bool = field(default=False, compare=False)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -68,7 +73,8 @@ def jdbc_dataset(url: str, table: str) -> DatasetId | None:
     """A table read or written over JDBC, named as the naming spec names the database's tables:
     ``jdbc:postgresql://host/shop`` + ``orders`` -> ``postgres://host:5432`` + ``shop.public.orders``.
 
-    The database comes from the URL (its path; SQL Server's ``databaseName`` property), the schema
+    The database comes from the URL (its path; SQL Server's ``databaseName`` property) unless the
+    name has three parts (``database.schema.table``), the schema
     from the table name, else the database's default one. Identifiers are unquoted; PostgreSQL's
     unquoted ones folded to lower case, as PostgreSQL does. None for a query (``(SELECT …) q``) or
     a URL that is not ``jdbc:<subprotocol>://host…``.
@@ -92,9 +98,53 @@ def jdbc_dataset(url: str, table: str) -> DatasetId | None:
     names = _identifiers(table, fold=subprotocol == "postgresql")
     if default_schema is not None and len(names) == 1:
         names.insert(0, default_schema)
-    if database:
+    if database and len(names) < 3:  # database.schema.table names its own database
         names.insert(0, database)
     return DatasetId(namespace, ".".join(names))
+
+
+# sqlglot's dialect for the SQL a JDBC subprotocol's database speaks; others are read as generic SQL.
+_JDBC_DIALECTS = {
+    "postgresql": "postgres",
+    "redshift": "redshift",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "sqlserver": "tsql",
+    "oracle": "oracle",
+    "snowflake": "snowflake",
+    "teradata": "teradata",
+    "sqlite": "sqlite",
+    "trino": "trino",
+    "presto": "presto",
+    "clickhouse": "clickhouse",
+    "databricks": "databricks",
+}
+
+
+def jdbc_query_datasets(url: str, query: str) -> list[DatasetId]:
+    """The tables a query read over JDBC reads (``(SELECT … FROM a JOIN b …) q``, or the ``query``
+    option, which Spark wraps the same way), each named as ``jdbc_dataset`` names a table; its own
+    CTEs are not tables. Empty when the query cannot be parsed in its database's dialect."""
+    subprotocol = (
+        url[len("jdbc:") :].partition(":")[0].lower() if url.lower().startswith("jdbc:") else ""
+    )
+    dialect = _JDBC_DIALECTS.get(subprotocol)
+    try:
+        tree = sqlglot.parse_one(f"SELECT * FROM {query}", read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return []
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    found: dict[tuple[str, str], DatasetId] = {}
+    for table in tree.find_all(exp.Table, bfs=False):  # in the order the query names them
+        parts = [p for p in table.parts if isinstance(p, exp.Identifier)]
+        if not parts or len(parts) != len(table.parts):  # a table function, a variable
+            continue
+        if len(parts) == 1 and parts[0].name.lower() in ctes:
+            continue
+        dataset = jdbc_dataset(url, ".".join(p.sql(dialect=dialect) for p in parts))
+        if dataset is not None:
+            found.setdefault(dataset.key, replace(dataset, through_query=True))
+    return list(found.values())
 
 
 def _jdbc_property(properties: str, wanted: str) -> str | None:
