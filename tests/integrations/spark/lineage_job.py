@@ -75,6 +75,8 @@ def main(workdir: Path) -> None:
     rows = spark.table("top_depts").collect()
     print(json.dumps({"top_depts": sorted(r.dept_name for r in rows)}), flush=True)
     spark.sql("ALTER TABLE top_depts RENAME TO top_departments")
+    spark.sql("ALTER TABLE top_departments ADD COLUMNS (note string)")
+    spark.sql("TRUNCATE TABLE top_departments")
     # An external table, then dropped: its files stay where its LOCATION put them.
     spark.sql(
         f"CREATE TABLE dept_copy USING parquet LOCATION '{workdir / 'out' / 'dept_copy'}' AS "

@@ -2,7 +2,8 @@
 
 The job (lineage_job.py) reads a CSV file and a Parquet folder, joins, filters and aggregates them
 into a table with saveAsTable, runs an INSERT INTO … SELECT and a CTAS through spark.sql, fails one
-write on purpose, reads a table back, renames it, creates an external table and drops it, and stops. The assertions check the exact events the listener
+write on purpose, reads a table back, renames it, adds a column to it and truncates it, creates an
+external table and drops it, and stops. The assertions check the exact events the listener
 posted, and (when PostgreSQL is available) the lineage graph a real Headwater server built from them.
 """
 
@@ -28,6 +29,8 @@ CTAS = f"{APP}.execute_create_data_source_table_as_select_command.default_top_de
 FAILED = f"{APP}.execute_insert_into_hadoop_fs_relation_command.out_never"
 UNRESOLVED = f"{APP}.execute_insert_into_statement.default_dept_totals"
 RENAME = f"{APP}.execute_alter_table_rename_command.default_top_departments"
+ALTER = f"{APP}.execute_alter_table_add_columns_command.default_top_departments"
+TRUNCATE = f"{APP}.execute_truncate_table_command.default_top_departments"
 COPY = f"{APP}.execute_create_data_source_table_as_select_command.default_dept_copy"
 DROP = f"{APP}.drop_table.default_dept_copy"
 INSERT_SQL = "INSERT INTO dept_totals SELECT dept_name, total * 2, n FROM dept_totals WHERE n > 1"
@@ -145,7 +148,10 @@ def test_application_run_is_the_parent_of_every_action(spark_job: SparkJobRun) -
 def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     paths = Paths(spark_job)
     names = set(runs(spark_job))
-    writes = {DEPT_WRITE, SAVE_AS_TABLE, INSERT, CTAS, FAILED, UNRESOLVED, RENAME, COPY, DROP}
+    writes = {
+        *(DEPT_WRITE, SAVE_AS_TABLE, INSERT, CTAS, FAILED, UNRESOLVED),
+        *(RENAME, ALTER, TRUNCATE, COPY, DROP),
+    }
     assert writes <= names
     # Besides the writes, one read: collect() of top_depts. The CSV reader's own header and schema
     # inference passes are not reported.
@@ -154,7 +160,7 @@ def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     read_end = final(spark_job, read)
     assert datasets(read_end, "inputs") == [("file", paths.top)]
     assert read_end["outputs"] == []
-    assert len(spark_job.events) == 2 + 2 * 10
+    assert len(spark_job.events) == 2 + 2 * 12
 
 
 def test_a_rename_says_what_the_table_was_called(spark_job: SparkJobRun) -> None:
@@ -174,6 +180,25 @@ def test_a_rename_says_what_the_table_was_called(spark_job: SparkJobRun) -> None
         "code",
         "total",
     ]
+
+
+def test_tables_changed_in_place(spark_job: SparkJobRun) -> None:
+    """ALTER TABLE … ADD COLUMNS and TRUNCATE TABLE write the table, with its columns as the
+    command left them."""
+    p = Paths(spark_job)
+    columns = ["dept_name", "dept_id", "code", "total", "note"]
+    for job, lifecycle in ((ALTER, "ALTER"), (TRUNCATE, "TRUNCATE")):
+        event = final(spark_job, job)
+        assert event["eventType"] == "COMPLETE"
+        assert event["inputs"] == []
+        assert datasets(event, "outputs") == [("file", p.renamed)]
+        [table] = event["outputs"]
+        assert table["facets"]["lifecycleStateChange"] == {
+            "_producer": table["facets"]["lifecycleStateChange"]["_producer"],
+            "_schemaURL": table["facets"]["lifecycleStateChange"]["_schemaURL"],
+            "lifecycleStateChange": lifecycle,
+        }
+        assert [f["name"] for f in table["facets"]["schema"]["fields"]] == columns
 
 
 def test_a_drop_names_the_table_where_it_was(spark_job: SparkJobRun) -> None:
@@ -385,6 +410,12 @@ def test_headwater_lineage_graph(spark_job: SparkJobRun) -> None:
         spark_job, "/api/v1/lineage", nodeId=renamed, depth=10, direction="UPSTREAM"
     )
     assert {(top, job(RENAME)), (job(RENAME), renamed)} | expected_edges <= edges(upstream)
+
+    # The column added by ALTER TABLE is in the table's current schema; TRUNCATE came last.
+    namespace = quote(p.warehouse, safe="")
+    table = headwater_get(spark_job, f"/api/v1/namespaces/{namespace}/datasets/default.top_departments")
+    assert [f["name"] for f in table["fields"]] == ["dept_name", "dept_id", "code", "total", "note"]
+    assert table["lastLifecycleState"] == "TRUNCATE"
 
     # Dropped, a table stays in lineage, its catalog entry saying so.
     out = f"file:{p.copy.rsplit('/', 1)[0]}"

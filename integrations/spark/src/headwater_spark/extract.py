@@ -329,15 +329,35 @@ class Extractor:
         table = self._catalog_table(ident)
         if table is None:
             return self._table_ident_dataset(ident), "RENAME", None
-        schema = json.loads(table.schema().json())
-        fields = [schema_field(f.get("name", ""), f.get("type")) for f in schema.get("fields") or []]
         before = table_symlink(
             table.location().toString(), _option(old.database()), old.table(), self._metastore_uri
         )
         renamed = DatasetInfo(
-            self._table_dataset_from_jvm(table), fields, "RENAME", (before.namespace, before.name)
+            self._table_dataset_from_jvm(table),
+            _catalog_fields(table),
+            "RENAME",
+            (before.namespace, before.name),
         )
         return renamed, "RENAME", None
+
+    def _truncate_table(self, _root: Node, cmd: Any) -> Target:
+        return self._changed_in_place(cmd.tableName(), "TRUNCATE")
+
+    def _add_columns(self, _root: Node, cmd: Any) -> Target:
+        return self._changed_in_place(cmd.table(), "ALTER")
+
+    def _change_column(self, _root: Node, cmd: Any) -> Target:
+        return self._changed_in_place(cmd.tableName(), "ALTER")
+
+    def _changed_in_place(self, ident: Any, lifecycle: str) -> Target:
+        """A command that changes a table in place (TRUNCATE TABLE; ALTER TABLE … ADD COLUMNS, ALTER
+        COLUMN): the table with its columns from the catalog as the command left them.
+        There is no query."""
+        table = self._catalog_table(ident)
+        if table is None:  # dropped meanwhile: the listener runs after the action
+            return self._table_ident_dataset(ident), lifecycle, None
+        info = DatasetInfo(self._table_dataset_from_jvm(table), _catalog_fields(table), lifecycle)
+        return info, lifecycle, None
 
     def _drop_table(self, _root: Node, cmd: Any) -> Target:
         """DROP TABLE: the table, with lifecycle DROP and no columns (a view is no dataset).
@@ -396,6 +416,9 @@ class Extractor:
         "AlterTableRenameCommand": _rename_table,
         "DropTableCommand": _drop_table,
         "DropTable": _drop_table,
+        "TruncateTableCommand": _truncate_table,
+        "AlterTableAddColumnsCommand": _add_columns,
+        "AlterTableChangeColumnCommand": _change_column,
     }
 
     # ---- the record
@@ -529,6 +552,12 @@ class Extractor:
         except Exception:
             return None
         return min(starts) / 1000 if starts else None
+
+
+def _catalog_fields(table: Any) -> list[dict[str, Any]]:
+    """The schema fields of a catalog table (py4j CatalogTable)."""
+    schema = json.loads(table.schema().json())
+    return [schema_field(f.get("name", ""), f.get("type")) for f in schema.get("fields") or []]
 
 
 def _overwrite(flag: bool) -> str | None:
