@@ -1,4 +1,5 @@
-"""OpenLineage RunEvents (plain dicts) for the Spark application and for each action."""
+"""OpenLineage RunEvents (plain dicts) for the Spark application, for each action and for each
+streaming query."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from openlineage.client.uuid import generate_new_uuid
 from headwater_spark import __version__
 from headwater_spark.config import ParentRef
 from headwater_spark.model import ActionRecord, DatasetInfo
-from headwater_spark.naming import job_name, normalize_name
+from headwater_spark.naming import job_name, normalize_name, path_suffix
 
 PRODUCER = f"https://github.com/headwater/headwater/tree/{__version__}/integrations/spark"
 RUN_EVENT_SCHEMA = base.RunEvent._get_schema()
@@ -290,3 +291,42 @@ class EventFactory:
             outputs,
         )
         return [start, end]
+
+    # ---- streaming queries
+
+    def streaming_job_name(self, query_name: str | None, output: DatasetInfo | None) -> str:
+        """``<app>.<query name, else streaming_query>.<output suffix>``: stable across the query's
+        restarts from its checkpoint, as a batch action's name is across runs."""
+        suffix = path_suffix(output.id.name) if output is not None else None
+        return job_name(self.app_job, query_name or "streaming_query", suffix)
+
+    def streaming_event(
+        self,
+        event_type: str,
+        when: float,
+        run_id: str,
+        job: str,
+        inputs: list[DatasetInfo],
+        output: DatasetInfo | None,
+        error: str | None = None,
+    ) -> dict[str, Any]:
+        """One event of a streaming query's run (START, RUNNING, COMPLETE or FAIL), a child of the
+        application's run like an action's."""
+        app_ref = ParentRef(self.namespace, self.app_job, self.app_run_id)
+        run_facets: dict[str, Any] = {
+            "parent": self._parent_facet(app_ref, self.root_parent or app_ref),
+            "processing_engine": self._engine(),
+        }
+        if error is not None:
+            run_facets["errorMessage"] = self._error(error, None)
+        return self._event(
+            event_type,
+            when,
+            run_id,
+            run_facets,
+            job,
+            self.namespace,
+            {"jobType": self._job_type("SQL_JOB", "STREAMING")},
+            [_dataset(info) for info in inputs],
+            [_dataset(output)] if output is not None else [],
+        )

@@ -102,6 +102,8 @@ class SparkLineage:
         )
         self.extractor = Extractor(sc._gateway, spark._jsparkSession, _metastore_uri(conf, jsc))
         self._listener = _QueryExecutionListener(self)
+        self._spark = spark
+        self._streaming: Any = None  # the StreamingQueryListener, once registered
         self._jsession = spark._jsparkSession
         self._jcontext = jsc.sc()
         self._finished = False
@@ -114,6 +116,7 @@ class SparkLineage:
 
         ensure_callback_server_started(self.extractor._gateway)
         self._jsession.listenerManager().register(self._listener)
+        self._follow_streaming_queries()
         self.emitter.submit(self.factory.app_start())
         log.info(
             "Lineage enabled for %s: job %s in namespace %s, sending to %s",
@@ -122,6 +125,17 @@ class SparkLineage:
             self.config.namespace,
             self.config.destination,
         )
+
+    def _follow_streaming_queries(self) -> None:
+        """Register the streaming listener (``streaming``); batch lineage goes on without it."""
+        try:
+            from headwater_spark.streaming import StreamingLineage
+
+            listener = StreamingLineage(self.factory, self.emitter)
+            self._spark.streams.addListener(listener)
+            self._streaming = listener
+        except Exception:
+            log.warning("Lineage: streaming queries will not be reported", exc_info=True)
 
     def finish(self, error: BaseException | None = None, timeout: float | None = None) -> bool:
         """Emit the application's COMPLETE (or FAIL) and send what is queued, waiting at most
@@ -168,6 +182,8 @@ class SparkLineage:
         """Stop listening (the application run is ended as COMPLETE)."""
         try:
             self._jsession.listenerManager().unregister(self._listener)
+            if self._streaming is not None:
+                self._spark.streams.removeListener(self._streaming)
         except Exception:
             log.debug("Lineage: could not unregister the listener", exc_info=True)
         self.finish()

@@ -229,6 +229,24 @@ def normalize_name(name: str) -> str:
     return _NON_ALNUM.sub("_", text.lower())
 
 
+_FILE_STREAM_SOURCE = re.compile(r"FileStreamSource\[(?P<path>.+)\]", re.DOTALL)
+_FILE_STREAM_SINK = re.compile(r"FileSink\[(?P<path>.+)\]", re.DOTALL)
+
+
+def stream_source_dataset(description: str) -> DatasetId | None:
+    """The dataset a streaming query's source names in its description (``FileStreamSource[path]``:
+    files, or a table stored as files), or None (Kafka, rate, socket…)."""
+    found = _FILE_STREAM_SOURCE.fullmatch(description.strip())
+    return dataset_from_location(found["path"]) if found else None
+
+
+def stream_sink_dataset(description: str) -> DatasetId | None:
+    """The dataset a streaming query's sink names in its description (``FileSink[path]``), or None
+    (foreachBatch, memory, console…)."""
+    found = _FILE_STREAM_SINK.fullmatch(description.strip())
+    return dataset_from_location(found["path"]) if found else None
+
+
 def path_suffix(path: str) -> str:
     """Job name suffix of a path output: its last two segments, ``/a/b/c`` -> ``b_c``."""
     parts = [p for p in path.split("/") if p]

@@ -1,0 +1,70 @@
+"""The PySpark job of the streaming test: run as a script, in its own process, lineage switched on
+from outside (see lineage_job.py).
+
+    python streaming_job.py WORKDIR
+
+A Structured Streaming query reads CSV files from a folder and writes Parquet, twice from one
+checkpoint (a new file between the two runs), then a query that fails in its first micro-batch.
+Each run is a trigger(availableNow=True): it processes what is there and stops. The runs' ids
+are printed as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(workdir: Path) -> None:
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .appName("Headwater Streaming")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    incoming = workdir / "incoming"
+    incoming.mkdir()
+    (incoming / "a.csv").write_text("id,name\n1,ann\n2,bob\n")
+    events = spark.readStream.schema("id int, name string").option("header", True).csv(str(incoming))
+
+    def shout() -> str:
+        query = (
+            events.selectExpr("id", "upper(name) AS shout")
+            .writeStream.format("parquet")
+            .option("path", str(workdir / "shouted"))
+            .option("checkpointLocation", str(workdir / "checkpoint"))
+            .queryName("shout")
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        return str(query.runId)
+
+    print(json.dumps({"first_run": shout()}), flush=True)
+    (incoming / "b.csv").write_text("id,name\n3,cy\n")
+    print(json.dumps({"second_run": shout()}), flush=True)
+
+    failing = (
+        events.selectExpr("id DIV 0 AS broken")
+        .writeStream.format("parquet")
+        .option("path", str(workdir / "broken"))
+        .option("checkpointLocation", str(workdir / "broken-checkpoint"))
+        .queryName("broken")
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        failing.awaitTermination()
+    except Exception as exc:
+        print(json.dumps({"failed_on_purpose": type(exc).__name__}), flush=True)
+    print(json.dumps({"failed_run": str(failing.runId)}), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

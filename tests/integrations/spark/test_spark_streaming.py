@@ -1,0 +1,79 @@
+"""Structured Streaming, end to end: a real PySpark streaming query (streaming_job.py) with lineage
+switched on from the environment, its events checked, and the lineage a real Headwater built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integrations.spark.conftest import NAMESPACE, SparkJobRun, run_spark_script
+from tests.integrations.spark.test_spark_e2e import datasets, edges, headwater_get
+from tests.server import HeadwaterServer
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+JOB = Path(__file__).with_name("streaming_job.py")
+APP = "headwater_streaming"
+SHOUT = f"{APP}.shout.{{workdir}}_shouted"
+
+
+@pytest.fixture(scope="module")
+def streaming_job(
+    headwater: HeadwaterServer | None, tmp_path_factory: pytest.TempPathFactory
+) -> SparkJobRun:
+    return run_spark_script(JOB, headwater, tmp_path_factory.mktemp("spark-streaming"))
+
+
+def run_events(run: SparkJobRun, run_id: str) -> list[dict[str, Any]]:
+    return [e for e in run.events if e["run"]["runId"] == run_id]
+
+
+def test_each_run_of_a_streaming_query_is_a_run_of_one_job(streaming_job: SparkJobRun) -> None:
+    w = str(streaming_job.workdir)
+    job = SHOUT.format(workdir=streaming_job.workdir.name)
+    app = next(e for e in streaming_job.events if e["job"]["name"] == APP)
+    for key in ("first_run", "second_run"):
+        events = run_events(streaming_job, streaming_job.printed(key))
+        # Spark's own run id; START dated when the query started, COMPLETE when it stopped.
+        assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+        assert {e["job"]["name"] for e in events} == {job}
+        for event in events:
+            assert event["job"]["namespace"] == NAMESPACE
+            assert datasets(event, "inputs") == [("file", f"{w}/incoming")]
+            assert datasets(event, "outputs") == [("file", f"{w}/shouted")]
+            job_type = event["job"]["facets"]["jobType"]
+            assert (job_type["jobType"], job_type["processingType"]) == ("SQL_JOB", "STREAMING")
+            assert event["run"]["facets"]["parent"]["run"]["runId"] == app["run"]["runId"]
+        assert events[0]["eventTime"] <= events[1]["eventTime"]
+    assert streaming_job.printed("first_run") != streaming_job.printed("second_run")
+
+
+def test_a_failed_streaming_query_says_why(streaming_job: SparkJobRun) -> None:
+    assert streaming_job.printed("failed_on_purpose") == "StreamingQueryException"
+    events = run_events(streaming_job, streaming_job.printed("failed_run"))
+    assert [e["eventType"] for e in events] == ["START", "FAIL"]
+    # It failed in its first micro-batch: no progress ever said what it reads and writes.
+    assert events[-1]["job"]["name"] == f"{APP}.broken"
+    assert "DIVIDE_BY_ZERO" in events[-1]["run"]["facets"]["errorMessage"]["message"]
+
+
+@pytest.mark.db
+def test_headwater_lineage_of_a_streaming_query(streaming_job: SparkJobRun) -> None:
+    w = str(streaming_job.workdir)
+    job = f"job:{NAMESPACE}:{SHOUT.format(workdir=streaming_job.workdir.name)}"
+    incoming, shouted = f"dataset:file:{w}/incoming", f"dataset:file:{w}/shouted"
+    upstream = headwater_get(
+        streaming_job, "/api/v1/lineage", nodeId=shouted, depth=2, direction="UPSTREAM"
+    )
+    assert {(incoming, job), (job, shouted)} <= edges(upstream)
+    runs = headwater_get(
+        streaming_job,
+        f"/api/v1/namespaces/{NAMESPACE}/jobs/{SHOUT.format(workdir=streaming_job.workdir.name)}/runs",
+    )
+    assert {r["id"] for r in runs["runs"]} == {
+        streaming_job.printed("first_run"),
+        streaming_job.printed("second_run"),
+    }
+    assert {r["state"] for r in runs["runs"]} == {"COMPLETED"}
