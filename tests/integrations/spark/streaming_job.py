@@ -4,7 +4,8 @@ from outside (see lineage_job.py).
     python streaming_job.py WORKDIR
 
 A Structured Streaming query reads CSV files from a folder and writes Parquet, twice from one
-checkpoint (a new file between the two runs), then a query that fails in its first micro-batch.
+checkpoint (a new file between the two runs); a query whose foreachBatch function writes each
+micro-batch to Parquet; then a query that fails in its first micro-batch.
 Each run is a trigger(availableNow=True): it processes what is there and stops. The runs' ids
 are printed as JSON lines.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 
 
 def main(workdir: Path) -> None:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     spark = (
         SparkSession.builder.master("local[1]")
@@ -48,6 +49,15 @@ def main(workdir: Path) -> None:
     print(json.dumps({"first_run": shout()}), flush=True)
     (incoming / "b.csv").write_text("id,name\n3,cy\n")
     print(json.dumps({"second_run": shout()}), flush=True)
+
+    def upsert(batch: DataFrame, batch_id: int) -> None:  # what foreachBatch is used for
+        batch.selectExpr("id", "lower(name) AS whisper").write.mode("append").parquet(
+            str(workdir / "whispered")
+        )
+
+    events.writeStream.foreachBatch(upsert).option(
+        "checkpointLocation", str(workdir / "batch-checkpoint")
+    ).trigger(availableNow=True).start().awaitTermination()
 
     failing = (
         events.selectExpr("id DIV 0 AS broken")

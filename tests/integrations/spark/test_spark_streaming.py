@@ -50,6 +50,21 @@ def test_each_run_of_a_streaming_query_is_a_run_of_one_job(streaming_job: SparkJ
     assert streaming_job.printed("first_run") != streaming_job.printed("second_run")
 
 
+def test_a_foreach_batch_write_reads_the_stream_sources(streaming_job: SparkJobRun) -> None:
+    """The function's write reads a micro-batch, an RDD naming nothing; it is given the sources of
+    the query whose micro-batch it is, without columns, since the batch's columns are the query's."""
+    w = str(streaming_job.workdir)
+    [write] = [
+        e
+        for e in streaming_job.events
+        if e["eventType"] == "COMPLETE" and datasets(e, "outputs") == [("file", f"{w}/whispered")]
+    ]
+    assert write["job"]["facets"]["jobType"]["processingType"] == "BATCH"
+    assert datasets(write, "inputs") == [("file", f"{w}/incoming")]
+    assert "schema" not in write["inputs"][0]["facets"]
+    assert "columnLineage" not in write["outputs"][0]["facets"]
+
+
 def test_a_failed_streaming_query_says_why(streaming_job: SparkJobRun) -> None:
     assert streaming_job.printed("failed_on_purpose") == "StreamingQueryException"
     events = run_events(streaming_job, streaming_job.printed("failed_run"))
@@ -68,6 +83,11 @@ def test_headwater_lineage_of_a_streaming_query(streaming_job: SparkJobRun) -> N
         streaming_job, "/api/v1/lineage", nodeId=shouted, depth=2, direction="UPSTREAM"
     )
     assert {(incoming, job), (job, shouted)} <= edges(upstream)
+    whispered = f"dataset:file:{w}/whispered"
+    upstream = headwater_get(
+        streaming_job, "/api/v1/lineage", nodeId=whispered, depth=2, direction="UPSTREAM"
+    )
+    assert incoming in {node["id"] for node in upstream["graph"]}
     runs = headwater_get(
         streaming_job,
         f"/api/v1/namespaces/{NAMESPACE}/jobs/{SHOUT.format(workdir=streaming_job.workdir.name)}/runs",

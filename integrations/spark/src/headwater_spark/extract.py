@@ -13,7 +13,8 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from headwater_spark.model import ActionRecord, DatasetInfo
 from headwater_spark.naming import (
@@ -40,6 +41,9 @@ from headwater_spark.plan import (
     subquery_holders,
     table_identifier,
 )
+
+if TYPE_CHECKING:
+    from headwater_spark.micro_batches import MicroBatchSessions
 
 log = logging.getLogger("headwater_spark")
 
@@ -88,6 +92,8 @@ class Extractor:
         self._metastore_uri = metastore_uri
         self._converters = jvm.scala.jdk.javaapi.CollectionConverters
         self._catalog: Any = None
+        # Set by the streaming listener: the streaming query a micro-batch read belongs to.
+        self.micro_batches: MicroBatchSessions | None = None
         # Where each table this application looked up in the catalog lives, by (database, table):
         # a DROP TABLE is reported after it ran, when the catalog no longer knows the table.
         self._locations: dict[tuple[str | None, str], str] = {}
@@ -439,6 +445,7 @@ class Extractor:
         rels = relations(query_json) if query_json is not None else []
         formats: set[str] = set()
         datasets = self._resolve_relations(rels, query_jvm, formats, query_json) if rels else {}
+        self._name_micro_batches(qe, rels, datasets)
         if out_dataset is None and func_name in SCHEMA_INFERENCE_CALLS and formats == {"Text"}:
             # The CSV/JSON readers' own passes over the text of a file (header, inferSchema).
             return None
@@ -473,6 +480,26 @@ class Extractor:
             record.error_stack = self._stack_trace(exc)
         record.extraction_ms = (time.perf_counter() - started) * 1000
         return record
+
+    def _name_micro_batches(
+        self, qe: Any, rels: list[Relation], datasets: dict[int, list[DatasetId]]
+    ) -> None:
+        """A ``foreachBatch`` function's micro-batch (an RDD) reads its streaming query's sources."""
+        batches = [
+            r
+            for r in rels
+            if r.node.name == "LogicalRDD" and r.key is not None and r.key not in datasets
+        ]
+        if not batches or self.micro_batches is None:
+            return
+        try:
+            sources = self.micro_batches.sources_of(qe.sparkSession())
+        except Exception:
+            log.debug("Lineage: could not find the streaming query of a micro-batch", exc_info=True)
+            return
+        for rel in batches if sources else []:
+            assert rel.key is not None
+            datasets[rel.key] = [replace(d, through_query=True) for d in sources or []]
 
     def _stack_trace(self, exc: Any) -> str | None:
         try:

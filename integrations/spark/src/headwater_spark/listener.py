@@ -129,9 +129,12 @@ class SparkLineage:
     def _follow_streaming_queries(self) -> None:
         """Register the streaming listener (``streaming``); batch lineage goes on without it."""
         try:
+            from headwater_spark.micro_batches import MicroBatchSessions
             from headwater_spark.streaming import StreamingLineage
 
-            listener = StreamingLineage(self.factory, self.emitter)
+            micro_batches = MicroBatchSessions(self.extractor._jvm, self._jsession)
+            self.extractor.micro_batches = micro_batches
+            listener = StreamingLineage(self.factory, self.emitter, micro_batches=micro_batches)
             self._spark.streams.addListener(listener)
             self._streaming = listener
         except Exception:

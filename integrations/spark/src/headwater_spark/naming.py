@@ -29,7 +29,8 @@ class DatasetId:
     namespace: str
     name: str
     symlinks: tuple[Symlink, ...] = field(default=())
-    # Read through a query (over JDBC): the relation's columns are the query's, not this table's.
+    # Read through a query (over JDBC, or a streaming query's micro-batch): the relation's columns
+    # are the query's, not this dataset's.
     through_query: bool = field(default=False, compare=False)
 
     @property

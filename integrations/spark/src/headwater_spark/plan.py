@@ -54,6 +54,8 @@ RELATION_CLASSES = frozenset(
         "DataSourceV2Relation",
         "DataSourceV2ScanRelation",
         "StreamingDataSourceV2Relation",
+        # An RDD's rows: a dataset only as a streaming query's micro-batch (see micro_batches).
+        "LogicalRDD",
     }
 )
 

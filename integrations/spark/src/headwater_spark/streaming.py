@@ -7,7 +7,8 @@ Spark's listener-bus thread through py4j. A query's progress reports describe it
 sink: files, and tables stored as files, are named from those descriptions (``FileStreamSource[path]``,
 ``FileSink[path]``), as a batch read or write of the same path is. A sink that is code
 (``foreachBatch``) or memory names no dataset; what the code writes is reported by the batch
-listener, as actions of their own. Other sources (Kafka, rate, sockets) are not named.
+listener, as actions of their own that read the query's sources (see ``micro_batches``). Other
+sources (Kafka, rate, sockets) are not named.
 
 A query runs for as long as it likes: RUNNING is sent when its datasets change and otherwise at
 most every ``running_interval`` seconds, so that Headwater sees the run alive without an event per
@@ -32,6 +33,7 @@ from headwater_spark.naming import stream_sink_dataset, stream_source_dataset
 if TYPE_CHECKING:
     from headwater_spark.emitter import Emitter
     from headwater_spark.events import EventFactory
+    from headwater_spark.micro_batches import MicroBatchSessions
 
 log = logging.getLogger("headwater_spark")
 
@@ -62,11 +64,16 @@ class StreamingLineage(StreamingQueryListener):
     """The listener PySpark registers (``spark.streams.addListener``); events go to ``emitter``."""
 
     def __init__(
-        self, factory: EventFactory, emitter: Emitter, running_interval: float = RUNNING_INTERVAL
+        self,
+        factory: EventFactory,
+        emitter: Emitter,
+        running_interval: float = RUNNING_INTERVAL,
+        micro_batches: MicroBatchSessions | None = None,
     ) -> None:
         self._factory = factory
         self._emitter = emitter
         self._interval = running_interval
+        self._micro_batches = micro_batches
         self._queries: dict[str, _Query] = {}
         self._lock = threading.Lock()
 
@@ -75,6 +82,8 @@ class StreamingLineage(StreamingQueryListener):
             query = _Query(str(event.runId), event.name or None, _epoch(event.timestamp))
             with self._lock:
                 self._queries[query.run_id] = query
+            if self._micro_batches is not None:
+                self._micro_batches.track(str(event.id))
         except Exception:
             log.warning("Lineage: could not follow a streaming query's start", exc_info=True)
 
