@@ -19,6 +19,7 @@ from pathlib import Path
 
 def main(workdir: Path) -> None:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
 
     spark = (
         SparkSession.builder.master("local[1]")
@@ -33,22 +34,23 @@ def main(workdir: Path) -> None:
     (incoming / "a.csv").write_text("id,name\n1,ann\n2,bob\n")
     events = spark.readStream.schema("id int, name string").option("header", True).csv(str(incoming))
 
-    def shout() -> str:
-        query = (
-            events.selectExpr("id", "upper(name) AS shout")
-            .writeStream.format("parquet")
-            .option("path", str(workdir / "shouted"))
-            .option("checkpointLocation", str(workdir / "checkpoint"))
-            .queryName("shout")
+    def to_parquet(frame: DataFrame, name: str) -> StreamingQuery:
+        """A query named ``name`` writing ``frame`` into the folder of that name, all there is then
+        stopping, with its checkpoint beside it."""
+        return (
+            frame.writeStream.format("parquet")
+            .option("path", str(workdir / name))
+            .option("checkpointLocation", str(workdir / f"{name}-checkpoint"))
+            .queryName(name)
             .trigger(availableNow=True)
             .start()
         )
-        query.awaitTermination()
-        return str(query.runId)
 
-    print(json.dumps({"first_run": shout()}), flush=True)
-    (incoming / "b.csv").write_text("id,name\n3,cy\n")
-    print(json.dumps({"second_run": shout()}), flush=True)
+    for run in ("first_run", "second_run"):
+        query = to_parquet(events.selectExpr("id", "upper(name) AS shout"), "shouted")
+        query.awaitTermination()
+        print(json.dumps({run: str(query.runId)}), flush=True)
+        (incoming / "b.csv").write_text("id,name\n3,cy\n")
 
     def upsert(batch: DataFrame, batch_id: int) -> None:  # what foreachBatch is used for
         batch.selectExpr("id", "lower(name) AS whisper").write.mode("append").parquet(
@@ -59,15 +61,7 @@ def main(workdir: Path) -> None:
         "checkpointLocation", str(workdir / "batch-checkpoint")
     ).trigger(availableNow=True).start().awaitTermination()
 
-    failing = (
-        events.selectExpr("id DIV 0 AS broken")
-        .writeStream.format("parquet")
-        .option("path", str(workdir / "broken"))
-        .option("checkpointLocation", str(workdir / "broken-checkpoint"))
-        .queryName("broken")
-        .trigger(availableNow=True)
-        .start()
-    )
+    failing = to_parquet(events.selectExpr("id DIV 0 AS broken"), "broken")
     try:
         failing.awaitTermination()
     except Exception as exc:

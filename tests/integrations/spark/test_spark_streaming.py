@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 JOB = Path(__file__).with_name("streaming_job.py")
 APP = "headwater_streaming"
-SHOUT = f"{APP}.shout.{{workdir}}_shouted"
+SHOUT = f"{APP}.shouted.{{workdir}}_shouted"
 
 
 @pytest.fixture(scope="module")
