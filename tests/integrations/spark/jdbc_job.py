@@ -33,7 +33,12 @@ def main(workdir: Path, url: str, jar: str) -> None:
     people.selectExpr("id", "upper(name) AS shout").write.mode("overwrite").parquet(
         str(workdir / "shouted")
     )
-    ids = spark.read.format("jdbc").option("url", url).option("query", "SELECT id FROM people").load()
+    ids = (
+        spark.read.format("jdbc")
+        .option("url", url)
+        .option("query", "SELECT id, p.name AS who, upper(name) AS shout FROM people p")
+        .load()
+    )
     ids.write.mode("overwrite").parquet(str(workdir / "ids"))
     spark.stop()
 

@@ -142,6 +142,45 @@ def test_jdbc_query_datasets(url: str, query: str, expected: list[str]) -> None:
     assert {d.namespace for d in found} <= {jdbc_dataset(url, "t").namespace}  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    ("url", "query", "expected"),
+    [
+        # A column copied as it is, renamed or not; a computed one is no copy.
+        (
+            "jdbc:postgresql://db/shop",
+            "(SELECT o.ID, o.Name AS customer, upper(o.name) AS shout FROM orders o) q",
+            {"shop.public.orders": (("customer", "name"), ("id", "id"))},
+        ),
+        # * over one table copies every column.
+        ("jdbc:postgresql://db/shop", "(SELECT * FROM orders) q", {"shop.public.orders": (("*", "*"),)}),
+        # In a join, a column is a copy only when its table is named; quoted names keep their case.
+        (
+            "jdbc:postgresql://db/shop",
+            '(SELECT id, p."Name" FROM orders JOIN people p ON p.id = orders.p) q',
+            {"shop.public.orders": (), "shop.public.people": (("name", "Name"),)},
+        ),
+        # A union, or a subquery in FROM: no copy is claimed.
+        (
+            "jdbc:postgresql://db/shop",
+            "(SELECT a FROM x UNION SELECT b FROM y) q",
+            {"shop.public.x": (), "shop.public.y": ()},
+        ),
+        (
+            "jdbc:postgresql://db/shop",
+            "(SELECT a FROM (SELECT a FROM x) s) q",
+            {"shop.public.x": ()},
+        ),
+        (
+            "jdbc:sqlserver://s;databaseName=dw",
+            "(SELECT [Id] AS Ident FROM dbo.T) q",
+            {"dw.dbo.T": (("ident", "Id"),)},
+        ),
+    ],
+)
+def test_jdbc_query_columns_copied(url: str, query: str, expected: dict[str, Any]) -> None:
+    assert {d.name: d.columns for d in jdbc_query_datasets(url, query)} == expected
+
+
 def test_table_dataset_symlink_like_the_official_listener() -> None:
     # Built-in catalog: the warehouse (the location's parent) is the symlink namespace.
     assert table_dataset("file:/tmp/wh/t1", "default", "t1") == DatasetId(

@@ -63,13 +63,17 @@ def test_jdbc_tables_are_named_by_database_schema_and_table(
     assert lineage(shouted)["shout"] == {f"{table[1]}.name": ["DIRECT:TRANSFORMATION"]}
 
     # A query read over JDBC reads the tables the query names. Its columns are the query's, so the
-    # table gets no schema from it and the column lineage claims none of the table's columns.
+    # table gets no schema from it; the columns the query copies as they are have column lineage,
+    # the one it computes has none.
     ids = final(jdbc_job, f"{APP}.execute_insert_into_hadoop_fs_relation_command.{workdir}_ids")
     assert datasets(ids, "inputs") == [table]
     assert "schema" not in ids["inputs"][0]["facets"]
     assert datasets(ids, "outputs") == [("file", f"{w}/ids")]
     assert ids["job"]["namespace"] == NAMESPACE
-    assert "columnLineage" not in ids["outputs"][0]["facets"]
+    assert lineage(ids) == {
+        "id": {f"{table[1]}.id": ["DIRECT:IDENTITY"]},
+        "who": {f"{table[1]}.name": ["DIRECT:IDENTITY"]},
+    }
 
 
 def test_headwater_joins_the_jdbc_table_to_what_reads_it(

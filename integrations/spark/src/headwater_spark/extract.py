@@ -510,10 +510,22 @@ class Extractor:
     def _lineage(
         self, root: Node, query: Node, datasets: dict[int, list[DatasetId]]
     ) -> dict[str, Any] | None:
-        def dataset_of(rel: Relation) -> list[tuple[str, str]] | None:
-            # A query's columns are not its tables': its lineage stops at the relation.
+        def dataset_of(rel: Relation) -> Any:
             found = datasets.get(rel.key) if rel.key is not None else None
-            return [d.key for d in found if not d.through_query] or None if found else None
+            if not found:
+                return None
+            direct = [d.key for d in found if not d.through_query]
+            if direct:
+                return direct
+            # A query's columns are not its tables', but for those it copies as they are.
+            copies = [(d.key, dict(d.columns)) for d in found if d.columns]
+            if not copies:
+                return None
+            return lambda column: [
+                (key, columns.get(column.lower()) or column)
+                for key, columns in copies
+                if column.lower() in columns or "*" in columns
+            ]
 
         graph = LineageGraph.build(query, dataset_of)
         query_out = output(query)

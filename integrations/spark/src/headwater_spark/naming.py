@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 from urllib.parse import urlsplit
 
 import sqlglot
@@ -30,8 +32,11 @@ class DatasetId:
     name: str
     symlinks: tuple[Symlink, ...] = field(default=())
     # Read through a query (over JDBC, or a streaming query's micro-batch): the relation's columns
-    # are the query's, not this dataset's.
+    # are the query's, not this dataset's…
     through_query: bool = field(default=False, compare=False)
+    # …except those the query copies as they are: (query column in lower case, this dataset's
+    # column), ("*", "*") for all of them.
+    columns: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -125,7 +130,11 @@ _JDBC_DIALECTS = {
 def jdbc_query_datasets(url: str, query: str) -> list[DatasetId]:
     """The tables a query read over JDBC reads (``(SELECT … FROM a JOIN b …) q``, or the ``query``
     option, which Spark wraps the same way), each named as ``jdbc_dataset`` names a table; its own
-    CTEs are not tables. Empty when the query cannot be parsed in its database's dialect."""
+    CTEs are not tables. Empty when the query cannot be parsed in its database's dialect.
+
+    Each carries, in ``columns``, the query's output columns that copy one of its columns as they are
+    (``SELECT id, o.name AS customer FROM orders o``; ``*`` over a single table copies them all):
+    those have column lineage through the query; computed ones do not."""
     subprotocol = (
         url[len("jdbc:") :].partition(":")[0].lower() if url.lower().startswith("jdbc:") else ""
     )
@@ -135,17 +144,66 @@ def jdbc_query_datasets(url: str, query: str) -> list[DatasetId]:
     except sqlglot.errors.SqlglotError:
         return []
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    found: dict[tuple[str, str], DatasetId] = {}
-    for table in tree.find_all(exp.Table, bfs=False):  # in the order the query names them
+
+    def dataset_of(table: exp.Table) -> DatasetId | None:
         parts = [p for p in table.parts if isinstance(p, exp.Identifier)]
         if not parts or len(parts) != len(table.parts):  # a table function, a variable
-            continue
+            return None
         if len(parts) == 1 and parts[0].name.lower() in ctes:
-            continue
-        dataset = jdbc_dataset(url, ".".join(p.sql(dialect=dialect) for p in parts))
+            return None
+        return jdbc_dataset(url, ".".join(p.sql(dialect=dialect) for p in parts))
+
+    found: dict[tuple[str, str], DatasetId] = {}
+    for table in tree.find_all(exp.Table, bfs=False):  # in the order the query names them
+        dataset = dataset_of(table)
         if dataset is not None:
             found.setdefault(dataset.key, replace(dataset, through_query=True))
-    return list(found.values())
+    copies = _copied_columns(tree, dataset_of, fold=subprotocol == "postgresql")
+    return [replace(d, columns=tuple(sorted(copies.get(key, {}).items()))) for key, d in found.items()]
+
+
+def _copied_columns(
+    tree: Any, dataset_of: Callable[[exp.Table], DatasetId | None], *, fold: bool
+) -> dict[tuple[str, str], dict[str, str]]:
+    """Per table (its dataset key): the query's output column (lower case) -> the table's column it
+    copies, ``*`` -> ``*`` when it copies every column. Read from the query's own SELECT (the one
+    Spark wraps in ``SELECT * FROM (…) alias``); a union, a subquery in FROM or a column of no one
+    table copies nothing."""
+    subquery = _from(tree)
+    select = subquery.this if isinstance(subquery, exp.Subquery) else None
+    if not isinstance(select, exp.Select):
+        return {}
+    first = _from(select)
+    sources = [first] if first is not None else []
+    sources += [join.this for join in select.args.get("joins") or []]
+    tables: dict[str, tuple[str, str]] = {}  # name or alias (lower case) -> dataset key
+    for source in sources:
+        dataset = dataset_of(source) if isinstance(source, exp.Table) else None
+        if dataset is not None:
+            tables[source.alias_or_name.lower()] = dataset.key
+    only = next(iter(tables.values())) if len(tables) == len(sources) == 1 else None
+
+    def name(identifier: exp.Identifier) -> str:
+        return identifier.name.lower() if fold and not identifier.quoted else identifier.name
+
+    copies: dict[tuple[str, str], dict[str, str]] = {}
+    for projection in select.expressions:
+        column = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(column, exp.Star) and only is not None:
+            copies.setdefault(only, {})["*"] = "*"
+            continue
+        if not isinstance(column, exp.Column) or not isinstance(column.this, exp.Identifier):
+            continue
+        table = tables.get(column.table.lower()) if column.table else only
+        if table is not None:
+            copies.setdefault(table, {})[projection.alias_or_name.lower()] = name(column.this)
+    return copies
+
+
+def _from(select: Any) -> Any:
+    """What a SELECT's FROM names (sqlglot calls the argument ``from_`` since version 28)."""
+    clause = select.args.get("from_") or select.args.get("from")
+    return clause.this if clause is not None else None
 
 
 def _jdbc_property(properties: str, wanted: str) -> str | None:

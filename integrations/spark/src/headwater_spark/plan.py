@@ -427,9 +427,11 @@ class LineageGraph:
 
     @classmethod
     def build(cls, plan: Node, dataset_of: Callable[[Relation], Any]) -> LineageGraph:
-        """Build the graph; ``dataset_of`` maps a relation to a list of dataset keys (or None).
-
-        A relation can stand for several datasets (a read of several paths).
+        """Build the graph; ``dataset_of`` maps a relation to a list of dataset keys (or None): each
+        of the relation's columns is the column of the same name of each of them. A relation can
+        stand for several datasets (a read of several paths). Where a relation's columns are not
+        its datasets' (a query read over JDBC), ``dataset_of`` gives instead a function from a
+        column's name to the dataset columns it copies.
         """
         graph = cls()
         for rel in relations(plan):
@@ -437,8 +439,9 @@ class LineageGraph:
             if not keys:
                 continue
             for attr in rel.attributes:
+                copied = keys(attr.name) if callable(keys) else [(key, attr.name) for key in keys]
                 bucket = graph.leaves.setdefault(attr.expr_id, [])
-                bucket.extend((key, attr.name) for key in keys if (key, attr.name) not in bucket)
+                bucket.extend(field for field in copied if field not in bucket)
         graph._visit(plan)
         return graph
 
