@@ -83,6 +83,10 @@ def main(workdir: Path) -> None:
         "SELECT dept_name, total FROM dept_totals"
     )
     spark.sql("DROP TABLE dept_copy")
+    spark.sql(
+        f"INSERT OVERWRITE DIRECTORY '{workdir / 'out' / 'export'}' USING parquet "
+        "SELECT dept_name, total FROM dept_totals"
+    )
 
     started = time.perf_counter()
     spark.stop()

@@ -3,7 +3,7 @@
 The job (lineage_job.py) reads a CSV file and a Parquet folder, joins, filters and aggregates them
 into a table with saveAsTable, runs an INSERT INTO … SELECT and a CTAS through spark.sql, fails one
 write on purpose, reads a table back, renames it, adds a column to it and truncates it, creates an
-external table and drops it, and stops. The assertions check the exact events the listener
+external table and drops it, exports a table into a directory, and stops. The assertions check the exact events the listener
 posted, and (when PostgreSQL is available) the lineage graph a real Headwater server built from them.
 """
 
@@ -33,6 +33,7 @@ ALTER = f"{APP}.execute_alter_table_add_columns_command.default_top_departments"
 TRUNCATE = f"{APP}.execute_truncate_table_command.default_top_departments"
 COPY = f"{APP}.execute_create_data_source_table_as_select_command.default_dept_copy"
 DROP = f"{APP}.drop_table.default_dept_copy"
+EXPORT = f"{APP}.execute_insert_into_data_source_dir_command.out_export"
 INSERT_SQL = "INSERT INTO dept_totals SELECT dept_name, total * 2, n FROM dept_totals WHERE n > 1"
 
 
@@ -47,6 +48,7 @@ class Paths:
         self.renamed = f"{w}/warehouse/top_departments"
         self.never = f"{w}/out/never"
         self.copy = f"{w}/out/dept_copy"
+        self.export = f"{w}/out/export"
 
 
 def time_of(event: dict[str, Any]) -> dt.datetime:
@@ -150,7 +152,7 @@ def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     names = set(runs(spark_job))
     writes = {
         *(DEPT_WRITE, SAVE_AS_TABLE, INSERT, CTAS, FAILED, UNRESOLVED),
-        *(RENAME, ALTER, TRUNCATE, COPY, DROP),
+        *(RENAME, ALTER, TRUNCATE, COPY, DROP, EXPORT),
     }
     assert writes <= names
     # Besides the writes, one read: collect() of top_depts. The CSV reader's own header and schema
@@ -160,7 +162,7 @@ def test_one_child_job_per_action(spark_job: SparkJobRun) -> None:
     read_end = final(spark_job, read)
     assert datasets(read_end, "inputs") == [("file", paths.top)]
     assert read_end["outputs"] == []
-    assert len(spark_job.events) == 2 + 2 * 12
+    assert len(spark_job.events) == 2 + 2 * 13
 
 
 def test_a_rename_says_what_the_table_was_called(spark_job: SparkJobRun) -> None:
@@ -180,6 +182,19 @@ def test_a_rename_says_what_the_table_was_called(spark_job: SparkJobRun) -> None
         "code",
         "total",
     ]
+
+
+def test_an_export_into_a_directory(spark_job: SparkJobRun) -> None:
+    p = Paths(spark_job)
+    export = final(spark_job, EXPORT)
+    assert datasets(export, "inputs") == [("file", p.totals)]
+    assert datasets(export, "outputs") == [("file", p.export)]
+    facets = export["outputs"][0]["facets"]
+    assert facets["lifecycleStateChange"]["lifecycleStateChange"] == "OVERWRITE"
+    assert lineage(export) == {
+        "dept_name": {f"{p.totals}.dept_name": ["DIRECT:IDENTITY"]},
+        "total": {f"{p.totals}.total": ["DIRECT:IDENTITY"]},
+    }
 
 
 def test_tables_changed_in_place(spark_job: SparkJobRun) -> None:

@@ -285,6 +285,14 @@ class Extractor:
             dataset = dataset_from_location(path)
         return dataset, _overwrite(cmd.mode().toString() == "Overwrite"), cmd.query()
 
+    def _insert_into_directory(self, _root: Node, cmd: Any) -> Target:
+        """INSERT OVERWRITE [LOCAL] DIRECTORY '…' [USING format] SELECT …: the directory, a path."""
+        uri = _option(cmd.storage().locationUri())
+        if uri is None:
+            return None, None, None
+        location = str(self._jvm.org.apache.hadoop.fs.Path(uri).toString())
+        return dataset_from_location(location), _overwrite(bool(cmd.overwrite())), cmd.query()
+
     def _ctas(self, _root: Node, cmd: Any) -> Target:
         lifecycle = "OVERWRITE" if cmd.mode().toString() == "Overwrite" else "CREATE"
         return self._created_table_dataset(cmd.table()), lifecycle, cmd.query()
@@ -413,6 +421,8 @@ class Extractor:
         "CreateDataSourceTableCommand": _create_table,
         "CreateTableCommand": _create_table,
         "InsertIntoDataSourceCommand": _insert_into_data_source,
+        "InsertIntoDataSourceDirCommand": _insert_into_directory,
+        "InsertIntoHiveDirCommand": _insert_into_directory,
         "SaveIntoDataSourceCommand": _save_into_data_source,
         "AppendData": _v2_write,
         "OverwriteByExpression": _v2_write,

@@ -44,10 +44,13 @@ class ActionRecord:
 
 
 # Commands that run another write as a nested execution and report the same output afterwards
-# (innermost first): CTAS runs a "file source write"; saveAsTable runs a CTAS or an insert.
+# (innermost first): CTAS runs a "file source write"; saveAsTable runs a CTAS or an insert; INSERT
+# OVERWRITE DIRECTORY runs a file source write.
 ABSORBING_COMMANDS = frozenset(
     {
         "CreateDataSourceTableAsSelectCommand",
+        "InsertIntoDataSourceDirCommand",
+        "InsertIntoHiveDirCommand",
         "SaveAsV1TableCommand",
         "CreateHiveTableAsSelectCommand",
         "OptimizedCreateHiveTableAsSelectCommand",
