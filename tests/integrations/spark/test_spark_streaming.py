@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.integrations.spark.conftest import NAMESPACE, SparkJobRun, run_spark_script
-from tests.integrations.spark.test_spark_e2e import datasets, edges, headwater_get
+from tests.integrations.spark.test_spark_e2e import datasets, edges, headwater_get, lineage, schema
 from tests.server import HeadwaterServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -48,6 +48,19 @@ def test_each_run_of_a_streaming_query_is_a_run_of_one_job(streaming_job: SparkJ
             assert event["run"]["facets"]["parent"]["run"]["runId"] == app["run"]["runId"]
         assert events[0]["eventTime"] <= events[1]["eventTime"]
     assert streaming_job.printed("first_run") != streaming_job.printed("second_run")
+
+
+def test_a_streaming_query_has_columns_and_column_lineage(streaming_job: SparkJobRun) -> None:
+    """From the query's plan, as for a batch write: what it reads of its source, what it writes."""
+    w = str(streaming_job.workdir)
+    [start, _] = run_events(streaming_job, streaming_job.printed("first_run"))
+    [source], [sink] = start["inputs"], start["outputs"]
+    assert schema(source) == [("id", "integer"), ("name", "string")]
+    assert schema(sink) == [("id", "integer"), ("shout", "string")]
+    assert lineage(start) == {
+        "id": {f"{w}/incoming.id": ["DIRECT:IDENTITY"]},
+        "shout": {f"{w}/incoming.name": ["DIRECT:TRANSFORMATION"]},
+    }
 
 
 def test_a_foreach_batch_write_reads_the_stream_sources(streaming_job: SparkJobRun) -> None:
@@ -97,3 +110,8 @@ def test_headwater_lineage_of_a_streaming_query(streaming_job: SparkJobRun) -> N
         streaming_job.printed("second_run"),
     }
     assert {r["state"] for r in runs["runs"]} == {"COMPLETED"}
+    field = f"datasetField:file:{w}/shouted:shout"
+    graph = headwater_get(streaming_job, "/api/v1/column-lineage", nodeId=field)
+    fields = {node["id"]: node["data"] for node in graph["graph"]}
+    [source_field] = fields[field]["inputFields"]
+    assert (source_field["dataset"], source_field["field"]) == (f"{w}/incoming", "name")

@@ -8,12 +8,15 @@ from typing import Any
 
 import pytest
 from headwater_spark.events import AppInfo, EventFactory
+from headwater_spark.model import DatasetInfo
 from headwater_spark.naming import DatasetId, stream_sink_dataset, stream_source_dataset
+from headwater_spark.plan import InputField, Transformation
 
 pytest.importorskip("pyspark")
 
 from headwater_spark.streaming import StreamingLineage
 
+QUERY = "51aedcfd-c865-44a4-8e51-a5f8e0eb9cbe"  # the query, across its runs
 RUN = "8b9e8318-a8de-4357-b380-205dde8aa441"
 
 
@@ -60,7 +63,7 @@ def listener(interval: float) -> tuple[StreamingLineage, Collected]:
 
 
 def started(name: str | None = "orders") -> Any:
-    return SimpleNamespace(runId=RUN, name=name, timestamp="2026-11-30T08:00:00.000Z")
+    return SimpleNamespace(id=QUERY, runId=RUN, name=name, timestamp="2026-11-30T08:00:00.000Z")
 
 
 def progress(*sources: str, sink: str = "FileSink[file:/out]", at: str = "08:00:05") -> Any:
@@ -100,6 +103,45 @@ def test_a_query_starts_at_its_first_progress_and_runs_when_its_datasets_change(
     assert start["run"]["runId"] == RUN
     assert {e["job"]["name"] for e in collected.events} == {"stream_app.orders.out"}
     assert start["job"]["facets"]["jobType"]["processingType"] == "STREAMING"
+
+
+def test_columns_and_lineage_come_from_the_plan_once_it_has_run() -> None:
+    field = InputField(("file", "/in/a"), "name", [Transformation("DIRECT", "TRANSFORMATION")])
+    described: list[Any] = []
+
+    def describe(stream: Any) -> Any:
+        described.append(stream)
+        inputs = [DatasetInfo(DatasetId("file", "/in/a"), [{"name": "name", "type": "string"}])]
+        return inputs, [{"name": "shout", "type": "string"}], {"shout": [field]}
+
+    factory = EventFactory(AppInfo("Stream App", "4.0.0", 1_700_000_000.0), "ns")
+    collected = Collected()
+    streaming = StreamingLineage(factory, collected, micro_batches=Tracked(), describe=describe)  # type: ignore[arg-type]
+    streaming.onQueryStarted(started())
+    streaming.onQueryProgress(progress("FileStreamSource[file:/in/a]"))
+    assert described == ["the query"]
+    [start] = collected.events
+    assert start["inputs"][0]["facets"]["schema"]["fields"] == [{"name": "name", "type": "string"}]
+    [out] = start["outputs"]
+    assert (out["name"], out["facets"]["schema"]["fields"]) == (
+        "/out",
+        [{"name": "shout", "type": "string"}],
+    )
+    assert out["facets"]["columnLineage"]["fields"]["shout"]["inputFields"] == [
+        {
+            "namespace": "file",
+            "name": "/in/a",
+            "field": "name",
+            "transformations": [{"type": "DIRECT", "subtype": "TRANSFORMATION", "masking": False}],
+        }
+    ]
+
+
+class Tracked:
+    """The micro-batch sessions, as far as the streaming listener asks them: the query it started."""
+
+    def track(self, query_id: str) -> str:
+        return "the query"
 
 
 def test_a_long_query_says_it_is_alive_every_interval() -> None:

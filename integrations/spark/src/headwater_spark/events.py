@@ -26,6 +26,7 @@ from headwater_spark import __version__
 from headwater_spark.config import ParentRef
 from headwater_spark.model import ActionRecord, DatasetInfo
 from headwater_spark.naming import job_name, normalize_name, path_suffix
+from headwater_spark.plan import InputField
 
 PRODUCER = f"https://github.com/headwater/headwater/tree/{__version__}/integrations/spark"
 RUN_EVENT_SCHEMA = base.RunEvent._get_schema()
@@ -95,11 +96,11 @@ def _dataset(info: DatasetInfo, extra: dict[str, Any] | None = None) -> dict[str
     return {"namespace": info.id.namespace, "name": info.id.name, "facets": facets}
 
 
-def column_lineage_facet(record: ActionRecord) -> dict[str, Any] | None:
-    if not record.column_lineage:
+def column_lineage_facet(lineage: dict[str, list[InputField]] | None) -> dict[str, Any] | None:
+    if not lineage:
         return None
     fields: dict[str, Any] = {}
-    for column, inputs in record.column_lineage.items():
+    for column, inputs in lineage.items():
         fields[column] = {
             "inputFields": [
                 {
@@ -262,7 +263,7 @@ class EventFactory:
         inputs = [_dataset(info) for info in record.inputs]
         outputs: list[dict[str, Any]] = []
         if record.output is not None:
-            lineage = column_lineage_facet(record)
+            lineage = column_lineage_facet(record.column_lineage)
             outputs.append(_dataset(record.output, {"columnLineage": lineage} if lineage else None))
         name = self.action_job_name(record)
         start = self._event(
@@ -308,10 +309,11 @@ class EventFactory:
         job: str,
         inputs: list[DatasetInfo],
         output: DatasetInfo | None,
+        lineage: dict[str, list[InputField]] | None = None,
         error: str | None = None,
     ) -> dict[str, Any]:
         """One event of a streaming query's run (START, RUNNING, COMPLETE or FAIL), a child of the
-        application's run like an action's."""
+        application's run like an action's; ``lineage``, the column lineage of its output."""
         app_ref = ParentRef(self.namespace, self.app_job, self.app_run_id)
         run_facets: dict[str, Any] = {
             "parent": self._parent_facet(app_ref, self.root_parent or app_ref),
@@ -319,6 +321,10 @@ class EventFactory:
         }
         if error is not None:
             run_facets["errorMessage"] = self._error(error, None)
+        outputs = []
+        if output is not None:
+            facet_ = column_lineage_facet(lineage)
+            outputs.append(_dataset(output, {"columnLineage": facet_} if facet_ else None))
         return self._event(
             event_type,
             when,
@@ -328,5 +334,5 @@ class EventFactory:
             self.namespace,
             {"jobType": self._job_type("SQL_JOB", "STREAMING")},
             [_dataset(info) for info in inputs],
-            [_dataset(output)] if output is not None else [],
+            outputs,
         )

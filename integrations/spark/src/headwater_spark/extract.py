@@ -23,10 +23,12 @@ from headwater_spark.naming import (
     jdbc_dataset,
     jdbc_query_datasets,
     path_suffix,
+    stream_source_dataset,
     table_dataset,
     table_symlink,
 )
 from headwater_spark.plan import (
+    InputField,
     LineageGraph,
     Node,
     Relation,
@@ -62,6 +64,8 @@ SCHEMA_INFERENCE_CALLS = frozenset({"head", "rdd"})
 # looked up go first.
 REMEMBERED_LOCATIONS = 10_000
 SESSION_CATALOG = "spark_catalog"
+# A streaming query's sources in its plan.
+_STREAM_RELATIONS = frozenset({"StreamingExecutionRelation", "StreamingDataSourceV2Relation"})
 
 _LIFECYCLE_BY_MODE = {"Overwrite": "OVERWRITE", "ErrorIfExists": "CREATE"}
 
@@ -510,6 +514,26 @@ class Extractor:
         for rel in batches if sources else []:
             assert rel.key is not None
             datasets[rel.key] = [replace(d, through_query=True) for d in sources or []]
+
+    def streaming_query(
+        self, stream: Any
+    ) -> tuple[list[DatasetInfo], list[dict[str, Any]], dict[str, list[InputField]] | None]:
+        """What a streaming query (its ``StreamExecution``) reads, each input with the columns it
+        reads; the columns it writes; and their column lineage. From the query's plan, as for a
+        batch write; its sources are named by their descriptions, as its progress reports give them."""
+        plan = stream.logicalPlan()
+        root = parse_plan(plan.toJSON())
+        query = command_query(root) or root
+        datasets: dict[int, list[DatasetId]] = {}
+        for leaf in self._seq(plan.collectLeaves()):
+            if str(leaf.getClass().getSimpleName()) in _STREAM_RELATIONS and not leaf.output().isEmpty():
+                dataset = stream_source_dataset(str(leaf.toString()))
+                if dataset is not None:
+                    datasets[int(leaf.output().head().exprId().id())] = [dataset]
+        # The written query: the sink's node wraps it (its one child).
+        query_jvm = plan.children().head() if not plan.children().isEmpty() else plan
+        fields = self._output_fields(root, query_jvm) or []
+        return _inputs(relations(query), datasets), fields, self._lineage(root, query, datasets)
 
     def _stack_trace(self, exc: Any) -> str | None:
         try:

@@ -134,7 +134,12 @@ class SparkLineage:
 
             micro_batches = MicroBatchSessions(self.extractor._jvm, self._jsession)
             self.extractor.micro_batches = micro_batches
-            listener = StreamingLineage(self.factory, self.emitter, micro_batches=micro_batches)
+            listener = StreamingLineage(
+                self.factory,
+                self.emitter,
+                micro_batches=micro_batches,
+                describe=self.extractor.streaming_query,
+            )
             self._spark.streams.addListener(listener)
             self._streaming = listener
         except Exception:

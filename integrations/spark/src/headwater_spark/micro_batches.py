@@ -39,12 +39,16 @@ class MicroBatchSessions:
     def _identity(self, session: Any) -> int:
         return int(self._jvm.System.identityHashCode(session))
 
-    def track(self, query_id: str) -> None:
-        """Record the session of a query that started (it may have ended already: then the batch
-        listener looks among the active queries, see ``sources_of``)."""
+    def track(self, query_id: str) -> Any:
+        """Record the session of a query that started, and return the query (its
+        ``StreamExecution``); None if it has ended already (then the batch listener looks among the
+        active queries, see ``sources_of``)."""
         wrapper = self._jsession.streams().get(query_id)
-        if wrapper is not None:
-            self._remember(wrapper.streamingQuery())
+        if wrapper is None:
+            return None
+        stream = wrapper.streamingQuery()
+        self._remember(stream)
+        return stream
 
     def _remember(self, stream: Any) -> int:
         key = self._identity(stream.sparkSessionForStream())

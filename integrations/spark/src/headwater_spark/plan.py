@@ -54,6 +54,7 @@ RELATION_CLASSES = frozenset(
         "DataSourceV2Relation",
         "DataSourceV2ScanRelation",
         "StreamingDataSourceV2Relation",
+        "StreamingExecutionRelation",
         # An RDD's rows: a dataset only as a streaming query's micro-batch (see micro_batches).
         "LogicalRDD",
     }

@@ -5,7 +5,9 @@ Spark does not call the batch listener (``QueryExecutionListener``) for micro-ba
 queries are followed through PySpark's ``StreamingQueryListener``, called like the batch listener on
 Spark's listener-bus thread through py4j. A query's progress reports describe its sources and its
 sink: files, and tables stored as files, are named from those descriptions (``FileStreamSource[path]``,
-``FileSink[path]``), as a batch read or write of the same path is. A sink that is code
+``FileSink[path]``), as a batch read or write of the same path is; the columns each reads and
+writes, and the output's column lineage, come from the query's plan once its first micro-batch has
+run (``Extractor.streaming_query``). A sink that is code
 (``foreachBatch``) or memory names no dataset; what the code writes is reported by the batch
 listener, as actions of their own that read the query's sources (see ``micro_batches``). Other
 sources (Kafka, rate, sockets) are not named.
@@ -31,9 +33,15 @@ from headwater_spark.model import DatasetInfo
 from headwater_spark.naming import stream_sink_dataset, stream_source_dataset
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from headwater_spark.emitter import Emitter
     from headwater_spark.events import EventFactory
     from headwater_spark.micro_batches import MicroBatchSessions
+    from headwater_spark.plan import InputField
+
+    # A query's inputs (with their columns), its output's columns, their column lineage.
+    Description = tuple[list[DatasetInfo], list[dict[str, Any]], dict[str, list[InputField]] | None]
 
 log = logging.getLogger("headwater_spark")
 
@@ -56,8 +64,10 @@ class _Query:
     started: float
     inputs: dict[tuple[str, str], DatasetInfo] = field(default_factory=dict)
     output: DatasetInfo | None = None
+    lineage: dict[str, list[InputField]] | None = None  # the output's column lineage
     job: str | None = None  # named, and START sent, at its first progress
     last_sent: float = 0.0
+    stream: Any = None  # the query's StreamExecution (py4j), while it runs
 
 
 class StreamingLineage(StreamingQueryListener):
@@ -69,11 +79,15 @@ class StreamingLineage(StreamingQueryListener):
         emitter: Emitter,
         running_interval: float = RUNNING_INTERVAL,
         micro_batches: MicroBatchSessions | None = None,
+        describe: Callable[[Any], Description] | None = None,
     ) -> None:
+        """``describe``: a query's inputs with their columns, its output's columns and their
+        column lineage, from its plan (``Extractor.streaming_query``)."""
         self._factory = factory
         self._emitter = emitter
         self._interval = running_interval
         self._micro_batches = micro_batches
+        self._describe = describe
         self._queries: dict[str, _Query] = {}
         self._lock = threading.Lock()
 
@@ -83,7 +97,7 @@ class StreamingLineage(StreamingQueryListener):
             with self._lock:
                 self._queries[query.run_id] = query
             if self._micro_batches is not None:
-                self._micro_batches.track(str(event.id))
+                query.stream = self._micro_batches.track(str(event.id))
         except Exception:
             log.warning("Lineage: could not follow a streaming query's start", exc_info=True)
 
@@ -108,6 +122,7 @@ class StreamingLineage(StreamingQueryListener):
                 query = self._queries.pop(str(event.runId), None)
             if query is None:
                 return
+            query.stream = None
             if query.job is None:  # ended before its first micro-batch
                 self._start(query)
             error = str(event.exception) if event.exception else None
@@ -127,11 +142,29 @@ class StreamingLineage(StreamingQueryListener):
             query.output = DatasetInfo(dataset) if dataset is not None else None
             changed = changed or query.output is not None
         if query.job is None:
+            self._read_plan(query)
             self._start(query)
             return
         now = time.time()
         if changed or now - query.last_sent >= self._interval:
             self._send(query, "RUNNING", _epoch(progress.timestamp))
+
+    def _read_plan(self, query: _Query) -> None:
+        """The columns the query reads and writes, and its column lineage, once its plan is
+        analyzed (its first micro-batch has run); the names stay those of its progress report."""
+        if query.stream is None or self._describe is None:
+            return
+        try:
+            inputs, fields, lineage = self._describe(query.stream)
+        except Exception:
+            log.debug("Lineage: could not read a streaming query's plan", exc_info=True)
+            return
+        for info in inputs:
+            if info.id.key in query.inputs:
+                query.inputs[info.id.key] = info
+        if query.output is not None:
+            query.output = DatasetInfo(query.output.id, fields)
+            query.lineage = lineage
 
     def _start(self, query: _Query) -> None:
         query.job = self._factory.streaming_job_name(query.name, query.output)
@@ -148,6 +181,7 @@ class StreamingLineage(StreamingQueryListener):
                 query.job,
                 list(query.inputs.values()),
                 query.output,
+                query.lineage,
                 error,
             )
         )
