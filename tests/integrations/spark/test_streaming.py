@@ -150,7 +150,8 @@ def test_a_long_query_says_it_is_alive_every_interval() -> None:
     for _ in range(3):
         streaming.onQueryProgress(progress("FileStreamSource[file:/in/a]", sink="ForeachBatchSink"))
     assert [e["eventType"] for e in collected.events] == ["START", "RUNNING", "RUNNING"]
-    assert collected.events[0]["job"]["name"] == "stream_app.streaming_query"
+    # No output, no name: the job is named after what it reads.
+    assert collected.events[0]["job"]["name"] == "stream_app.streaming_query.in_a"
     assert collected.events[0]["outputs"] == []
 
 

@@ -295,10 +295,15 @@ class EventFactory:
 
     # ---- streaming queries
 
-    def streaming_job_name(self, query_name: str | None, output: DatasetInfo | None) -> str:
-        """``<app>.<query name, else streaming_query>.<output suffix>``: stable across the query's
-        restarts from its checkpoint, as a batch action's name is across runs."""
-        suffix = path_suffix(output.id.name) if output is not None else None
+    def streaming_job_name(
+        self, query_name: str | None, output: DatasetInfo | None, inputs: list[DatasetInfo]
+    ) -> str:
+        """``<app>.<query name, else streaming_query>.<target>``: stable across the query's restarts
+        from its checkpoint, as a batch action's name is across runs. The target is the output's
+        path suffix; for a sink that names no dataset (foreachBatch), the first input's, so that
+        two such queries of one application are two jobs."""
+        named = output if output is not None else (inputs[0] if inputs else None)
+        suffix = path_suffix(named.id.name) if named is not None else None
         return job_name(self.app_job, query_name or "streaming_query", suffix)
 
     def streaming_event(

@@ -167,7 +167,9 @@ class StreamingLineage(StreamingQueryListener):
             query.lineage = lineage
 
     def _start(self, query: _Query) -> None:
-        query.job = self._factory.streaming_job_name(query.name, query.output)
+        query.job = self._factory.streaming_job_name(
+            query.name, query.output, list(query.inputs.values())
+        )
         self._send(query, "START", query.started)
 
     def _send(self, query: _Query, event_type: str, when: float, error: str | None = None) -> None:
