@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from headwater_spark.jvm import python_list
 from headwater_spark.model import ActionRecord, DatasetInfo
 from headwater_spark.naming import (
     DatasetId,
@@ -105,7 +106,7 @@ class Extractor:
     # ---- helpers
 
     def _seq(self, seq: Any) -> list[Any]:
-        return list(self._converters.asJava(seq))
+        return python_list(self._converters.asJava(seq))
 
     @property
     def catalog(self) -> Any:

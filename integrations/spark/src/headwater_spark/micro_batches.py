@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from headwater_spark.jvm import python_list
 from headwater_spark.naming import DatasetId, stream_source_dataset
 
 log = logging.getLogger("headwater_spark")
@@ -76,7 +77,7 @@ class MicroBatchSessions:
         leaves = self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(
             stream.logicalPlan().collectLeaves()
         )
-        for leaf in leaves:
+        for leaf in python_list(leaves):
             if str(leaf.getClass().getSimpleName()) in _STREAMING_RELATIONS:
                 dataset = stream_source_dataset(str(leaf.toString()))
                 if dataset is not None:
