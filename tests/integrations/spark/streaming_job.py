@@ -5,7 +5,8 @@ from outside (see lineage_job.py).
 
 A Structured Streaming query reads CSV files from a folder and writes Parquet, twice from one
 checkpoint (a new file between the two runs); a query whose foreachBatch function writes each
-micro-batch to Parquet; then a query that fails in its first micro-batch.
+micro-batch to Parquet; a query that fails in its first micro-batch; and a query left running when
+the application stops.
 Each run is a trigger(availableNow=True): it processes what is there and stops. The runs' ids
 are printed as JSON lines.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 
@@ -67,6 +69,20 @@ def main(workdir: Path) -> None:
     except Exception as exc:
         print(json.dumps({"failed_on_purpose": type(exc).__name__}), flush=True)
     print(json.dumps({"failed_run": str(failing.runId)}), flush=True)
+
+    # A query still running when the application stops.
+    forever = (
+        events.writeStream.format("parquet")
+        .option("path", str(workdir / "kept"))
+        .option("checkpointLocation", str(workdir / "kept-checkpoint"))
+        .queryName("kept")
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    deadline = time.monotonic() + 60
+    while forever.lastProgress is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    print(json.dumps({"running_run": str(forever.runId)}), flush=True)
     spark.stop()
 
 

@@ -87,6 +87,15 @@ def test_a_failed_streaming_query_says_why(streaming_job: SparkJobRun) -> None:
     assert "DIVIDE_BY_ZERO" in events[-1]["run"]["facets"]["errorMessage"]["message"]
 
 
+def test_a_query_running_when_the_application_stops_is_aborted(streaming_job: SparkJobRun) -> None:
+    events = run_events(streaming_job, streaming_job.printed("running_run"))
+    # START, maybe a RUNNING (a minute apart at most), then ABORT.
+    types = [e["eventType"] for e in events]
+    assert (types[0], types[-1]) == ("START", "ABORT")
+    assert set(types[1:-1]) <= {"RUNNING"}
+    assert {e["job"]["name"] for e in events} == {f"{APP}.kept.{streaming_job.workdir.name}_kept"}
+
+
 @pytest.mark.db
 def test_headwater_lineage_of_a_streaming_query(streaming_job: SparkJobRun) -> None:
     w = str(streaming_job.workdir)

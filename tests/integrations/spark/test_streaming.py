@@ -165,6 +165,25 @@ def test_a_query_that_fails_before_any_progress() -> None:
     )
 
 
+def test_queries_still_running_when_the_application_ends_are_aborted() -> None:
+    streaming, collected = listener(interval=60)
+    streaming.onQueryStarted(started())
+    streaming.onQueryProgress(progress("FileStreamSource[file:/in/a]"))
+    ending = streaming.abort_running()
+    assert summary(ending) == [("ABORT", ["/in/a"], ["/out"])]
+    assert ending[0]["run"]["runId"] == RUN
+    assert streaming.abort_running() == []  # forgotten
+    # Its end reported after all changes nothing: the run has ended.
+    streaming.onQueryTerminated(SimpleNamespace(runId=RUN, exception=None))
+    assert [e["eventType"] for e in collected.events] == ["START"]
+
+
+def test_a_query_that_never_started_its_run_is_not_aborted() -> None:
+    streaming, _ = listener(interval=60)
+    streaming.onQueryStarted(started())
+    assert streaming.abort_running() == []
+
+
 def test_a_callback_that_cannot_be_read_never_raises_into_spark() -> None:
     streaming, collected = listener(interval=60)
     streaming.onQueryStarted(object())

@@ -155,6 +155,11 @@ class SparkLineage:
             _active.pop(self.application_id, None)
         final = []
         try:
+            if self._streaming is not None:
+                final += self._streaming.abort_running()
+        except Exception:
+            log.warning("Lineage: could not end the streaming queries' runs", exc_info=True)
+        try:
             if error is None:
                 final.append(self.factory.app_end(time.time()))
             else:

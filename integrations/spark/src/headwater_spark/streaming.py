@@ -14,7 +14,8 @@ sources (Kafka, rate, sockets) are not named.
 
 A query runs for as long as it likes: RUNNING is sent when its datasets change and otherwise at
 most every ``running_interval`` seconds, so that Headwater sees the run alive without an event per
-micro-batch. The run id is Spark's own ``runId`` (a new one each time the query starts from its
+micro-batch; a query still running when the application ends is ended as ABORT. The run id is
+Spark's own ``runId`` (a new one each time the query starts from its
 checkpoint); the job's name stays the same across those runs. Nothing here may raise into Spark.
 """
 
@@ -130,6 +131,14 @@ class StreamingLineage(StreamingQueryListener):
         except Exception:
             log.warning("Lineage: could not follow a streaming query's end", exc_info=True)
 
+    def abort_running(self) -> list[dict[str, Any]]:
+        """ABORT events for the queries still running as the application ends (their START sent
+        and no end reported); the queries are forgotten."""
+        with self._lock:
+            running, self._queries = list(self._queries.values()), {}
+        now = time.time()
+        return [self._event(query, "ABORT", now) for query in running if query.job is not None]
+
     def _progress(self, query: _Query, progress: Any) -> None:
         changed = False
         for source in progress.sources or []:
@@ -173,17 +182,20 @@ class StreamingLineage(StreamingQueryListener):
         self._send(query, "START", query.started)
 
     def _send(self, query: _Query, event_type: str, when: float, error: str | None = None) -> None:
-        assert query.job is not None
         query.last_sent = time.time()
-        self._emitter.submit(
-            self._factory.streaming_event(
-                event_type,
-                when,
-                query.run_id,
-                query.job,
-                list(query.inputs.values()),
-                query.output,
-                query.lineage,
-                error,
-            )
+        self._emitter.submit(self._event(query, event_type, when, error))
+
+    def _event(
+        self, query: _Query, event_type: str, when: float, error: str | None = None
+    ) -> dict[str, Any]:
+        assert query.job is not None
+        return self._factory.streaming_event(
+            event_type,
+            when,
+            query.run_id,
+            query.job,
+            list(query.inputs.values()),
+            query.output,
+            query.lineage,
+            error,
         )
