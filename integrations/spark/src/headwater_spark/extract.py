@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from headwater_spark.jvm import python_list
+from headwater_spark.jvm import scala_list
+from headwater_spark.micro_batches import stream_sources
 from headwater_spark.model import ActionRecord, DatasetInfo
 from headwater_spark.naming import (
     DatasetId,
@@ -24,7 +25,6 @@ from headwater_spark.naming import (
     jdbc_dataset,
     jdbc_query_datasets,
     path_suffix,
-    stream_source_dataset,
     table_dataset,
     table_symlink,
 )
@@ -65,8 +65,6 @@ SCHEMA_INFERENCE_CALLS = frozenset({"head", "rdd"})
 # looked up go first.
 REMEMBERED_LOCATIONS = 10_000
 SESSION_CATALOG = "spark_catalog"
-# A streaming query's sources in its plan.
-_STREAM_RELATIONS = frozenset({"StreamingExecutionRelation", "StreamingDataSourceV2Relation"})
 
 _LIFECYCLE_BY_MODE = {"Overwrite": "OVERWRITE", "ErrorIfExists": "CREATE"}
 
@@ -106,7 +104,7 @@ class Extractor:
     # ---- helpers
 
     def _seq(self, seq: Any) -> list[Any]:
-        return python_list(self._converters.asJava(seq))
+        return scala_list(self._jvm, seq)
 
     @property
     def catalog(self) -> Any:
@@ -155,12 +153,16 @@ class Extractor:
         uri = _option(table.storage().locationUri())
         if uri is None:
             return self._table_ident_dataset(table.identifier())
-        # As the catalog writes it (file:/a/b, not file:///a/b): a Hadoop path of the URI.
-        location = str(self._jvm.org.apache.hadoop.fs.Path(uri).toString())
+        location = self._location(uri)
         qualified = self.catalog.qualifyIdentifier(table.identifier())
         database, name = _option(qualified.database()), qualified.table()
         self._remember_location(database, name, location)
         return table_dataset(location, database, name, self._metastore_uri)
+
+    def _location(self, uri: Any) -> str:
+        """A command's location URI as the catalog writes it (file:/a/b, not file:///a/b): a Hadoop
+        path of the URI."""
+        return str(self._jvm.org.apache.hadoop.fs.Path(uri).toString())
 
     # ---- relations
 
@@ -295,7 +297,7 @@ class Extractor:
         uri = _option(cmd.storage().locationUri())
         if uri is None:
             return None, None, None
-        location = str(self._jvm.org.apache.hadoop.fs.Path(uri).toString())
+        location = self._location(uri)
         return dataset_from_location(location), _overwrite(bool(cmd.overwrite())), cmd.query()
 
     def _ctas(self, _root: Node, cmd: Any) -> Target:
@@ -512,9 +514,12 @@ class Extractor:
         except Exception:
             log.debug("Lineage: could not find the streaming query of a micro-batch", exc_info=True)
             return
-        for rel in batches if sources else []:
+        if not sources:
+            return
+        read = [replace(d, through_query=True) for d in sources]
+        for rel in batches:
             assert rel.key is not None
-            datasets[rel.key] = [replace(d, through_query=True) for d in sources or []]
+            datasets[rel.key] = read
 
     def streaming_query(
         self, stream: Any
@@ -525,12 +530,7 @@ class Extractor:
         plan = stream.logicalPlan()
         root = parse_plan(plan.toJSON())
         query = command_query(root) or root
-        datasets: dict[int, list[DatasetId]] = {}
-        for leaf in self._seq(plan.collectLeaves()):
-            if str(leaf.getClass().getSimpleName()) in _STREAM_RELATIONS and not leaf.output().isEmpty():
-                dataset = stream_source_dataset(str(leaf.toString()))
-                if dataset is not None:
-                    datasets[int(leaf.output().head().exprId().id())] = [dataset]
+        datasets = {key: [d] for key, d in stream_sources(self._jvm, plan).items()}
         # The written query: the sink's node wraps it (its one child).
         query_jvm = plan.children().head() if not plan.children().isEmpty() else plan
         fields = self._output_fields(root, query_jvm) or []

@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from headwater_spark.jvm import python_list
+from headwater_spark.jvm import scala_list
 from headwater_spark.naming import DatasetId, stream_source_dataset
 
 log = logging.getLogger("headwater_spark")
@@ -25,6 +25,7 @@ log = logging.getLogger("headwater_spark")
 # Queries remembered after they end: the batch listener may report a query's last micro-batch after
 # the streaming listener has seen the query end.
 REMEMBERED_QUERIES = 100
+# A streaming query's sources in its plan.
 _STREAMING_RELATIONS = frozenset({"StreamingExecutionRelation", "StreamingDataSourceV2Relation"})
 
 
@@ -74,12 +75,18 @@ class MicroBatchSessions:
         if stream is None:
             return None
         found: dict[tuple[str, str], DatasetId] = {}
-        leaves = self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(
-            stream.logicalPlan().collectLeaves()
-        )
-        for leaf in python_list(leaves):
-            if str(leaf.getClass().getSimpleName()) in _STREAMING_RELATIONS:
-                dataset = stream_source_dataset(str(leaf.toString()))
-                if dataset is not None:
-                    found.setdefault(dataset.key, dataset)
+        for dataset in stream_sources(self._jvm, stream.logicalPlan()).values():
+            found.setdefault(dataset.key, dataset)
         return list(found.values())
+
+
+def stream_sources(jvm: Any, plan: Any) -> dict[int, DatasetId]:
+    """The sources of a streaming query's plan (py4j), by the id of each one's first column, named
+    by their descriptions as the query's progress reports give them (files only)."""
+    found: dict[int, DatasetId] = {}
+    for leaf in scala_list(jvm, plan.collectLeaves()):
+        if str(leaf.getClass().getSimpleName()) in _STREAMING_RELATIONS and not leaf.output().isEmpty():
+            dataset = stream_source_dataset(str(leaf.toString()))
+            if dataset is not None:
+                found[int(leaf.output().head().exprId().id())] = dataset
+    return found

@@ -80,9 +80,9 @@ def jdbc_dataset(url: str, table: str) -> DatasetId | None:
     ``jdbc:postgresql://host/shop`` + ``orders`` -> ``postgres://host:5432`` + ``shop.public.orders``.
 
     The database comes from the URL (its path; SQL Server's ``databaseName`` property) unless the
-    name has three parts (``database.schema.table``), the schema
-    from the table name, else the database's default one. Identifiers are unquoted; PostgreSQL's
-    unquoted ones folded to lower case, as PostgreSQL does. None for a query (``(SELECT …) q``) or
+    name has three parts (``database.schema.table``); the schema from the table name, else the
+    database's default one. Identifiers are unquoted; PostgreSQL's unquoted ones folded to lower
+    case, as PostgreSQL does. None for a query (``(SELECT …) q``) or
     a URL that is not ``jdbc:<subprotocol>://host…``.
     """
     if not url.lower().startswith("jdbc:") or not table.strip() or table.lstrip().startswith("("):
