@@ -91,7 +91,10 @@ def trino_namespace(uri: str) -> str:
     value = uri.strip()
     if "://" not in value:
         value = "trino://" + value
-    authority = urlsplit(value).netloc.rpartition("@")[2]
+    try:
+        authority = urlsplit(value).netloc.rpartition("@")[2]
+    except ValueError:  # an unbalanced "[" or "]" (an IPv6 literal)
+        authority = ""
     if not authority:
         raise ValueError(f"Not a Trino coordinator URI: {uri!r} (expected e.g. http://trino:8080)")
     return f"trino://{authority}"

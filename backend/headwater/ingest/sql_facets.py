@@ -142,6 +142,13 @@ def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]
             f"{resolver.too_long} table names are longer than a dataset name may be "
             f"({MAX_NAMESPACE_BYTES} bytes of namespace, {MAX_NAME_BYTES} of name)"
         )
+    if resolver.unreadable_paths:
+        paths = sorted(resolver.unreadable_paths)
+        shown = ", ".join(repr(p[:200]) for p in paths[:3])
+        errors.append(
+            f"{len(paths)} file paths are not URIs and were left out: {shown}"
+            + (", ..." if len(paths) > 3 else "")
+        )
     return errors
 
 
@@ -207,6 +214,8 @@ class _Resolver:
             self._index(d)
         self.matches: dict[str, dict[str, DatasetDef | None]] = {}
         self.too_long = 0
+        # file paths the SQL names that are not URIs (an unbalanced "[" or "]"), left out
+        self.unreadable_paths: set[str] = set()
 
     def _index(self, d: DatasetDef) -> None:
         for _, nm, _ in d.identities:
@@ -229,7 +238,11 @@ class _Resolver:
 
     def dataset(self, table: str, *, output: bool) -> DatasetDef | None:
         if table.startswith("path:"):
-            parts = urlsplit(table[len("path:") :])
+            try:
+                parts = urlsplit(table[len("path:") :])
+            except ValueError:
+                self.unreadable_paths.add(table[len("path:") :])
+                return None
             namespace = f"{parts.scheme}://{parts.netloc}" if parts.netloc else (parts.scheme or "file")
             return self._add(namespace, parts.path or table, output=output)
         found = self._match(table)

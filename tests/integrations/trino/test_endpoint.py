@@ -265,6 +265,25 @@ BAD = [
         "must be, in UTC, after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z",
     ),
     (
+        "metadata.uri with an unbalanced bracket",
+        lambda: {
+            **http_example(),
+            "metadata": {**http_example()["metadata"], "uri": "http://[trino:8080/"},
+        },
+        "$.metadata.uri",
+        "not a URI: 'http://[trino:8080/' (Invalid IPv6 URL)",
+    ),
+    (
+        "serverAddress with an unbalanced bracket",
+        lambda: {
+            **http_example(),
+            "metadata": {k: v for k, v in http_example()["metadata"].items() if k != "uri"},
+            "context": {**http_example()["context"], "serverAddress": "[::1"},
+        },
+        "$.context.serverAddress",
+        "Not a Trino coordinator URI: '[::1' (expected e.g. http://trino:8080)",
+    ),
+    (
         "inputs not a list",
         lambda: {**http_example(), "ioMetadata": {"inputs": {}, "output": None}},
         "$.ioMetadata.inputs",

@@ -55,16 +55,34 @@ def dataset_namespace(
     if options.trino_uri:
         return trino_namespace(options.trino_uri)
     uri = event.metadata.uri
-    if uri and urlsplit(uri).netloc:
+    if uri and _authority(uri, f"{prefix}.metadata.uri"):
         return trino_namespace(uri)
     address = (event.context.server_address if event.context else None) or ""
     if address.strip():
-        return trino_namespace(address)
+        return _coordinator(address, f"{prefix}.context.serverAddress")
     raise InvalidTrinoEventError(
         "Cannot tell the Trino coordinator: the event has neither metadata.uri nor "
         "context.serverAddress; set HEADWATER_TRINO_URI or ?trinoUri=.",
         [FieldError(f"{prefix}.metadata.uri", "missing; needed to name the coordinator")],
     )
+
+
+def _authority(uri: str, path: str) -> str:
+    """The host and port of a URI the event reports at ``path``; a URI that cannot be read is a bad
+    event, not a server error."""
+    try:
+        return urlsplit(uri).netloc
+    except ValueError as exc:  # an unbalanced "[" or "]" (an IPv6 literal)
+        message = f"not a URI: {uri[:200]!r} ({exc})"
+        raise InvalidTrinoEventError(f"{path} is {message}", [FieldError(path, message)]) from None
+
+
+def _coordinator(address: str, path: str) -> str:
+    """The coordinator's namespace from the address the event reports at ``path``."""
+    try:
+        return trino_namespace(address)
+    except ValueError as exc:
+        raise InvalidTrinoEventError(str(exc), [FieldError(path, str(exc))]) from None
 
 
 _TEMPLATE = re.compile(r"\$(QUERY_ID|USER|SOURCE|CLIENT_IP)")
