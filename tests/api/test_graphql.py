@@ -364,6 +364,44 @@ async def test_too_many_aliases_are_refused(client):
     assert body["errors"][0]["extensions"]["code"] == "too_many_aliases"
 
 
+def fragments_spreading_the_next_twice(count: int, last: str) -> str:
+    """A document of about 25 bytes a fragment that expands to 2**count copies of ``last``."""
+    spreads = " ".join(f"fragment F{i} on Query {{ ...F{i + 1} ...F{i + 1} }}" for i in range(count))
+    return f"query {{ ...F0 }} {spreads} fragment F{count} on Query {{ {last} }}"
+
+
+async def test_fragments_spread_again_and_again_are_measured_once_each(client):
+    # Sixty fragments expand to 2**60 selections: each limit measures every fragment once, so the
+    # answer is immediate (before, each check walked every expansion and the server hung).
+    body = await execute(client, fragments_spreading_the_next_twice(60, "__typename"))
+    assert body == {"data": {"__typename": "Query"}}
+    body = await execute(client, fragments_spreading_the_next_twice(60, "a: __typename"))
+    assert body["errors"][0]["extensions"]["code"] == "too_many_aliases"
+    assert body["errors"][0]["message"] == "at least 1000000 aliases found. Allowed: 30"
+    body = await execute(client, fragments_spreading_the_next_twice(60, "tags { name }"))
+    assert body["errors"][0]["extensions"]["code"] == "query_too_complex"
+    assert body["errors"][0]["message"].startswith("The operation may resolve about at least 1000000 ")
+
+
+async def test_depth_counts_the_fields_fragments_add(client):
+    # Each fragment adds two levels: eight of them, under the job, nest seventeen fields.
+    levels = " ".join(f"fragment L{i} on Job {{ parent {{ parent {{ ...L{i + 1} }} }} }}" for i in range(8))
+    query = f'{{ job(namespace: "a", name: "b") {{ ...L0 }} }} {levels} fragment L8 on Job {{ id }}'
+    body = await execute(client, query)
+    assert body["errors"][0]["extensions"]["code"] == "query_too_deep"
+    assert body["errors"][0]["message"] == "'anonymous' exceeds maximum operation depth of 15"
+    levels = " ".join(f"fragment L{i} on Job {{ parent {{ parent {{ ...L{i + 1} }} }} }}" for i in range(6))
+    shallow = f'{{ job(namespace: "a", name: "b") {{ ...L0 }} }} {levels} fragment L6 on Job {{ id }}'
+    assert "errors" not in await execute(client, shallow)
+
+
+async def test_a_page_size_beyond_graphql_int_is_graphql_error_not_a_cost(client):
+    body = await execute(client, "query($n: Int!) { datasets(first: $n) { nodes { name } } }", n=10**30)
+    message = body["errors"][0]["message"]
+    assert "Int cannot represent non 32-bit signed integer value" in message
+    assert len(message) < 200
+
+
 COLUMNS = """query($id: ID!, $direction: LineageDirection!) {
   columnLineage(nodeId: $id, depth: 5, direction: $direction, maxNodes: 100) {
     __typename
