@@ -385,12 +385,16 @@ async def test_fragments_spread_again_and_again_are_measured_once_each(client):
 
 async def test_depth_counts_the_fields_fragments_add(client):
     # Each fragment adds two levels: eight of them, under the job, nest seventeen fields.
-    levels = " ".join(f"fragment L{i} on Job {{ parent {{ parent {{ ...L{i + 1} }} }} }}" for i in range(8))
+    levels = " ".join(
+        f"fragment L{i} on Job {{ parent {{ parent {{ ...L{i + 1} }} }} }}" for i in range(8)
+    )
     query = f'{{ job(namespace: "a", name: "b") {{ ...L0 }} }} {levels} fragment L8 on Job {{ id }}'
     body = await execute(client, query)
     assert body["errors"][0]["extensions"]["code"] == "query_too_deep"
     assert body["errors"][0]["message"] == "'anonymous' exceeds maximum operation depth of 15"
-    levels = " ".join(f"fragment L{i} on Job {{ parent {{ parent {{ ...L{i + 1} }} }} }}" for i in range(6))
+    levels = " ".join(
+        f"fragment L{i} on Job {{ parent {{ parent {{ ...L{i + 1} }} }} }}" for i in range(6)
+    )
     shallow = f'{{ job(namespace: "a", name: "b") {{ ...L0 }} }} {levels} fragment L6 on Job {{ id }}'
     assert "errors" not in await execute(client, shallow)
 
