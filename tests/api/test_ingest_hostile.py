@@ -394,6 +394,40 @@ async def test_a_websocket_message_of_too_many_values_closes_with_1009(server):
     assert "100000 JSON values" in reason
 
 
+def test_graphql_documents_are_bounded_before_they_are_parsed(server):
+    # Parsing runs on the event loop and reads what the token limit does not count: a 30 MB
+    # comment held every other request for 5 s. Such a body is refused unread; a document over
+    # 256 KB is refused before it is parsed.
+    headers = {"Content-Type": "application/json"}
+    huge = {"query": "{ __typename #" + "x" * (30 << 20) + "\n}"}
+    long = {"query": "{ __typename #" + "x" * (3 << 20) + "\n}"}
+    with health_probed(server, every=0.02) as latencies:
+        too_large = post(server, huge, "/graphql", **headers)
+        too_long = post(server, long, "/graphql", **headers)
+    assert too_large.status_code == 413, too_large.text[:500]
+    assert too_large.json()["detail"] == (
+        "The request body is larger than 4194304 bytes, the most /graphql takes."
+    )
+    assert too_long.status_code == 400, too_long.text[:500]
+    assert too_long.json()["errors"] == [{"path": "query", "message": "longer than 262,144 characters"}]
+    assert max(latencies) < 0.5
+    almost = {"query": "{ __typename #" + "x" * (250 << 10) + "\n}"}
+    assert post(server, almost, "/graphql", **headers).json() == {"data": {"__typename": "Query"}}
+
+
+async def test_a_websocket_subscription_of_a_document_too_long_closes_with_4400(server):
+    url = server.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=["graphql-transport-ws"], max_size=None) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": {"apiKey": server.api_key}}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        query = "subscription { lineageChanges { cursor } } #" + "x" * (1 << 20)
+        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query}}))
+        with pytest.raises(websockets.ConnectionClosed):
+            await ws.recv()
+    assert ws.close_code == 4400
+    assert "The GraphQL document is 1,048,620 characters long" in (ws.close_reason or "")
+
+
 def sql_event(statements: int) -> dict[str, Any]:
     e = run_event("script", inputs=["db.s.u0"], outputs=["db.s.t0"])
     e["run"]["runId"] = str(uuid.uuid4())

@@ -65,9 +65,15 @@ def _parameter_path(error: dict[str, Any]) -> str:
     return f"{getattr(source, 'value', source)}.{error.get('key', '')}".rstrip(".")
 
 
-def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
-    """Litestar's own errors (bad query parameters, unknown routes) in the same shape."""
+def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    """Litestar's own errors (bad query parameters, unknown routes, a body over the route's
+    limit) in the same shape."""
     extra: dict[str, Any] = {}
+    if exc.status_code == 413:
+        limit = _body_limit(request)
+        if limit is not None:
+            detail = f"The request body is larger than {limit} bytes, the most {request.url.path} takes."
+            return problem(413, "payload_too_large", "Payload too large", detail)
     if isinstance(exc, ValidationException) and isinstance(exc.extra, list):
         extra["errors"] = [
             {"path": _parameter_path(e), "message": e.get("message", "")}
@@ -82,6 +88,13 @@ def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Respons
         413: "payload_too_large",
     }.get(exc.status_code, "http_error")
     return problem(exc.status_code, code, str(exc.detail or "Error"), str(exc.detail), **extra)
+
+
+def _body_limit(request: Request[Any, Any, Any]) -> int | None:
+    try:
+        return request.route_handler.resolve_request_max_body_size()
+    except Exception:  # no route was matched
+        return None
 
 
 def unexpected_error_handler(

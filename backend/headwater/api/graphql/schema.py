@@ -23,11 +23,17 @@ from headwater.api.graphql.mutations import Mutation
 from headwater.api.graphql.queries import Query
 from headwater.api.graphql.subscriptions import SharedRenderingExecutor, Subscription, encode_message
 from headwater.api.rest.body import check_json_values, decode_json
-from headwater.errors import AppError, InvalidRequestError, PayloadTooLargeError
+from headwater.errors import AppError, FieldError, InvalidRequestError, PayloadTooLargeError
 
 # JSON values in one GraphQL request or websocket message: an operation and its variables need far
 # fewer (MAX_TOKENS bounds the operation), and decoding is refused past this before it builds them.
 MAX_VALUES = 100_000
+# Bytes of one GraphQL request body: its largest variables (10,000 node ids) take about 1 MB.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+# Characters of one GraphQL document. Parsing runs on the event loop, and what MAX_TOKENS does
+# not count (comments, whitespace, commas, the length of a string) it still reads, at about 6 ms
+# a MB here: a 30 MB comment held every other request for 5 s. Real documents are a few KB.
+MAX_DOCUMENT_CHARS = 256 * 1024
 
 schema = HeadwaterSchema(
     query=Query,
@@ -69,6 +75,7 @@ class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
     that may carry their API key in `connection_init` (browsers cannot set a header on them)."""
 
     include_in_schema = False  # GraphQL documents itself (schemas/graphql/schema.graphql)
+    request_max_body_size = MAX_BODY_BYTES
     websocket_adapter_class = _WebSocketAdapter
 
     @property
@@ -85,7 +92,9 @@ class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
         # is a 400 saying where, not an internal error.
         body = data.encode() if isinstance(data, str) else data
         check_json_values(body, MAX_VALUES, "that is the most a GraphQL request or message may hold")
-        return decode_json(data)
+        decoded = decode_json(data)
+        _check_document_length(decoded)
+        return decoded
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         websocket = context.websocket
@@ -103,3 +112,16 @@ class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
             raise ConnectionRejectionError({"code": exc.code, "message": exc.message}) from None
         websocket.state[PENDING_STATE] = False
         return UNSET
+
+
+def _check_document_length(decoded: object) -> None:
+    """Refuse a request (``{"query": …}``) or websocket message (``{"payload": {"query": …}}``)
+    whose GraphQL document is longer than ``MAX_DOCUMENT_CHARS``, before it is parsed."""
+    holder = decoded.get("payload", decoded) if isinstance(decoded, dict) else None
+    document = holder.get("query") if isinstance(holder, dict) else None
+    if isinstance(document, str) and len(document) > MAX_DOCUMENT_CHARS:
+        raise InvalidRequestError(
+            f"The GraphQL document is {len(document):,} characters long; at most "
+            f"{MAX_DOCUMENT_CHARS:,} are read.",
+            [FieldError("query", f"longer than {MAX_DOCUMENT_CHARS:,} characters")],
+        )
