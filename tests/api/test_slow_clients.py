@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import socket
 import threading
 import time
@@ -19,7 +20,7 @@ import pytest
 import uvicorn
 import websockets
 
-from headwater.http_protocol import DeadlineProtocol
+from headwater.http_protocol import MAX_HEAD_BYTES, DeadlineProtocol
 from tests.factories import run_event
 from tests.server import HeadwaterServer, free_port, server_of_its_own
 
@@ -149,6 +150,39 @@ def test_keep_alive_requests_each_get_the_whole_deadline(server):
             sock.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             assert read_response(sock).startswith(b"HTTP/1.1 200 OK")
             time.sleep(READ_TIMEOUT_S + 0.2)  # idle between requests: uvicorn's keep-alive timeout
+
+
+def test_headers_larger_than_the_limit_get_a_431_at_once(server):
+    with connect(server) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        # Sent without an end, as a client would send 100 MB: refused once past the limit.
+        took, answer = until_closed(sock, drip=b"a" * 32 * 1024, limit=10)
+    assert took < READ_TIMEOUT_S
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431 Request Header Fields Too Large"), answer
+    assert json.loads(body)["detail"] == (
+        f"The request line and headers are larger than {MAX_HEAD_BYTES} bytes."
+    )
+
+
+def test_headers_within_the_limit_and_pipelined_bodies_are_served(server):
+    with connect(server) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 60_000 + b"\r\n\r\n")
+        assert read_response(sock).startswith(b"HTTP/1.1 200 OK")
+        # A large body and the next request in one write: the body is not counted as a head.
+        body = json.dumps([run_event("pipelined")] * 300).encode()
+        post = (
+            b"POST /api/v1/lineage/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        sock.sendall(post + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.settimeout(10)
+        received = b""
+        while received.count(b"HTTP/1.1 ") < 2 or not complete(received.rpartition(b"HTTP/1.1 ")[2]):
+            received += sock.recv(65536)
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", received)
+    assert statuses[0] in (b"200", b"201"), received[:500]  # 200: a batch of duplicates
+    assert statuses[1] == b"200", received[:500]
 
 
 async def test_a_subscription_outlives_the_read_deadline(server):
