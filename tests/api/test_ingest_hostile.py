@@ -428,6 +428,27 @@ async def test_a_websocket_subscription_of_a_document_too_long_closes_with_4400(
     assert "The GraphQL document is 1,048,620 characters long" in (ws.close_reason or "")
 
 
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ([1, 2], "a message must be a JSON object, not an array"),
+        ("x", "a message must be a JSON object, not a string"),
+        ({"id": "1", "type": "subscribe", "payload": None}, "a subscribe message's payload must be"),
+    ],
+    ids=["array", "string", "null payload"],
+)
+async def test_a_websocket_message_that_is_no_object_closes_with_4400(server, message, reason):
+    url = server.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=["graphql-transport-ws"]) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": {"apiKey": server.api_key}}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        await ws.send(json.dumps(message))
+        with pytest.raises(websockets.ConnectionClosed):
+            await ws.recv()
+    assert ws.close_code == 4400
+    assert (ws.close_reason or "").startswith(reason)
+
+
 def sql_event(statements: int) -> dict[str, Any]:
     e = run_event("script", inputs=["db.s.u0"], outputs=["db.s.t0"])
     e["run"]["runId"] = str(uuid.uuid4())

@@ -60,6 +60,7 @@ class _WebSocketAdapter(LitestarWebSocketAdapter):
     async def iter_json(self, *, ignore_parsing_errors: bool = False) -> AsyncGenerator[object, None]:
         try:
             async for message in super().iter_json(ignore_parsing_errors=ignore_parsing_errors):
+                _check_message_shape(message)
                 yield message
         except PayloadTooLargeError:
             await self.close(1009, f"a message may hold at most {MAX_VALUES} JSON values")
@@ -125,3 +126,15 @@ def _check_document_length(decoded: object) -> None:
             f"{MAX_DOCUMENT_CHARS:,} are read.",
             [FieldError("query", f"longer than {MAX_DOCUMENT_CHARS:,} characters")],
         )
+
+
+def _check_message_shape(message: object) -> None:
+    """A graphql-transport-ws message is an object, and a subscribe message's payload one too:
+    anything else is the client's error (4400 with the reason), not the server's (4500)."""
+    if not isinstance(message, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(message), "a number"
+        )
+        raise InvalidRequestError(f"a message must be a JSON object, not {kind}")
+    if message.get("type") == "subscribe" and not isinstance(message.get("payload"), dict):
+        raise InvalidRequestError("a subscribe message's payload must be a JSON object")
