@@ -117,6 +117,24 @@ async def test_gzip_body_is_accepted(client, conn):
     assert await conn.fetchval("SELECT name FROM datasets") == "b"
 
 
+async def test_a_gzip_body_of_several_members_is_read_whole(client, conn):
+    # RFC 1952 allows members one after the other (`cat a.gz b.gz`, pigz): all are read.
+    first, second = run_event("a", outputs=["x"]), run_event("b", outputs=["y"])
+    encoded = json.dumps([first, second]).encode()
+    middle = encoded.index(b"},") + 2
+    body = gzip.compress(encoded[:middle]) + gzip.compress(encoded[middle:])
+    headers = {"content-type": "application/json", "content-encoding": "gzip"}
+    response = await client.post("/api/v1/lineage/batch", content=body, headers=headers)
+    assert response.status_code == 200, response.text
+    assert await conn.fetchval("SELECT count(*) FROM raw_events") == 2
+    # Anything after a member that is not one is refused, not dropped.
+    response = await client.post(
+        "/api/v1/lineage", content=gzip.compress(json.dumps(first).encode()) + b"junk", headers=headers
+    )
+    assert response.status_code == 400
+    assert "is not valid gzip at byte " in response.json()["detail"]
+
+
 async def test_array_is_all_or_nothing(client, conn):
     good, bad = run_event("a"), with_value(["eventTime"], "nope")
     response = await client.post("/api/v1/lineage", json=[good, bad, good])

@@ -184,21 +184,32 @@ def _value_starts(data: bytes) -> int:
 
 
 def _gunzip(body: bytes, max_bytes: int) -> bytes:
-    decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        out = decompressor.decompress(body, max_bytes + 1)
-    except zlib.error as exc:
-        raise InvalidRequestError(
-            f"The body says Content-Encoding: gzip but is not valid gzip: {exc}",
-            [FieldError("$", "invalid gzip data")],
-        ) from None
-    if len(out) > max_bytes or decompressor.unconsumed_tail:
-        raise PayloadTooLargeError(f"The decompressed request body is larger than {max_bytes} bytes.")
-    if not decompressor.eof:
-        raise InvalidRequestError(
-            "The gzip body is truncated.", [FieldError("$", "truncated gzip data")]
-        )
-    return out
+    """The body, gunzipped: every member of it (RFC 1952: ``cat a.gz b.gz`` and pigz write several),
+    each a whole gzip stream; anything else after a member is an error, not dropped."""
+    out = bytearray()
+    rest, at = body, 0
+    while True:
+        decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            out += decompressor.decompress(rest, max_bytes + 1 - len(out))
+        except zlib.error as exc:
+            where = f" at byte {at}, after a whole member" if at else ""
+            raise InvalidRequestError(
+                f"The body says Content-Encoding: gzip but is not valid gzip{where}: {exc}",
+                [FieldError("$", "invalid gzip data")],
+            ) from None
+        if len(out) > max_bytes or decompressor.unconsumed_tail:
+            raise PayloadTooLargeError(
+                f"The decompressed request body is larger than {max_bytes} bytes."
+            )
+        if not decompressor.eof:
+            raise InvalidRequestError(
+                "The gzip body is truncated.", [FieldError("$", "truncated gzip data")]
+            )
+        at += len(rest) - len(decompressor.unused_data)
+        rest = decompressor.unused_data
+        if not rest:
+            return bytes(out)
 
 
 # OpenLineage's own schema of the events the ingest operations take, referred to from the OpenAPI
