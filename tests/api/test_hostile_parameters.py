@@ -218,3 +218,18 @@ async def test_a_made_up_cursor_of_a_jobs_runs_is_an_invalid_cursor(client, keys
     )
     [error] = body["errors"]
     assert error["extensions"]["code"] == "invalid_cursor", error
+
+
+async def test_a_parameter_of_the_wrong_kind_is_named_as_the_api_names_it(client):
+    response = await client.get("/api/v1/events/lineage", params={"sortDirection": "sideways"})
+    assert response.status_code == 400, response.text
+    body = response.json()
+    [error] = body["errors"]
+    assert error["path"] == "query.sortDirection"
+    assert error["message"].endswith("; expected one of: asc, desc")
+    assert body["detail"].startswith("Invalid parameters: query.sortDirection: ")
+    response = await client.get("/api/v1/jobs", params={"lastRunStates": "BOGUS"})
+    assert response.status_code == 400, response.text
+    [error] = response.json()["errors"]
+    assert error["path"] == "query.lastRunStates"
+    assert "expected one of: " in error["message"]

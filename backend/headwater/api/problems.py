@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
 import asyncpg
 from litestar import Response
@@ -58,11 +59,37 @@ def app_error_handler(_: Request[Any, Any, Any], exc: AppError) -> Response[dict
     return problem(exc.status, exc.code, exc.title, exc.message, **extra)
 
 
-def _parameter_path(error: dict[str, Any]) -> str:
+def _parameter_path(request: Request[Any, Any, Any], error: dict[str, Any]) -> str:
     """``query.offset``, ``path.namespace`` or ``body.data`` for one of litestar's validation errors,
-    whose source is its ParamType (a str enum: its value is the word)."""
+    whose source is its ParamType (a str enum: its value is the word), under the name the API gives
+    the parameter (``sortDirection``), not the handler's argument (``sort_direction``)."""
     source = error.get("source") or "query"
-    return f"{getattr(source, 'value', source)}.{error.get('key', '')}".rstrip(".")
+    key = str(error.get("key", ""))
+    return f"{getattr(source, 'value', source)}.{_api_name(request, key)}".rstrip(".")
+
+
+def _api_name(request: Request[Any, Any, Any], key: str) -> str:
+    try:
+        field = request.route_handler.parsed_fn_signature.parameters[key]
+    except (AttributeError, KeyError):
+        return key
+    kwarg = field.kwarg_definition
+    return getattr(kwarg, "query", None) or getattr(kwarg, "name", None) or key
+
+
+def _allowed_values(request: Request[Any, Any, Any], key: str) -> list[str]:
+    """The values a parameter of Literal type (or a list of them) takes, in the order declared."""
+    try:
+        field = request.route_handler.parsed_fn_signature.parameters[key]
+    except (AttributeError, KeyError):
+        return []
+    annotation = field.annotation
+    while get_origin(annotation) in (list, Union, UnionType):
+        annotation = next((a for a in get_args(annotation) if a is not type(None)), None)
+    if get_origin(annotation) is not Literal:
+        return []
+    # Literals often list a value in several cases (asc, ASC): one of each is enough.
+    return list(dict.fromkeys(str(v).lower() for v in get_args(annotation)))
 
 
 def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
@@ -75,11 +102,22 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
             detail = f"The request body is larger than {limit} bytes, the most {request.url.path} takes."
             return problem(413, "payload_too_large", "Payload too large", detail)
     if isinstance(exc, ValidationException) and isinstance(exc.extra, list):
-        extra["errors"] = [
-            {"path": _parameter_path(e), "message": e.get("message", "")}
-            for e in exc.extra
-            if isinstance(e, dict)
-        ]
+        errors = []
+        for e in exc.extra:
+            if not isinstance(e, dict):
+                continue
+            message = str(e.get("message", ""))
+            allowed = _allowed_values(request, str(e.get("key", "")))
+            if allowed and message.startswith("Invalid enum value"):
+                message += f"; expected one of: {', '.join(allowed)}"
+            errors.append({"path": _parameter_path(request, e), "message": message})
+        extra["errors"] = errors
+        if errors:
+            # Litestar's detail repeats the title and the whole URL: say what is wrong instead.
+            listed = "; ".join(f"{e['path']}: {e['message']}" for e in errors[:3])
+            return problem(
+                400, "invalid_request", "Invalid request", f"Invalid parameters: {listed}", **extra
+            )
     code = {
         400: "invalid_request",
         401: "unauthorized",
