@@ -24,7 +24,7 @@ from headwater.api.graphql.graphiql import graphiql_static_router
 from headwater.api.graphql.schema import GraphQLController
 from headwater.api.graphql.stalled import guard_websockets
 from headwater.api.metrics import MetricsController, request_metrics
-from headwater.api.parameters import refuse_nul_parameters
+from headwater.api.parameters import refuse_nul_parameters, refuse_undecodable_url
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
 from headwater.api.rest.catalog import catalog_handlers, keep_encoded_slashes
 from headwater.api.rest.column_lineage import get_column_lineage
@@ -74,9 +74,11 @@ def retry_after(seconds: int) -> Callable[[ASGIApp], ASGIApp]:
 async def check_request(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
-    """The app's one guard: the API key, then parameters holding U+0000. One guard, not two:
-    Litestar copies the route handler for each guard of each request."""
+    """The app's one guard: the API key, then a URL that is not UTF-8 and parameters holding
+    U+0000. One guard, not several: Litestar copies the route handler for each guard of each
+    request."""
     await require_key(connection, handler)
+    refuse_undecodable_url(connection)
     await refuse_nul_parameters(connection, handler)
 
 

@@ -233,3 +233,22 @@ async def test_a_parameter_of_the_wrong_kind_is_named_as_the_api_names_it(client
     [error] = response.json()["errors"]
     assert error["path"] == "query.lastRunStates"
     assert "expected one of: " in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("url", "part"),
+    [
+        ("/api/v1/namespaces/%ff%fe", "path"),
+        ("/api/v1/search?q=%ff%fe", "query"),
+        ("/api/v1/search?q=%ED%A0%80", "query"),  # an encoded surrogate
+        ("/api/v1/lineage?nodeId=dataset:a:%ED%A0%80", "query"),
+        ("/api/v1/search?q=x&%ff=1", "query"),
+    ],
+)
+async def test_a_url_that_is_not_utf8_once_decoded_is_a_400(client, url, part):
+    response = await client.get(url)
+    assert response.status_code == 400, response.text
+    [error] = response.json()["errors"]
+    assert error["path"] == part
+    assert error["message"].startswith("not UTF-8 once percent-decoded (byte 0x")
+    assert (await client.get("/api/v1/search?q=%C3%A9t%C3%A9")).status_code == 200

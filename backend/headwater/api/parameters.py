@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
 
 import msgspec
 
@@ -81,6 +82,29 @@ async def refuse_nul_parameters(
     if found:
         names = ", ".join(sorted({e.path for e in found}))
         raise InvalidRequestError(f"A parameter holds U+0000 (NUL): {names}.", found)
+
+
+def refuse_undecodable_url(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
+    """400 when the URL's path or query, percent-decoded, is not UTF-8 (``%ff``, an encoded
+    surrogate): its parameters would be read with U+FFFD in place of what was sent, and a search or
+    a lookup would answer for a name nobody asked about."""
+    for part, raw in (
+        # Without its query: some servers (httpx's ASGI transport) leave it on raw_path.
+        ("path", (connection.scope.get("raw_path") or b"").split(b"?", 1)[0]),
+        ("query", connection.scope.get("query_string") or b""),
+    ):
+        if b"%" not in raw:
+            continue
+        try:
+            unquote_to_bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            message = (
+                f"not UTF-8 once percent-decoded (byte 0x{exc.object[exc.start]:02x} at "
+                f"{exc.start} of its decoded bytes)"
+            )
+            raise InvalidRequestError(
+                f"The URL's {part} is {message}.", [FieldError(part, message)]
+            ) from None
 
 
 def refuse_nul_fields(body: msgspec.Struct) -> None:
