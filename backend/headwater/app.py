@@ -18,7 +18,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from headwater import __version__
 from headwater.access.keys import KeyRing
-from headwater.api.auth import require_key
+from headwater.api.auth import refuse_cross_site, require_key
 from headwater.api.console.routes import console_page, console_static_router
 from headwater.api.graphql.graphiql import graphiql_static_router
 from headwater.api.graphql.schema import GraphQLController
@@ -74,9 +74,11 @@ def retry_after(seconds: int) -> Callable[[ASGIApp], ASGIApp]:
 async def check_request(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
-    """The app's one guard: the API key, then a URL that is not UTF-8 and parameters holding
+    """The app's one guard: a write from another site, the API key, then a URL that is not UTF-8
+    and parameters holding
     U+0000. One guard, not several: Litestar copies the route handler for each guard of each
     request."""
+    refuse_cross_site(connection)
     await require_key(connection, handler)
     refuse_undecodable_url(connection)
     await refuse_nul_parameters(connection, handler)

@@ -147,10 +147,12 @@ def test_a_non_ascii_key_is_a_401(server, key):
     assert response.status_code == 401
 
 
-async def _subscribe(server: HeadwaterServer, header: str | None, payload: dict[str, str]) -> str:
+async def _subscribe(
+    server: HeadwaterServer, header: str | None, payload: dict[str, str], **headers: str
+) -> str:
     """What a graphql-transport-ws client gets after connection_init: 'ack', or the close code."""
     url = server.url.replace("http://", "ws://") + "/graphql"
-    extra = {"Authorization": header} if header else {}
+    extra = {"Authorization": header, **headers} if header else headers
     try:
         async with websockets.connect(
             url, subprotocols=["graphql-transport-ws"], additional_headers=extra
@@ -170,6 +172,22 @@ async def test_subscriptions_take_the_key_in_the_header_or_in_connection_init(se
     assert await _subscribe(server, None, {}) == "closed 4403"
     assert await _subscribe(server, None, {"Authorization": f"Bearer {key['ingest']}"}) == "closed 4403"
     assert (await _subscribe(server, f"Bearer {key['ingest']}", {})).startswith("refused 403")
+
+
+async def test_a_page_of_another_site_can_neither_write_nor_subscribe_even_with_a_key(server, key):
+    # A browser says where a request comes from; a key a page got hold of changes nothing.
+    cross_site = {"Sec-Fetch-Site": "cross-site"}
+    response = httpx.post(
+        f"{server.url}{LINEAGE}",
+        json=run_event("cross"),
+        headers={"Authorization": f"Bearer {key['ingest']}", **cross_site},
+        timeout=30,
+    )
+    assert response.status_code == 403, response.text
+    subscribed = await _subscribe(server, f"Bearer {key['read']}", {}, **cross_site)
+    assert subscribed.startswith("refused 403")
+    same_origin = {"Sec-Fetch-Site": "same-origin"}
+    assert await _subscribe(server, f"Bearer {key['read']}", {}, **same_origin) == "ack"
 
 
 def test_keys_are_listed_without_secrets_and_revoked_without_a_restart(server, key, access_database):

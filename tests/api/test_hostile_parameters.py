@@ -252,3 +252,23 @@ async def test_a_url_that_is_not_utf8_once_decoded_is_a_400(client, url, part):
     assert error["path"] == part
     assert error["message"].startswith("not UTF-8 once percent-decoded (byte 0x")
     assert (await client.get("/api/v1/search?q=%C3%A9t%C3%A9")).status_code == 200
+
+
+async def test_a_write_a_page_of_another_site_makes_a_browser_send_is_refused(client, conn):
+    # A form or a text/plain body from another site is sent without asking the server first;
+    # browsers mark it. Clients that are not browsers send no such header.
+    event = job_run("load", inputs=["orders"], outputs=["totals"])[0]
+    cross_site = {"Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"}
+    response = await client.post("/api/v1/lineage", content=json.dumps(event), headers=cross_site)
+    assert response.status_code == 403, response.text
+    assert "Sec-Fetch-Site: cross-site" in response.json()["detail"]
+    response = await client.post(
+        "/api/v1/namespaces/warehouse/datasets/orders/tags/pii", headers=cross_site
+    )
+    assert response.status_code == 403
+    assert await conn.fetchval("SELECT count(*) FROM raw_events") == 0
+    assert (await client.get("/api/v1/namespaces", headers=cross_site)).status_code == 200
+    same_origin = {"Sec-Fetch-Site": "same-origin"}
+    assert (await client.post("/api/v1/lineage", json=event, headers=same_origin)).status_code == 201
+    again = job_run("again", inputs=["a"], outputs=["b"])[0]
+    assert (await client.post("/api/v1/lineage", json=again)).status_code == 201

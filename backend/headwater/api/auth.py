@@ -79,6 +79,26 @@ async def check_key(keys: KeyRing, token: str | None, scope: str) -> frozenset[s
     return scopes
 
 
+def refuse_cross_site(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
+    """403 for a write, or a websocket, that a page of another site makes the browser send.
+
+    A server without API keys takes writes from anyone who reaches it, which is its point; but a
+    page on another site, open in a browser that reaches it, must not write through that browser:
+    a form or a body of text/plain is a "simple" request, sent without asking the server first, and
+    a websocket is not bound by the same-origin policy at all. Browsers say where a request comes
+    from in Sec-Fetch-Site; clients that are not browsers do not send it, and are not concerned.
+    """
+    method = connection.method if isinstance(connection, Request) else None
+    if method in READ_METHODS:
+        return
+    if connection.headers.get("sec-fetch-site", "").strip().lower() == "cross-site":
+        what = "a websocket" if method is None else f"a {method}"
+        raise ForbiddenError(
+            f"Refused {what} from a page of another site (Sec-Fetch-Site: cross-site): Headwater "
+            "takes writes and subscriptions from its clients and from its own pages."
+        )
+
+
 async def require_key(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     """The app's guard: let the request through, or raise 401/403 naming what is missing."""
     state = connection.app.state
