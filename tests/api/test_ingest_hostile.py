@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import random
 import string
@@ -413,6 +414,19 @@ def test_graphql_documents_are_bounded_before_they_are_parsed(server):
     assert max(latencies) < 0.5
     almost = {"query": "{ __typename #" + "x" * (250 << 10) + "\n}"}
     assert post(server, almost, "/graphql", **headers).json() == {"data": {"__typename": "Query"}}
+
+
+def test_a_graphql_body_is_gunzipped_as_an_event_body_is(server):
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    body = gzip.compress(json.dumps({"query": "{ __typename }"}).encode())
+    assert post(server, body, "/graphql", **headers).json() == {"data": {"__typename": "Query"}}
+    bomb = gzip.compress(b" " * (64 << 20))  # 64 MB of spaces in 64 KB
+    response = post(server, bomb, "/graphql", **headers)
+    assert response.status_code == 413, response.text
+    assert response.json()["detail"] == "The decompressed request body is larger than 4194304 bytes."
+    response = post(server, body, "/graphql", **{**headers, "Content-Encoding": "br"})
+    assert response.status_code == 415, response.text
+    assert response.json()["detail"] == "Content-Encoding 'br' is not supported; send gzip or identity."
 
 
 async def test_a_websocket_subscription_of_a_document_too_long_closes_with_4400(server):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
+from cross_web import LitestarRequestAdapter
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.litestar import make_graphql_controller
 from strawberry.litestar.controller import LitestarWebSocketAdapter
@@ -22,7 +23,7 @@ from headwater.api.graphql.limits import limit_extensions
 from headwater.api.graphql.mutations import Mutation
 from headwater.api.graphql.queries import Query
 from headwater.api.graphql.subscriptions import SharedRenderingExecutor, Subscription, encode_message
-from headwater.api.rest.body import check_json_values, decode_json
+from headwater.api.rest.body import check_json_values, decode_json, undo_content_encoding
 from headwater.errors import AppError, FieldError, InvalidRequestError, PayloadTooLargeError
 
 # JSON values in one GraphQL request or websocket message: an operation and its variables need far
@@ -53,6 +54,16 @@ _StrawberryController = make_graphql_controller(
 )
 
 
+class _RequestAdapter(LitestarRequestAdapter):
+    """Strawberry's, with the body's Content-Encoding undone as ingest undoes it: gzip, bounded by
+    MAX_BODY_BYTES once decompressed; another encoding is a 415 saying so."""
+
+    async def get_body(self) -> bytes:
+        body = await super().get_body()
+        encoding = self.request.headers.get("content-encoding", "identity").strip().lower()
+        return undo_content_encoding(body, encoding, MAX_BODY_BYTES)
+
+
 class _WebSocketAdapter(LitestarWebSocketAdapter):
     """Strawberry's, but a message refused by `decode_json` closes the socket with 1009 (Message
     Too Big) instead of an internal error."""
@@ -77,6 +88,7 @@ class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
 
     include_in_schema = False  # GraphQL documents itself (schemas/graphql/schema.graphql)
     request_max_body_size = MAX_BODY_BYTES
+    request_adapter_class = _RequestAdapter
     websocket_adapter_class = _WebSocketAdapter
 
     @property
