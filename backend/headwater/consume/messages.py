@@ -76,6 +76,8 @@ def decode(
             valid = [validate_event(raw)]
     except AppError as exc:
         raise PoisonMessageError(_reason(exc)) from None
+    except Exception as exc:  # a defect on this message's data must not stop its partition either
+        raise PoisonMessageError(f"could not be read: {type(exc).__name__}: {exc}") from exc
     try:
         return Decoded(prepare_events(valid, rules), skipped)
     except Exception as exc:  # a defect on this event's data must not stop its partition
