@@ -471,6 +471,18 @@ def sql_event(statements: int) -> dict[str, Any]:
     return e
 
 
+def test_sql_nested_deeper_than_a_thread_stack_holds_is_stored_with_a_warning(server):
+    # 20,000 parentheses (40 KB) killed the server: sqlglot's compiled parser overflowed the stack.
+    e = sql_event(1)
+    e["job"]["facets"]["sql"]["query"] = (
+        "INSERT INTO s.t0 SELECT * FROM " + "(" * 20_000 + "s.u0" + ")" * 20_000
+    )
+    response = post(server, e)
+    assert response.status_code == 201, response.text
+    assert response.json()["warnings"][0]["message"].startswith("SQL lineage not derived: ")
+    assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+
+
 def test_a_5000_statement_script_is_ingested_in_seconds_while_healthz_answers(server):
     with health_probed(server, every=0.02) as latencies:
         started = time.monotonic()

@@ -681,3 +681,36 @@ def test_scripts_read_in_threads_and_after_errors_give_the_answers_they_give_alo
     with ThreadPoolExecutor(max_workers=4) as pool:
         threaded = list(pool.map(lambda c: extract_lineage(c.sql, c.dialect, c.schema), cases * 3))
     assert threaded == alone * 3
+
+
+# Nesting that overflowed the 8 MB stack of a thread in sqlglot's compiled parser (SIGSEGV), each
+# within the 256 KiB of SQL ingest parses: parentheses, subqueries, a chain of casts.
+DEEP_SQL = {
+    "parentheses": "INSERT INTO o SELECT * FROM " + "(" * 60_000 + "t" + ")" * 60_000,
+    "subqueries": "INSERT INTO o " + "SELECT * FROM (" * 12_000 + "SELECT a FROM t" + ") x" * 12_000,
+    "casts": "INSERT INTO o SELECT a" + "::int" * 45_000 + " FROM t",
+}
+
+
+@pytest.mark.parametrize("kind", DEEP_SQL)
+def test_deeply_nested_sql_is_an_error_or_lineage_not_a_crash(kind: str) -> None:
+    # In a process of its own: a crash would take the test run with it.
+    program = (
+        "import sys, threading\n"
+        "from headwater.sql_lineage import extract_lineage\n"
+        "from tests.unit.test_sql_lineage import DEEP_SQL\n"
+        "def run():\n"
+        f"    result = extract_lineage(DEEP_SQL[{kind!r}], 'spark')\n"
+        "    print(len(result.errors), result.outputs)\n"
+        # As ingest calls it: from a worker thread of the default stack size.
+        "thread = threading.Thread(target=run)\n"
+        "thread.start()\n"
+        "thread.join()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    errors, outputs = done.stdout.split(" ", 1)
+    assert int(errors) <= 1
+    assert outputs.strip() in ("['o']", "[]")

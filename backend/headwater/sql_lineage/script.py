@@ -12,6 +12,9 @@ script, and has no source if the script created it (it was loaded from a file, s
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from headwater.sql_lineage.catalog import Catalog, Schema
@@ -22,8 +25,35 @@ from headwater.sql_lineage.parsing import parse_script
 from headwater.sql_lineage.scope import STAR, Field, Ref, through_star
 from headwater.sql_lineage.statements import StatementLineage, statement_lineage
 
+# sqlglot compiled by mypyc (sqlglot[c]) recurses in C on nested SQL without counting it against
+# Python's recursion limit: 20,000 nested parentheses (40 KB) or 40,000 casts `a::int::int…` (200
+# KB) overflowed a thread's 8 MB stack, and the process died (SIGSEGV) with whatever it was doing.
+# Lineage is therefore derived on threads of their own with a stack that holds the deepest SQL
+# taken (MAX_SQL_CHARS in ingest, the same in the other callers); only what a parse touches of it
+# is ever allocated.
+_STACK_BYTES = 256 * 1024 * 1024
+_THREAD_NAME = "sql-lineage"
+_threads = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix=_THREAD_NAME)
+_starting = threading.Lock()
+
 
 def extract_lineage(sql: str, dialect: str | None = None, schema: Schema | None = None) -> SqlLineage:
+    """Table and column lineage of a SQL statement or script (see ``_extract_lineage``), derived on
+    a thread whose stack holds the most deeply nested SQL."""
+    if threading.current_thread().name.startswith(_THREAD_NAME):
+        return _extract_lineage(sql, dialect, schema)
+    # threading.stack_size applies to the threads started after it: the pool starts its threads
+    # in submit, under this lock, so that no call sees another's size.
+    with _starting:
+        before = threading.stack_size(_STACK_BYTES)
+        try:
+            derived = _threads.submit(_extract_lineage, sql, dialect, schema)
+        finally:
+            threading.stack_size(before)
+    return derived.result()
+
+
+def _extract_lineage(sql: str, dialect: str | None = None, schema: Schema | None = None) -> SqlLineage:
     """Table and column lineage of a SQL statement or script.
 
     Args:
