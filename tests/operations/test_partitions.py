@@ -212,20 +212,31 @@ async def test_an_interrupted_conversion_resumes_with_the_events_left(
             await conn.close()
 
 
+async def test_far_past_events_go_to_the_default_partition(ops: asyncpg.Connection) -> None:
+    # One event a month of the years 1000 to 1004 made sixty partitions: only the last ten years
+    # get their own.
+    old = [
+        run_event("job", time=f"{1000 + m // 12:04d}-{m % 12 + 1:02d}-15T00:00:00Z", outputs=["t"])
+        for m in range(60)
+    ]
+    before = await placement(ops)
+    assert {r.status for r in await ingest(ops, old)} == {"created"}
+    assert await placement(ops) == {**before, "raw_events_default": 60}
+    assert await prepare_partitions(ops) == []
+    ten_years_back = this_month(-119)
+    recent = run_event("job", time=f"{ten_years_back:%Y-%m}-15T00:00:00Z", outputs=["t"])
+    await ingest(ops, [recent])
+    assert (await placement(ops))[f"raw_events_{ten_years_back:%Y_%m}"] == 1
+
+
 async def test_the_first_and_last_storable_months(ops: asyncpg.Connection) -> None:
     # asyncpg reads 0001-01-01T00:00Z, the first month's start, as -infinity: it must not be sent so.
     first = run_event("job", time="0001-01-01T00:00:00.000001Z", outputs=["t"])
     last = run_event("job", time="9999-12-31T23:59:59.999998Z", outputs=["t"])
     assert [r.status for r in await ingest(ops, [first, last])] == ["created", "created"]
-    assert await placement(ops) == {"raw_events_0001_01": 1, "raw_events_default": 1}
-    # Upkeep moves a first-month event out of the default partition as any other.
-    await ops.execute("DROP TABLE raw_events_0001_01")
-    await ops.execute(
-        "INSERT INTO raw_events (content_hash, event_kind, event_time, payload)"
-        " VALUES ('\\x01', 'RUN', '0001-01-01T00:00:00.000001Z', '{}')"
-    )
-    assert await prepare_partitions(ops) == [dt.datetime(1, 1, 1, tzinfo=dt.UTC)]
-    assert await placement(ops) == {"raw_events_0001_01": 1, "raw_events_default": 1}
+    assert await placement(ops) == {"raw_events_default": 2}
+    assert [r.status for r in await ingest(ops, [first, last])] == ["duplicate", "duplicate"]
+    assert await prepare_partitions(ops) == []
 
 
 async def test_serve_makes_the_coming_months_at_start(ops: asyncpg.Connection, ops_url: str) -> None:

@@ -32,14 +32,14 @@ ORDER BY b.month;
 
 -- name: fetch_missing_raw_event_partitions
 -- Starts of the months that should have a partition and have none: this month and the next $1,
--- and the months of the events the default partition holds (unless more than a year ahead).
+-- and the months of the events the default partition holds (unless too far ahead or back: see
+-- raw_events_month_partitioned).
 SELECT m AS month
 FROM (SELECT date_trunc('month', now(), 'UTC') + make_interval(months => ahead) AS m
       FROM generate_series(0, $1::int) AS ahead
       UNION
-      SELECT DISTINCT date_trunc('month', event_time, 'UTC') FROM raw_events_default
-      WHERE event_time <= now() + interval '1 year') months
-WHERE to_regclass(quote_ident(raw_events_partition_name(m))) IS NULL
+      SELECT DISTINCT date_trunc('month', event_time, 'UTC') FROM raw_events_default) months
+WHERE raw_events_month_partitioned(m) AND to_regclass(quote_ident(raw_events_partition_name(m))) IS NULL
 ORDER BY m;
 
 -- name: create_raw_event_partition

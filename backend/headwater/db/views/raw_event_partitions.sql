@@ -1,10 +1,18 @@
 -- The month partitions of raw_events (re-created after every migrate). A month runs from its first
 -- day at 00:00 UTC to the next; its partition is raw_events_YYYY_MM. Partitions are created ahead
 -- of need by `serve` and `headwater retention`, and on demand by ingest for a late or early event;
--- raw_events_default takes what no month partition does: events more than a year ahead (a wrong
--- clock must not make a partition per month of its error), and events of a month whose partition
--- could not be created because the table stayed busy. Its events are moved into their month's
--- partition when that partition is created.
+-- raw_events_default takes what no month partition does: events more than a year ahead or more than
+-- ten years back (a wrong clock, or a producer sending one event a month of the year 1000, must not
+-- make a partition per month of its error), and events of a month whose partition could not be
+-- created because the table stayed busy. Its events are moved into their month's partition when
+-- that partition is created.
+
+-- Whether the month starting at `month` gets a partition of its own (see above).
+CREATE OR REPLACE FUNCTION raw_events_month_partitioned(month timestamptz) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT month <= now() + interval '1 year'
+       AND month >= date_trunc('month', now() - interval '10 years', 'UTC')
+$$;
 
 CREATE OR REPLACE FUNCTION raw_events_partition_name(month timestamptz) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -58,7 +66,7 @@ BEGIN
     FOR month IN SELECT DISTINCT date_trunc('month', t, 'UTC') FROM unnest(times) AS t LOOP
         IF to_regclass(quote_ident(raw_events_partition_name(month))) IS NOT NULL THEN
             ready := ready || month;
-        ELSIF month <= now() + interval '1 year' THEN
+        ELSIF raw_events_month_partitioned(month) THEN
             BEGIN
                 IF NOT locked THEN
                     previous := current_setting('lock_timeout');
