@@ -138,7 +138,7 @@ async def test_following_the_guide_from_marquez_ends_with_the_same_lineage(
         async with AsyncTestClient(app=create_app(settings)) as headwater:
             await post_all(headwater, events[switched:])
         # 3. Run the import again: what Marquez took meanwhile, nothing twice.
-        assert "resumed after" in (err := run_import())
+        assert "(resumed: events from " in (err := run_import())
         assert f"imported {switched - half:,}, already stored" in err
 
         # The same lineage, column lineage, versions and run states as posting everything.

@@ -96,8 +96,70 @@ async def test_killed_half_way_and_run_again_it_ends_the_same(marquez, pg_server
             await conn.close()
 
         err = finish(headwater_import(interrupted, "--from", marquez, "--batch-size", "5", cwd=tmp_path))
-        assert "resumed after" in err
+        assert "(resumed: events from " in err
         assert await model_snapshot(interrupted) == await model_snapshot(whole)
+
+
+async def insert_received_now(url: str, event: dict, event_time: str | None = None) -> None:
+    """A row as Marquez writes one when it receives the event: created_at is now()."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(
+            "INSERT INTO lineage_events (event_time, event, event_type) VALUES ($1::text::timestamptz, $2::jsonb, 'START')",
+            event_time or event["eventTime"],
+            json.dumps(event),
+        )
+    finally:
+        await conn.close()
+
+
+async def test_an_event_received_later_is_imported_whatever_its_time(marquez, pg_server, tmp_path):
+    # One event dated 2099 by a wrong clock made every later import resume after it, and the
+    # events Marquez took meanwhile (dated 2025) were never read.
+    await fill_marquez(marquez, [])
+    first = run_event("load", inputs=["a"], outputs=["b"])
+    first["eventTime"] = "2025-01-01T00:00:00Z"
+    wrong_clock = run_event("skewed", inputs=["a"], outputs=["c"])
+    wrong_clock["eventTime"] = "2099-01-01T00:00:00Z"
+    meanwhile = run_event("late", inputs=["a"], outputs=["d"])
+    meanwhile["eventTime"] = "2025-01-02T00:00:00Z"
+    for event in (first, wrong_clock):
+        await insert_received_now(marquez, event)
+    async with migrated_database(pg_server, "headwater_mqz_target") as target:
+        assert "imported 2," in finish(headwater_import(target, "--from", marquez, cwd=tmp_path))
+        await insert_received_now(marquez, meanwhile)
+        err = finish(headwater_import(target, "--from", marquez, cwd=tmp_path))
+        assert (
+            "(resumed: events from 2099-01-01T00:00:00+00:00 on, and those Marquez received after "
+            in err
+        )
+        # What was read again (received within the margin) is a duplicate.
+        assert "imported 1, already stored 2," in err
+        conn = await asyncpg.connect(target)
+        try:
+            assert await conn.fetchval("SELECT count(*) FROM jobs WHERE name = 'late'") == 1
+        finally:
+            await conn.close()
+
+
+async def test_rows_without_an_event_or_a_time_are_refused_not_a_traceback(marquez, pg_server, tmp_path):
+    good = run_event("load", inputs=["a"], outputs=["b"])
+    await fill_marquez(marquez, [good])
+    conn = await asyncpg.connect(marquez)
+    try:
+        await conn.execute("INSERT INTO lineage_events (event_time, event) VALUES (now(), NULL)")
+        await conn.execute(
+            "INSERT INTO lineage_events (event_time, event) VALUES (NULL, $1::jsonb)",
+            json.dumps(run_event("untimed", inputs=["a"], outputs=["c"], time=5)),
+        )
+    finally:
+        await conn.close()
+    async with migrated_database(pg_server, "headwater_mqz_target") as target:
+        err = finish(headwater_import(target, "--from", marquez, cwd=tmp_path))
+        # A row without event_time still holds an event with its eventTime: it is imported.
+        assert "imported 2, already stored 0, refused 1" in err
+        assert "refused, event: null: 1" in err
+        assert "imported 0," in finish(headwater_import(target, "--from", marquez, cwd=tmp_path))
 
 
 async def test_refused_events_are_counted_and_kept_with_their_reason(marquez, pg_server, tmp_path):

@@ -8,6 +8,9 @@ them would have built, with nothing of Marquez's derived tables taken on trust.
 - Resumable: each batch is written in one transaction together with the `event_time` it reached
   (`import_progress`), so an interrupted import goes on from its last committed batch; events at
   that very time are read again and come back as duplicates (ingest is idempotent by content).
+  An import run again reads, besides, every event Marquez received since the last one began to read
+  (its `created_at`), whatever its event_time: a late event, or one dated in the future by a wrong
+  clock, is then neither missed nor in the way of those after it.
 - Refused events (not valid OpenLineage) are counted by reason and written, one JSON line each with
   the reason and JSON paths, to a file; they never stop the import.
 """
@@ -56,12 +59,12 @@ class ImportSummary:
     imported: int = 0
     duplicates: int = 0
     refused: Counter[str] = field(default_factory=Counter)
-    resumed_from: dt.datetime | None = None
+    resumed: Resume | None = None
 
     def lines(self, rejects: Path | None) -> list[str]:
         out = [
             f"read {self.read:,} of {self.total:,} events"
-            + (f" (resumed after {self.resumed_from.isoformat()})" if self.resumed_from else ""),
+            + (f" (resumed: {self.resumed.describe()})" if self.resumed else ""),
             f"imported {self.imported:,}, already stored {self.duplicates:,}, "
             f"refused {sum(self.refused.values()):,}",
         ]
@@ -69,6 +72,30 @@ class ImportSummary:
         if self.refused and rejects is not None:
             out.append(f"refused events, with their reasons: {rejects}")
         return out
+
+
+# Marquez stamps a row's created_at when its transaction begins, and the row is seen once it
+# commits: a read that began at T may miss rows stamped a little before T. What a later import
+# reads "since the last one began" starts this much earlier (rows read twice are duplicates).
+RECEIVED_MARGIN = dt.timedelta(minutes=10)
+# For a source without created_at, the point reached is kept at least this far behind the time its
+# read began, so that events arriving late by their own clock are read again.
+LATE_MARGIN = dt.timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where an import goes on: the events from ``reached`` on (by event_time), and those Marquez
+    received after ``received_after``."""
+
+    reached: dt.datetime
+    received_after: dt.datetime | None
+
+    def describe(self) -> str:
+        text = f"events from {self.reached.isoformat()} on"
+        if self.received_after is not None:
+            text += f", and those Marquez received after {self.received_after.isoformat()}"
+        return text
 
 
 def source_key(url: str) -> str:
@@ -80,16 +107,24 @@ def source_key(url: str) -> str:
     return url
 
 
-_WHERE = "($1::timestamptz IS NULL OR event_time >= $1) AND ($2::timestamptz IS NULL OR event_time < $2)"
+# $1, $2: the import's bounds on event_time; $3, $4: where it resumes (see Resume).
+_WHERE = (
+    "($1::timestamptz IS NULL OR event_time >= $1) AND ($2::timestamptz IS NULL OR event_time < $2)"
+    " AND ($3::timestamptz IS NULL OR event_time >= $3 {received})"
+)
 
 
 class MarquezSource:
     """Marquez's `lineage_events`, read in `event_time` order; ties in the order Marquez received
     them (`created_at`, where the table has it), so that every read replays the same sequence."""
 
-    def __init__(self, conn: asyncpg.Connection, order: str) -> None:
+    def __init__(self, conn: asyncpg.Connection, has_created_at: bool) -> None:
         self.conn = conn
-        self.order = order
+        self.has_created_at = has_created_at
+        self.order = "event_time, created_at" if has_created_at else "event_time"
+        self.where = _WHERE.format(received="OR created_at > $4" if has_created_at else "")
+        # When the reading transaction began, by the source's clock (set by pages).
+        self.read_began: dt.datetime | None = None
 
     @classmethod
     async def connect(cls, url: str) -> MarquezSource:
@@ -111,25 +146,43 @@ class MarquezSource:
         except BaseException:
             await conn.close()
             raise
-        return cls(conn, "event_time, created_at" if "created_at" in columns else "event_time")
+        return cls(conn, "created_at" in columns)
 
-    async def count(self, since: dt.datetime | None, until: dt.datetime | None) -> int:
+    async def count(
+        self, since: dt.datetime | None, until: dt.datetime | None, resume: Resume | None
+    ) -> int:
         return int(
-            await self.conn.fetchval(f"SELECT count(*) FROM lineage_events WHERE {_WHERE}", since, until)
+            await self.conn.fetchval(
+                f"SELECT count(*) FROM lineage_events WHERE {self.where}",
+                since,
+                until,
+                *self._bounds(resume),
+            )
         )
 
     async def pages(
-        self, since: dt.datetime | None, until: dt.datetime | None, size: int
+        self, since: dt.datetime | None, until: dt.datetime | None, resume: Resume | None, size: int
     ) -> AsyncIterator[list[asyncpg.Record]]:
         """(event_time, event as text) rows, `size` at a time, through a server-side cursor."""
         # The event as text: parsed by the reader, once, whatever jsonb codec the connection has.
-        query = (
-            f"SELECT event_time, event::text FROM lineage_events WHERE {_WHERE} ORDER BY {self.order}"
-        )
+        query = f"SELECT event_time, event::text FROM lineage_events WHERE {self.where} ORDER BY {self.order}"
         async with self.conn.transaction(readonly=True, isolation="repeatable_read"):
-            cursor = await self.conn.cursor(query, since, until)
+            self.read_began = await self.conn.fetchval("SELECT now()")
+            cursor = await self.conn.cursor(query, since, until, *self._bounds(resume))
             while rows := await cursor.fetch(size):
                 yield rows
+
+    def _bounds(self, resume: Resume | None) -> tuple[dt.datetime | None, ...]:
+        """The query's $3 (and $4, where the source has created_at): see Resume."""
+        reached, received_after = (resume.reached, resume.received_after) if resume else (None, None)
+        return (reached, received_after) if self.has_created_at else (reached,)
+
+    def progress(self, reached: dt.datetime) -> Resume:
+        """Where an import that committed everything up to ``reached`` goes on."""
+        assert self.read_began is not None
+        if self.has_created_at:
+            return Resume(reached, self.read_began - RECEIVED_MARGIN)
+        return Resume(min(reached, self.read_began - LATE_MARGIN), None)
 
     async def close(self) -> None:
         await self.conn.close()
@@ -164,17 +217,17 @@ async def import_marquez(
     key = source_key(source_url)
     summary = ImportSummary()
     if not restart:
-        summary.resumed_from = await target.fetchval(
-            "SELECT reached FROM import_progress WHERE source = $1"
+        row = await target.fetchrow(
+            "SELECT reached, received_after FROM import_progress WHERE source = $1"
             " AND since = coalesce($2::timestamptz, '-infinity') AND until = coalesce($3::timestamptz, 'infinity')",
             key,
             since,
             until,
         )
-    start = max(filter(None, [since, summary.resumed_from]), default=None)
+        summary.resumed = Resume(row["reached"], row["received_after"]) if row else None
     source = await MarquezSource.connect(source_url)
     try:
-        summary.total = await source.count(start, until)
+        summary.total = await source.count(since, until, summary.resumed)
         if progress is not None:
             progress.set_phase(
                 "importing events in event_time order", total=summary.total, unit="events"
@@ -185,9 +238,13 @@ async def import_marquez(
         ready: asyncio.Queue[_Batch | None] = asyncio.Queue(maxsize=PREPARED_AHEAD)
 
         async def read_and_prepare() -> None:
-            async for rows in source.pages(start, until, batch_size):
+            reached = summary.resumed.reached if summary.resumed else None
+            async for rows in source.pages(since, until, summary.resumed, batch_size):
                 prepared = await _prepare_batch(rows, alias_rules, summary, rejects)
-                await ready.put(_Batch(prepared, rows[-1]["event_time"], len(rows)))
+                # Rows come in event_time order; one without an event_time (refused) comes last.
+                reached = max((r["event_time"] for r in rows if r["event_time"]), default=reached)
+                progress = source.progress(reached) if reached is not None else None
+                await ready.put(_Batch(prepared, progress, len(rows)))
             await ready.put(None)
 
         async def write() -> None:
@@ -210,7 +267,7 @@ async def import_marquez(
 @dataclass(frozen=True)
 class _Batch:
     events: list[PreparedEvent]
-    reached: dt.datetime  # the event_time of its last row
+    progress: Resume | None  # where the import goes on once the batch is committed
     rows: int  # rows read, refused ones included
 
 
@@ -244,12 +301,16 @@ def _prepare_rows(
     valid: list[ValidEvent] = []
 
     def refuse(
-        kind: str, event_time: dt.datetime, reason: str, errors: list[FieldError], kept: dict[str, Any]
+        kind: str,
+        event_time: dt.datetime | None,
+        reason: str,
+        errors: list[FieldError],
+        kept: dict[str, Any],
     ) -> None:
         summary.refused[kind] += 1
         if rejects is not None:
             entry = {
-                "eventTime": event_time.isoformat(),
+                "eventTime": event_time.isoformat() if event_time else None,
                 "reason": reason,
                 "errors": [{"path": e.path, "message": e.message} for e in errors],
                 **kept,
@@ -257,6 +318,11 @@ def _prepare_rows(
             rejects.write(json.dumps(entry) + "\n")
 
     for event_time, text in rows:
+        if text is None:  # lineage_events.event is NOT NULL in Marquez; a copy may differ
+            refuse(
+                "event: null", event_time, "The row has no event (NULL)", [FieldError("$", "null")], {}
+            )
+            continue
         try:
             # Valid JSON, as jsonb holds, but not always decodable here: jsonb keeps integers longer
             # than Python reads (1e5000 comes back as 5,001 digits) and nests deeper than the
@@ -292,16 +358,19 @@ async def _write_batch(
     async def write() -> list[IngestResult]:
         async with target.transaction():
             results = await ingest_prepared(target, batch.events, alias_rules)
-            await target.execute(
-                "INSERT INTO import_progress (source, since, until, reached)"
-                " VALUES ($1, coalesce($2::timestamptz, '-infinity'), coalesce($3::timestamptz, 'infinity'), $4)"
-                " ON CONFLICT (source, since, until)"
-                " DO UPDATE SET reached = excluded.reached, updated_at = now()",
-                key,
-                since,
-                until,
-                batch.reached,
-            )
+            if batch.progress is not None:
+                await target.execute(
+                    "INSERT INTO import_progress (source, since, until, reached, received_after)"
+                    " VALUES ($1, coalesce($2::timestamptz, '-infinity'),"
+                    " coalesce($3::timestamptz, 'infinity'), $4, $5)"
+                    " ON CONFLICT (source, since, until) DO UPDATE SET reached = excluded.reached,"
+                    " received_after = excluded.received_after, updated_at = now()",
+                    key,
+                    since,
+                    until,
+                    batch.progress.reached,
+                    batch.progress.received_after,
+                )
         return results
 
     results = await retrying_races(write, pause=0.05)
