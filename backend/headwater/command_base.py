@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import re
 import signal
 import sys
 from typing import TYPE_CHECKING
@@ -98,6 +99,7 @@ def check_time_range(since: dt.datetime | None, until: dt.datetime | None) -> No
 
 # The largest value of a PostgreSQL bigint, which ids and row counts are stored or compared as.
 BIGINT_MAX = 2**63 - 1
+_INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
 
 
 def int_between(low: int, high: int = BIGINT_MAX) -> Callable[[str], int]:
@@ -105,10 +107,10 @@ def int_between(low: int, high: int = BIGINT_MAX) -> Callable[[str], int]:
     rather than a traceback from wherever the number would not fit."""
 
     def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+        # ASCII digits only: int() also reads other scripts' digits (٣ is 3) and underscores.
+        if not _INTEGER.fullmatch(value.strip()):
+            raise argparse.ArgumentTypeError(f"not an integer: {value!r}")
+        number = int(value)
         if number < low:
             raise argparse.ArgumentTypeError(f"must be {low:,} or more, got {value}")
         if number > high:

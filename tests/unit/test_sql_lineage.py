@@ -540,6 +540,17 @@ def test_jsonl_line_without_sql_is_answered_with_an_error() -> None:
     }
 
 
+def test_jsonl_line_with_a_dialect_that_is_no_name_is_answered_with_an_error() -> None:
+    # It ended the whole stream with a traceback.
+    assert lineage_line('{"id": 8, "sql": "SELECT 1", "dialect": 7}', None) == {
+        "id": 8,
+        "inputs": [],
+        "outputs": [],
+        "columns": [],
+        "error": "Invalid dialect: expected a name, got 7",
+    }
+
+
 # Procedures and blocks -------------------------------------------------------------------
 
 

@@ -11,11 +11,20 @@ from headwater.access.keys import SCOPES, new_key
 from headwater.command_base import CommandError
 from headwater.store import api_keys as key_store
 
+# Characters of a key's name: a line of `keys list`, not a document.
+MAX_NAME_CHARS = 200
+
 
 def _key_name(value: str) -> str:
-    """An argparse type: what a key is for, which `keys list` shows to tell keys apart."""
+    """An argparse type: what a key is for, which `keys list` shows to tell keys apart. Printable
+    and short: a name holding terminal escape sequences would rewrite the screen of whoever lists
+    the keys."""
     if not value.strip():
         raise argparse.ArgumentTypeError("must say what the key is for, e.g. 'spark-prod'")
+    if not value.isprintable():
+        raise argparse.ArgumentTypeError(f"must be printable text, got {value!r}")
+    if len(value.strip()) > MAX_NAME_CHARS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_NAME_CHARS} characters")
     return value.strip()
 
 
@@ -77,9 +86,9 @@ async def _run(args: argparse.Namespace, url: str) -> int:
                     print(json.dumps(row))
                 else:
                     state = f"revoked {row['revoked']}" if k.revoked_at else "active"
-                    print(
-                        f"{k.key_id}  {k.name}  {','.join(k.scopes)}  created {row['created']}  {state}"
-                    )
+                    # A name stored before names had to be printable is shown escaped.
+                    name = k.name if k.name.isprintable() else repr(k.name)
+                    print(f"{k.key_id}  {name}  {','.join(k.scopes)}  created {row['created']}  {state}")
             return 0
         revoked = await key_store.revoke_api_key(conn, args.key_id)
         if revoked is None:

@@ -77,7 +77,7 @@ def run_consume(args: argparse.Namespace) -> int:
     try:
         options = resolve(args)
     except OptionError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(str(exc), exit_code=2) from None
     settings = load_settings()
     rules = alias_rules_or_error(settings.alias_rules_file)
     bridge = _bridge() if options.trino_topics else None
@@ -107,7 +107,12 @@ async def _consume(
     if options.metrics_port:
         from prometheus_client import start_http_server
 
-        start_http_server(options.metrics_port)
+        try:
+            start_http_server(options.metrics_port)
+        except OSError as exc:
+            raise CommandError(
+                f"cannot serve metrics on port {options.metrics_port}: {exc.strerror}"
+            ) from None
         log.info("metrics on http://0.0.0.0:%d/metrics", options.metrics_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

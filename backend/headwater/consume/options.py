@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,9 @@ DEFAULT_GROUP = "headwater"
 # Messages per poll, and so per transaction: large enough that a write's fixed costs are shared,
 # small enough that a poll's events stay a few MiB in memory.
 DEFAULT_BATCH_SIZE = 1000
+# Messages a write may take: a batch is held in memory whole, and HEADWATER_KAFKA_MAX_IN_FLIGHT_BYTES
+# bounds it too.
+MAX_BATCH_SIZE = 100_000
 # How long the group waits for a silent member (a killed consumer) before handing its partitions
 # to the others; heartbeats go at a third of it.
 DEFAULT_SESSION_TIMEOUT_MS = 10_000
@@ -100,12 +104,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--batch-size",
-        type=int,
         help=f"most messages per write (HEADWATER_KAFKA_BATCH_SIZE, default {DEFAULT_BATCH_SIZE})",
     )
     parser.add_argument(
         "--metrics-port",
-        type=int,
         help="serve Prometheus metrics on this port (HEADWATER_KAFKA_METRICS_PORT; default none)",
     )
     parser.add_argument(
@@ -136,16 +138,38 @@ def _names(values: list[str] | None, env_value: str | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _int(value: Any, name: str, default: int | None, minimum: int) -> int | None:
+def _int(
+    value: Any, name: str, default: int | None, minimum: int, maximum: int = 2**63 - 1
+) -> int | None:
     if value is None or value == "":
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise OptionError(f"{name} must be an integer, got {value!r}") from None
-    if number < minimum:
-        raise OptionError(f"{name} must be {minimum} or more, got {number}")
+    # ASCII digits only: int() also reads other scripts' digits (٣ is 3) and underscores.
+    if not isinstance(value, int) and not re.fullmatch(r"[+-]?[0-9]{1,30}", str(value).strip()):
+        raise OptionError(f"{name} must be an integer, got {value!r}")
+    number = int(value)
+    if not minimum <= number <= maximum:
+        raise OptionError(f"{name} must be {minimum} to {maximum}, got {number}")
     return number
+
+
+def _check_broker_address(server: str) -> None:
+    """HOST:PORT (an IPv6 host in brackets), as Kafka clients read a bootstrap server."""
+    host, _, port = server.rpartition(":")
+    if not host.strip("[]") or not re.fullmatch(r"[0-9]{1,5}", port) or not 1 <= int(port) <= 65_535:
+        raise OptionError(
+            f"a bootstrap server is HOST:PORT, e.g. kafka:9092, got {server!r} "
+            "(--bootstrap-servers, HEADWATER_KAFKA_BOOTSTRAP_SERVERS)"
+        )
+
+
+def _group(given: str | None, from_env: str | None) -> str:
+    """The consumer group: given, else from the environment, else the default; never empty."""
+    group = given if given is not None else (from_env or None)
+    if group is None:
+        return DEFAULT_GROUP
+    if not group.strip():
+        raise OptionError("the consumer group must not be empty (--group, HEADWATER_KAFKA_GROUP)")
+    return group.strip()
 
 
 def _choice(value: str | None, name: str, choices: tuple[str, ...]) -> str | None:
@@ -167,6 +191,8 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> C
         raise OptionError(
             "no Kafka brokers: give --bootstrap-servers HOST:PORT or set HEADWATER_KAFKA_BOOTSTRAP_SERVERS"
         )
+    for server in servers:
+        _check_broker_address(server)
     topics = _names(args.topics, env.get("HEADWATER_KAFKA_TOPICS"))
     trino_topics = _names(args.trino_topics, env.get("HEADWATER_KAFKA_TRINO_TOPICS"))
     if not topics and not trino_topics:
@@ -185,12 +211,13 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> C
         bootstrap_servers=servers,
         topics=topics,
         trino_topics=trino_topics,
-        group=(args.group or env.get("HEADWATER_KAFKA_GROUP") or DEFAULT_GROUP).strip(),
+        group=_group(args.group, env.get("HEADWATER_KAFKA_GROUP")),
         batch_size=_int(
-            args.batch_size or env.get("HEADWATER_KAFKA_BATCH_SIZE"),
+            args.batch_size if args.batch_size is not None else env.get("HEADWATER_KAFKA_BATCH_SIZE"),
             "the batch size",
             DEFAULT_BATCH_SIZE,
             1,
+            MAX_BATCH_SIZE,
         )
         or DEFAULT_BATCH_SIZE,
         dead_letter_max_bytes=_int(
@@ -221,6 +248,7 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> C
             "the metrics port",
             None,
             1,
+            65_535,
         ),
         security_protocol=protocol or "PLAINTEXT",
         sasl_mechanism=_choice(

@@ -13,10 +13,20 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from headwater import event_loops
-from headwater.command_base import CommandError, alias_rules_or_error, check_time_range, time_argument
+from headwater.command_base import (
+    CommandError,
+    alias_rules_or_error,
+    check_time_range,
+    int_between,
+    time_argument,
+)
 
 if TYPE_CHECKING:
     from headwater.imports.marquez import ImportSummary
+
+
+# Events a transaction may hold: a batch is read, prepared and held in memory whole.
+MAX_BATCH_SIZE = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="read everything again instead of resuming (nothing is stored twice)",
     )
     marquez.add_argument(
-        "--batch-size", type=int, default=None, help="events per transaction (default 1,000)"
+        "--batch-size",
+        type=int_between(1, MAX_BATCH_SIZE),
+        default=None,
+        help="events per transaction (default 1,000)",
     )
     marquez.add_argument(
         "--rejects",
@@ -64,8 +77,6 @@ def run_import(args: argparse.Namespace) -> int:
     from headwater.command_base import apply_migrations, database, load_settings
     from headwater.ingest.service import rare_collections
 
-    if args.batch_size is not None and args.batch_size < 1:
-        raise CommandError("--batch-size must be 1 or more")
     check_time_range(args.since, args.until)
     settings = load_settings()
     with database(settings.database_url, settings.data_dir) as url:
@@ -89,11 +100,17 @@ async def _import(args: argparse.Namespace, url: str, alias_rules_file: Path | N
 
     rules = alias_rules_or_error(alias_rules_file)
     await (await connect(args.source_url)).close()  # a clear error for an unreachable source first
+    try:
+        rejects_file = args.rejects.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(
+            f"cannot write --rejects {args.rejects}: {exc.strerror}", exit_code=2
+        ) from None
     target = await connect(url)
     try:
         await register_codecs(target)
         with (
-            args.rejects.open("w", encoding="utf-8") as rejects,
+            rejects_file as rejects,
             Progress(enabled=not args.quiet, interval=args.progress_interval) as progress,
         ):
             try:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from headwater.command_base import CommandError
+from headwater.command_base import int_between
 from headwater.operations.retention import TABLES, RetentionReport, run_retention
 from headwater.settings import MAX_RETENTION_DAYS
+
+# Rows a delete transaction may take: more would hold its locks for long.
+MAX_BATCH_SIZE = 1_000_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--keep",
-        type=int,
+        type=int_between(1, MAX_RETENTION_DAYS),
         required=True,
         metavar="DAYS",
         help="days of history to keep; current versions and lineage are kept however old",
@@ -24,17 +27,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print what would be removed, per table, and remove nothing",
     )
     parser.add_argument(
-        "--batch-size", type=int, default=5_000, help="rows per delete transaction (default 5000)"
+        "--batch-size",
+        type=int_between(1, MAX_BATCH_SIZE),
+        default=5_000,
+        help="rows per delete transaction (default 5000)",
     )
 
 
 def run_retention_command(args: argparse.Namespace) -> int:
     from headwater.command_base import apply_migrations, database, load_settings
 
-    if not 1 <= args.keep <= MAX_RETENTION_DAYS:
-        raise CommandError(f"--keep must be 1 to {MAX_RETENTION_DAYS:,} days")
-    if args.batch_size < 1:
-        raise CommandError("--batch-size must be 1 or more")
     settings = load_settings()
     with database(settings.database_url, settings.data_dir) as url:
         asyncio.run(apply_migrations(url))

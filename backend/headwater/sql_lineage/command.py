@@ -111,7 +111,12 @@ def lineage_line(line: str, dialect: str | None, schema: Schema | None = None) -
             schema = read_schema(request["schema"])
         except ValueError as error:
             return _failed(request.get("id"), f"Invalid schema: {error}")
-    result = extract_lineage(request["sql"], request.get("dialect") or dialect, schema)
+    line_dialect = request.get("dialect")
+    if line_dialect is not None and not isinstance(line_dialect, str):
+        return _failed(
+            request.get("id"), f"Invalid dialect: expected a name, got {json.dumps(line_dialect)}"
+        )
+    result = extract_lineage(request["sql"], line_dialect or dialect, schema)
     message = "; ".join(str(e) for e in result.errors) or None
     answer = {"id": request.get("id"), **result.to_dict(), "error": message}
     if result.warnings:
