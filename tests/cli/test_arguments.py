@@ -32,6 +32,8 @@ BACKWARDS = ["--since", "2030-01-01T00:00:00Z", "--until", "2020-01-01T00:00:00Z
             "argument --before: '10000-01-01T00:00:00Z' ",
         ),
         (["dead-letters", "list", "--before", "yesterday"], 2, "argument --before: 'yesterday' "),
+        (["dead-letters", "purge"], 2, "purge needs --id, --topic or --before, or --all"),
+        (["dead-letters", "purge", "--all", "--id", "1"], 2, "purge takes --all, or a selection"),
         (["spark", "backfill", "--batch-size", "0", "a"], 2, "argument --batch-size: must be 1 or more"),
         (["retention", "--keep", "99999999999"], 2, "argument --keep: must be at most 36,500, got"),
         (["retention", "--keep", "0"], 2, "argument --keep: must be 1 or more, got 0"),

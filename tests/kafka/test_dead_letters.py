@@ -130,7 +130,7 @@ async def test_each_poison_kind_is_a_dead_letter_and_later_events_are_ingested(
     left = len(poison) - len(refused_ids)
     assert f"0 dead letter(s) replayed (0 event(s)), {left} failed again" in again.stdout
     refused_purge = headwater(database, "dead-letters", "purge")
-    assert refused_purge.returncode == 1
+    assert refused_purge.returncode == 2
     assert "purge needs --id, --topic or --before, or --all" in refused_purge.stderr
     purged = headwater(database, "dead-letters", "purge", "--topic", name)
     assert f"{left} dead letter(s) removed" in purged.stdout

@@ -142,7 +142,13 @@ def run_dead_letters(args: argparse.Namespace) -> int:
         ids=tuple(args.ids or ()), topic=args.topic, before=getattr(args, "before", None)
     )
     if args.action == "purge" and selection.everything and not args.all:
-        raise CommandError("purge needs --id, --topic or --before, or --all to remove every dead letter")
+        raise CommandError(
+            "purge needs --id, --topic or --before, or --all to remove every dead letter", exit_code=2
+        )
+    if args.action == "purge" and args.all and not selection.everything:
+        raise CommandError(
+            "purge takes --all, or a selection (--id, --topic, --before), not both", exit_code=2
+        )
     settings = load_settings()
     with database(settings.database_url, settings.data_dir) as url:
         asyncio.run(check_migrated(url))
