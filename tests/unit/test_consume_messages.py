@@ -29,3 +29,9 @@ def test_a_defect_met_reading_a_message_is_poison_not_a_stopped_partition(monkey
     event = json.dumps(http_example()).encode()
     with pytest.raises(PoisonMessageError, match="could not be read: ValueError: Invalid IPv6 URL"):
         decode(event, "trino", max_bytes=1 << 20, rules=[], bridge=BridgeOptions())
+
+
+@pytest.mark.parametrize("value", [b"", b"  \n"])
+def test_an_empty_value_is_poison_saying_so(value):
+    with pytest.raises(PoisonMessageError, match="empty message: its value holds no JSON"):
+        decode(value, "openlineage", max_bytes=1 << 20, rules=[], bridge=None)

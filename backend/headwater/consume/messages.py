@@ -56,6 +56,8 @@ def decode(
     """The events of a message, validated and prepared as HTTP ingest does; PoisonMessageError if none can be."""
     if value is None:
         raise PoisonMessageError("empty message: no value (a tombstone?)")
+    if not value.strip():
+        raise PoisonMessageError("empty message: its value holds no JSON")
     if len(value) > max_bytes:
         raise PoisonMessageError(
             f"message too large: {len(value)} bytes, more than {max_bytes} (HEADWATER_MAX_BODY_BYTES)"
