@@ -10,6 +10,7 @@ checked and turned to UTC where it comes in: an event's eventTime, an ``asOf``, 
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 _MIN = dt.datetime.min.replace(tzinfo=dt.UTC)
 _MAX = dt.datetime.max.replace(tzinfo=dt.UTC)
@@ -43,5 +44,7 @@ def parse_instant(text: str) -> dt.datetime:
     try:
         value = dt.datetime.fromisoformat(text)
     except ValueError:
+        if re.search(r"T\d\d:\d\d:60(?![0-9])", text):
+            raise ValueError("is a leap second (second 60), which no time stored here holds") from None
         raise ValueError("is not an RFC 3339 time, e.g. 2026-01-31T12:00:00Z") from None
     return instant(value)

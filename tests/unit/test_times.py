@@ -7,6 +7,8 @@ import datetime as dt
 import pytest
 
 from headwater import times
+from headwater.errors import InvalidEventError
+from headwater.ingest.validate import validate_event
 
 
 def test_an_offset_past_what_postgresql_reads_becomes_the_same_instant_in_utc():
@@ -44,3 +46,24 @@ def test_the_first_and_last_instants_inside_the_range_are_kept():
 def test_text_that_is_no_time_says_so(text):
     with pytest.raises(ValueError, match="is not an RFC 3339 time"):
         times.parse_instant(text)
+
+
+def test_a_leap_second_is_named_as_one():
+    # RFC 3339 allows second 60; neither PostgreSQL's instants here nor Python's hold it.
+    with pytest.raises(ValueError, match=r"is a leap second \(second 60\)"):
+        times.parse_instant("2016-12-31T23:59:60Z")
+    event = {
+        "eventType": "START",
+        "eventTime": "2016-12-31T23:59:60Z",
+        "run": {"runId": "0194a0c4-1f0e-7cc5-a1b5-4b3c7a9c2d11"},
+        "job": {"namespace": "a", "name": "b"},
+        "producer": "p",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+    }
+    with pytest.raises(InvalidEventError) as refused:
+        validate_event(event)
+    [error] = refused.value.errors
+    assert (error.path, error.message) == (
+        "$.eventTime",
+        "Invalid RFC3339 encoded datetime: a leap second (second 60) cannot be stored",
+    )
