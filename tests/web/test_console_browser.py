@@ -359,8 +359,15 @@ async def test_a_posted_event_changes_the_graph_in_place(
     assert await page.evaluate("window.__notReloaded === true")
 
 
-async def test_impact_of_a_change_grouped_explained_and_exported(console: Console, shots: Path) -> None:
+async def test_impact_of_a_change_grouped_explained_and_exported(
+    console: Console, console_server: HeadwaterServer, shots: Path
+) -> None:
     page = console.page
+    # Names and owners come from whoever sends events: one starting like a spreadsheet formula
+    # must reach the CSV as text.
+    formula = table("=1+1", owner="@evil")
+    export = run("export_formulas", dt.datetime.now(dt.UTC), [table("bi.revenue_report")], [formula])
+    await asyncio.to_thread(post_events, console_server.url, export)
     await console.open(f"/impact?node={quote(ORDERS, safe='')}")
     # (The live test may have added readers of mart.revenue: counts are not fixed here.)
     await expect(page.get_by_test_id("impact-summary")).to_contain_text("job(s)", timeout=TIMEOUT)
@@ -394,6 +401,7 @@ async def test_impact_of_a_change_grouped_explained_and_exported(console: Consol
         f"{ORDERS} > job:{NAMESPACE}:build_revenue > {REVENUE} > job:{NAMESPACE}:build_report > {REPORT}"
     )
     assert len(lines) >= 5
+    assert any(line.startswith(f"6,DATASET,{NAMESPACE},'=1+1,,'@evil,") for line in lines), lines
 
 
 async def test_column_lineage_and_impact_follow_a_column(console: Console, shots: Path) -> None:

@@ -34,7 +34,10 @@ function pathsFrom(root, edges) {
 }
 
 function csvCell(value) {
-  const text = value === null || value === undefined ? "" : String(value);
+  let text = value === null || value === undefined ? "" : String(value);
+  // A spreadsheet runs a cell that starts like a formula (=HYPERLINK(…), =cmd|…): names and owners
+  // come from whoever sends events, so such a cell is kept as text, after a quote.
+  if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
   return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
