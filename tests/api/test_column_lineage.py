@@ -329,3 +329,25 @@ async def test_column_edges_a_job_gains_are_one_change_and_confirming_them_is_no
     changes = await column_changes()
     assert len(changes) == 2
     assert [e["destinationField"] for e in changes[1][1]] == ["amount"]
+
+
+async def test_a_dataset_wider_than_the_cap_keeps_its_fields_with_lineage(client, conn):
+    # A dataset root stood for all its fields, whatever the cap: maxNodes=1 on 3,000 fields gave
+    # 3,000 nodes and no edge, and the console said "No lineage". Now its fields with lineage come
+    # first, at most half the cap of them, and the answer is cut.
+    wide = [f"c{i:04d}" for i in range(3_000)]
+    await post_all(
+        client,
+        job_run(
+            "widen",
+            inputs=[dataset("narrow", fields=["a"])],
+            outputs=[dataset("wide", fields=wide, column_lineage={"c2999": [src("narrow", "a")]})],
+        ),
+    )
+    graph = await column_lineage(client, "dataset:warehouse:wide", direction="UPSTREAM", maxNodes=10)
+    assert ([n["id"] for n in graph["graph"]], graph["truncated"]) == (
+        [f("wide", "c2999"), f("narrow", "a")],
+        True,
+    )
+    graph = await column_lineage(client, "dataset:warehouse:wide", maxNodes=1)
+    assert ([n["id"] for n in graph["graph"]], graph["truncated"]) == ([f("wide", "c2999")], True)

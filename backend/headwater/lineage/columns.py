@@ -183,6 +183,22 @@ async def fetch_column_lineage(
     roots = await resolve_column_roots(conn, node_ids, as_of)
     if not roots:
         return ColumnGraph([])
+    # A dataset stands for all its fields, which may be thousands: more than the cap, they are cut
+    # to the fields that have lineage (else the first ones), and to half the cap, so that the
+    # answer holds what they connect to and stays as small as the caller asked.
+    cut = len(roots) > max_nodes
+    if cut:
+        connected = {
+            (r["dataset_uuid"], r["field"])
+            for r in await conn.fetch(
+                QUERIES["fetch_connected_column_fields"],
+                [str(r[0]) for r in roots],
+                [r[1] for r in roots],
+                as_of,
+            )
+        }
+        with_lineage = [r for r in roots if (str(r[0]), r[1]) in connected]
+        roots = (with_lineage or roots)[: max(1, max_nodes // 2)]
     cap = max(max_nodes, len(roots))
     walk = await conn.fetchrow(
         QUERIES["walk_column_lineage"],
@@ -202,7 +218,7 @@ async def fetch_column_lineage(
     )
     nodes = build_nodes(levels, datasets)
     ordered = sorted(nodes.items(), key=lambda item: (item[1].level, item[1].id))
-    truncated = walk["truncated"]
+    truncated = walk["truncated"] or cut
     if len(ordered) > cap:  # the two walks together: keep the nearest fields
         ordered = ordered[:cap]
         nodes = dict(ordered)

@@ -75,6 +75,20 @@ SELECT array_agg(r.ds::text) AS datasets, array_agg(r.field) AS fields, array_ag
        coalesce((SELECT bool_or(w.truncated) FROM walk w), false) AS truncated
 FROM (SELECT ds, field, min(level) AS level FROM levels GROUP BY ds, field) r;
 
+-- name: fetch_connected_column_fields
+-- Which of the given fields ($1 dataset uuids, $2 fields, parallel) have a column edge, in or out
+-- (open, or valid at $3; not superseded): of a dataset's many fields, those lineage can show.
+SELECT o.ds::text AS dataset_uuid, o.field
+FROM unnest($1::text[]::uuid[], $2::text[]) AS o(ds, field)
+WHERE EXISTS (SELECT 1 FROM column_lineage c
+              WHERE c.output_dataset_uuid = o.ds AND c.output_field = o.field AND NOT c.superseded
+                AND CASE WHEN $3::timestamptz IS NULL THEN c.valid_to IS NULL
+                         ELSE c.valid_from <= $3 AND (c.valid_to IS NULL OR c.valid_to > $3) END)
+   OR EXISTS (SELECT 1 FROM column_lineage c
+              WHERE c.input_dataset_uuid = o.ds AND c.input_field = o.field AND NOT c.superseded
+                AND CASE WHEN $3::timestamptz IS NULL THEN c.valid_to IS NULL
+                         ELSE c.valid_from <= $3 AND (c.valid_to IS NULL OR c.valid_to > $3) END);
+
 -- name: fetch_column_lineage_edges
 -- Column edges (open, or valid at $3; not superseded) into the given output fields ($1 dataset uuids,
 -- $2 fields, parallel), one row per transformation, with their source (derived) so the caller can
