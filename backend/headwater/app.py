@@ -100,7 +100,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.pool = await create_pool(settings, settings.database_url or "")
         app.state.key_ring = KeyRing(app.state.pool, settings.api_key)
-        app.state.ingest_queue = IngestQueue(app.state.pool, app.state.alias_rules, settings)
+        # Ingest writes through connections of its own: fifty readers of large lineage answers
+        # holding every connection of the shared pool left posts waiting seconds for one, and some
+        # answered 503. Its writers, and one to train the payload dictionary beside them.
+        ingest_pool = await create_pool(
+            settings, settings.database_url or "", size=settings.ingest_writers + 1
+        )
+        app.state.ingest_queue = IngestQueue(ingest_pool, app.state.alias_rules, settings)
         await app.state.ingest_queue.start()
         # What start-up allocated lives as long as the process: keep it out of the collector's
         # full passes, which otherwise add tens of milliseconds to large lineage answers. And
@@ -113,6 +119,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 yield
         finally:
             await app.state.ingest_queue.stop()
+            await ingest_pool.close()
             await app.state.pool.close()
 
     app = keep_encoded_slashes(

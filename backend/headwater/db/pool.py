@@ -68,8 +68,9 @@ class TimedPool(asyncpg.Pool):
         return super().acquire(timeout=self.acquire_timeout if timeout is None else timeout)
 
 
-async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:
-    """Open the pool the server uses; every connection gets the codecs and timeouts.
+async def create_pool(settings: Settings, dsn: str, size: int | None = None) -> asyncpg.Pool:
+    """Open a pool the server uses (of ``size`` connections, else HEADWATER_POOL_MIN_SIZE to
+    HEADWATER_POOL_MAX_SIZE); every connection gets the codecs and timeouts.
 
     PostgreSQL ends a statement after ``statement_timeout_ms``; the client gives up a little later
     (``command_timeout``) for when the server cannot even do that (stopped, or its host frozen).
@@ -77,8 +78,8 @@ async def create_pool(settings: Settings, dsn: str) -> asyncpg.Pool:
     acquire_timeout = settings.pool_acquire_timeout_ms / 1000
     pool = TimedPool(
         dsn,
-        min_size=settings.pool_min_size,
-        max_size=settings.pool_max_size,
+        min_size=min(settings.pool_min_size, size) if size is not None else settings.pool_min_size,
+        max_size=size if size is not None else settings.pool_max_size,
         max_queries=50_000,
         max_inactive_connection_lifetime=300.0,
         init=register_codecs,
