@@ -68,10 +68,17 @@ def _parameter_path(request: Request[Any, Any, Any], error: dict[str, Any]) -> s
     return f"{getattr(source, 'value', source)}.{_api_name(request, key)}".rstrip(".")
 
 
-def _api_name(request: Request[Any, Any, Any], key: str) -> str:
+def _handler_parameter(request: Request[Any, Any, Any], key: str) -> Any:
+    """The route handler's parameter ``key`` (litestar's FieldDefinition), None when unknown."""
     try:
-        field = request.route_handler.parsed_fn_signature.parameters[key]
+        return request.route_handler.parsed_fn_signature.parameters[key]
     except (AttributeError, KeyError):
+        return None
+
+
+def _api_name(request: Request[Any, Any, Any], key: str) -> str:
+    field = _handler_parameter(request, key)
+    if field is None:
         return key
     kwarg = field.kwarg_definition
     return getattr(kwarg, "query", None) or getattr(kwarg, "name", None) or key
@@ -79,9 +86,8 @@ def _api_name(request: Request[Any, Any, Any], key: str) -> str:
 
 def _allowed_values(request: Request[Any, Any, Any], key: str) -> list[str]:
     """The values a parameter of Literal type (or a list of them) takes, in the order declared."""
-    try:
-        field = request.route_handler.parsed_fn_signature.parameters[key]
-    except (AttributeError, KeyError):
+    field = _handler_parameter(request, key)
+    if field is None:
         return []
     annotation = field.annotation
     while get_origin(annotation) in (list, Union, UnionType):
