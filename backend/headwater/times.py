@@ -44,7 +44,17 @@ def parse_instant(text: str) -> dt.datetime:
     try:
         value = dt.datetime.fromisoformat(text)
     except ValueError:
-        if re.search(r"T\d\d:\d\d:60(?![0-9])", text):
+        if is_leap_second(text):
             raise ValueError("is a leap second (second 60), which no time stored here holds") from None
         raise ValueError("is not an RFC 3339 time, e.g. 2026-01-31T12:00:00Z") from None
     return instant(value)
+
+
+# Second 60 of a time of day, which RFC 3339 allows and no time here (PostgreSQL's, Python's, Java's)
+# holds.
+_LEAP_SECOND = re.compile(r"T\d\d:\d\d:60(?![0-9])", re.IGNORECASE)
+
+
+def is_leap_second(text: str) -> bool:
+    """Whether an RFC 3339 time given as text names a leap second."""
+    return _LEAP_SECOND.search(text) is not None

@@ -469,15 +469,11 @@ def _convert(value: Any, kind: Any, path: str, found: _Errors) -> None:
         msgspec.convert(value, kind)
     except msgspec.ValidationError as exc:
         error = _field_error(exc, path)
-        if isinstance(value, str) and _LEAP_SECOND.search(value):
-            # RFC 3339 allows second 60; no time Headwater stores (nor Python, nor Java) holds it.
+        if isinstance(value, str) and times.is_leap_second(value):
             error = FieldError(
                 error.path, f"{error.message}: a leap second (second 60) cannot be stored"
             )
         found.add(error)
-
-
-_LEAP_SECOND = re.compile(r"T\d\d:\d\d:60(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?$", re.IGNORECASE)
 
 
 def _check_names(model: AnyEvent, prefix: str, found: _Errors) -> None:
