@@ -102,13 +102,18 @@ BIGINT_MAX = 2**63 - 1
 _INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
 
 
+def is_integer_text(value: str) -> bool:
+    """Whether ``value`` is an integer in ASCII digits: int() also reads other scripts' digits
+    (٣ is 3) and underscores, which no user means as a number."""
+    return _INTEGER.fullmatch(value.strip()) is not None
+
+
 def int_between(low: int, high: int = BIGINT_MAX) -> Callable[[str], int]:
     """An argparse type: an integer from ``low`` to ``high``; beyond either, an error naming them
     rather than a traceback from wherever the number would not fit."""
 
     def parse(value: str) -> int:
-        # ASCII digits only: int() also reads other scripts' digits (٣ is 3) and underscores.
-        if not _INTEGER.fullmatch(value.strip()):
+        if not is_integer_text(value):
             raise argparse.ArgumentTypeError(f"not an integer: {value!r}")
         number = int(value)
         if number < low:

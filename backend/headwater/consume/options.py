@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from headwater.command_base import int_between, time_argument
+from headwater.command_base import int_between, is_integer_text, time_argument
 
 DEFAULT_GROUP = "headwater"
 # Messages per poll, and so per transaction: large enough that a write's fixed costs are shared,
@@ -143,8 +143,7 @@ def _int(
 ) -> int | None:
     if value is None or value == "":
         return default
-    # ASCII digits only: int() also reads other scripts' digits (٣ is 3) and underscores.
-    if not isinstance(value, int) and not re.fullmatch(r"[+-]?[0-9]{1,30}", str(value).strip()):
+    if not isinstance(value, int) and not is_integer_text(str(value)):
         raise OptionError(f"{name} must be an integer, got {value!r}")
     number = int(value)
     if not minimum <= number <= maximum:
