@@ -28,7 +28,6 @@ from litestar.datastructures import State
 from headwater.api.rest.body import TRINO_EVENT_BODY, read_json_body
 from headwater.api.rest.ingest import INGEST_PROBLEMS, store_events
 from headwater.errors import FieldError
-from headwater.ingest.aliases import trino_namespace
 from headwater.ingest.validate import validate_event
 from headwater.integrations.trino import (
     DEFAULT_JOB_NAME_FORMAT,
@@ -37,6 +36,7 @@ from headwater.integrations.trino import (
     Conversion,
     InvalidTrinoEventError,
     convert,
+    coordinator_namespace,
 )
 
 if TYPE_CHECKING:
@@ -61,10 +61,7 @@ def bridge_options(params: Mapping[str, str], env: Mapping[str, str] | None = No
 
     trino_uri = get("trinoUri")
     if trino_uri is not None:
-        try:
-            trino_namespace(trino_uri)
-        except ValueError as exc:
-            raise InvalidTrinoEventError(str(exc), [FieldError("trinoUri", str(exc))]) from None
+        coordinator_namespace(trino_uri, "trinoUri")
     types_value = get("queryTypes")
     query_types: frozenset[str] | None = DEFAULT_QUERY_TYPES
     if types_value is not None:

@@ -59,7 +59,7 @@ def dataset_namespace(
         return trino_namespace(uri)
     address = (event.context.server_address if event.context else None) or ""
     if address.strip():
-        return _coordinator(address, f"{prefix}.context.serverAddress")
+        return coordinator_namespace(address, f"{prefix}.context.serverAddress")
     raise InvalidTrinoEventError(
         "Cannot tell the Trino coordinator: the event has neither metadata.uri nor "
         "context.serverAddress; set HEADWATER_TRINO_URI or ?trinoUri=.",
@@ -77,8 +77,9 @@ def _authority(uri: str, path: str) -> str:
         raise InvalidTrinoEventError(f"{path} is {message}", [FieldError(path, message)]) from None
 
 
-def _coordinator(address: str, path: str) -> str:
-    """The coordinator's namespace from the address the event reports at ``path``."""
+def coordinator_namespace(address: str, path: str) -> str:
+    """The coordinator's namespace (``trino_namespace``) from an address given at ``path`` (in the
+    event, or a parameter); one that names no coordinator is a bad request naming ``path``."""
     try:
         return trino_namespace(address)
     except ValueError as exc:
