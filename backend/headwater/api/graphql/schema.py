@@ -23,7 +23,12 @@ from headwater.api.graphql.limits import limit_extensions
 from headwater.api.graphql.mutations import Mutation
 from headwater.api.graphql.queries import Query
 from headwater.api.graphql.subscriptions import SharedRenderingExecutor, Subscription, encode_message
-from headwater.api.rest.body import check_json_values, decode_json, undo_content_encoding
+from headwater.api.rest.body import (
+    check_json_values,
+    content_encoding,
+    decode_json,
+    undo_content_encoding,
+)
 from headwater.errors import AppError, FieldError, InvalidRequestError, PayloadTooLargeError
 
 # JSON values in one GraphQL request or websocket message: an operation and its variables need far
@@ -60,8 +65,7 @@ class _RequestAdapter(LitestarRequestAdapter):
 
     async def get_body(self) -> bytes:
         body = await super().get_body()
-        encoding = self.request.headers.get("content-encoding", "identity").strip().lower()
-        return undo_content_encoding(body, encoding, MAX_BODY_BYTES)
+        return undo_content_encoding(body, content_encoding(self.request), MAX_BODY_BYTES)
 
 
 class _WebSocketAdapter(LitestarWebSocketAdapter):

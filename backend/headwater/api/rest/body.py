@@ -69,10 +69,15 @@ async def read_json_body(request: Request[Any, Any, Any], max_bytes: int, max_va
     of milliseconds to decode, during which the event loop must go on serving other requests (and
     ingest's writer, whose every statement waits for the loop to resume it)."""
     body = await request.body()
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    encoding = content_encoding(request)
     if len(body) > OFF_LOOP_BYTES or encoding in _GZIP:
         return await asyncio.to_thread(decode_json_body, body, encoding, max_bytes, max_values)
     return decode_json_body(body, encoding, max_bytes, max_values)
+
+
+def content_encoding(request: Request[Any, Any, Any]) -> str:
+    """The request's Content-Encoding, lower case (identity when it names none)."""
+    return request.headers.get("content-encoding", "identity").strip().lower()
 
 
 def decode_json_body(body: bytes, encoding: str, max_bytes: int, max_values: int) -> Any:
