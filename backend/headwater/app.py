@@ -75,9 +75,8 @@ async def check_request(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
     """The app's one guard: a write from another site, the API key, then a URL that is not UTF-8
-    and parameters holding
-    U+0000. One guard, not several: Litestar copies the route handler for each guard of each
-    request."""
+    and parameters holding U+0000. One guard, not several: Litestar copies the route handler for
+    each guard of each request."""
     refuse_cross_site(connection)
     await require_key(connection, handler)
     refuse_undecodable_url(connection)

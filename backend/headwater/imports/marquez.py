@@ -318,7 +318,7 @@ def _prepare_rows(
             rejects.write(json.dumps(entry) + "\n")
 
     for event_time, text in rows:
-        if text is None:  # lineage_events.event is NOT NULL in Marquez; a copy may differ
+        if text is None:  # Marquez's lineage_events lets event be NULL
             refuse(
                 "event: null", event_time, "The row has no event (NULL)", [FieldError("$", "null")], {}
             )
