@@ -78,7 +78,7 @@ def _spreads(selection_set: SelectionSetNode | None) -> Iterator[str]:
             yield from _spreads(getattr(sel, "selection_set", None))
 
 
-def fragments_in_order(fragments: dict[str, FragmentDefinitionNode]) -> list[str]:
+def _fragments_in_order(fragments: dict[str, FragmentDefinitionNode]) -> list[str]:
     """Every fragment, each after the fragments it spreads (a cycle, which validation refuses, is
     cut anywhere). Iterative: a chain of hundreds of fragments spreading the next is a short
     document, and must not exhaust Python's stack."""
@@ -109,7 +109,7 @@ class _Shape:
         # fragment name -> (depth, aliases), each measured after the fragments it spreads; one not
         # measured (unknown, or in a cycle) counts as empty
         self._measured: dict[str, tuple[int, int]] = {}
-        for name in fragments_in_order(fragments):
+        for name in _fragments_in_order(fragments):
             self._measured[name] = self.measure(fragments[name].selection_set)
 
     def measure(self, selection_set: SelectionSetNode | None) -> tuple[int, int]:
@@ -227,7 +227,7 @@ class _Cost:
         # (fragment name, paged) -> its cost for one parent object, each costed after the
         # fragments it spreads; one not costed (unknown, or in a cycle) costs nothing
         self._fragment_costs: dict[tuple[str, bool], int] = {}
-        for name in fragments_in_order(fragments):
+        for name in _fragments_in_order(fragments):
             fragment = fragments[name]
             target = schema.get_type(fragment.type_condition.name.value)
             for paged in (False, True):
