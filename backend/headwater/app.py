@@ -98,7 +98,11 @@ def create_app(settings: Settings | None = None) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.pool = await create_pool(settings, settings.database_url or "")
-        app.state.key_ring = KeyRing(app.state.pool, settings.api_key)
+        # Quick statements that gate or describe the server: API key lookups (every request once
+        # its key's cache runs out), readiness and /metrics. On the shared pool they queued behind
+        # long lineage reads, so a server busy reading refused posts and reported itself unready.
+        app.state.control_pool = await create_pool(settings, settings.database_url or "", size=2)
+        app.state.key_ring = KeyRing(app.state.control_pool, settings.api_key)
         # Ingest writes through connections of its own: fifty readers of large lineage answers
         # holding every connection of the shared pool left posts waiting seconds for one, and some
         # answered 503. Its writers, and one to train the payload dictionary beside them.
@@ -119,6 +123,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         finally:
             await app.state.ingest_queue.stop()
             await ingest_pool.close()
+            await app.state.control_pool.close()
             await app.state.pool.close()
 
     app = keep_encoded_slashes(

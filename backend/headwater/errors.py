@@ -121,6 +121,14 @@ class DatabaseUnavailableError(AppError):
     title = "Database unavailable"
 
 
+class DatabaseBusyError(AppError):
+    """Every connection of the server's pool stayed in use: a busy server, not a missing database."""
+
+    code = "database_busy"
+    status = 503
+    title = "Database busy"
+
+
 class MigrationError(AppError):
     code = "migration_error"
     status = 500

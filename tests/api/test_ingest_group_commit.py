@@ -210,7 +210,11 @@ async def test_a_frozen_database_answers_503_within_the_timeout(make_database, s
             assert client.post("/api/v1/lineage", json=event).status_code == 201
 
 
-async def test_a_pool_with_no_free_connection_answers_503(make_database, settings):
+async def test_readers_holding_every_connection_leave_ingest_keys_and_readiness_alone(
+    make_database, settings
+):
+    """Reads wait for the shared pool and are answered busy when it stays full; posts write through
+    the ingest pool, and key checks and readiness through their own, so none of them waits."""
     async with make_database() as url:
         with server(
             settings, url, pool_min_size=1, pool_max_size=1, pool_acquire_timeout_ms=500
@@ -224,15 +228,35 @@ async def test_a_pool_with_no_free_connection_answers_503(make_database, setting
 
             holding = client.blocking_portal.start_task_soon(hold)
             try:
+                while pool.get_idle_size():
+                    await asyncio.sleep(0.01)
                 started = time.monotonic()
-                answer = await post(client, run_event("starved"))
-                waited = time.monotonic() - started
+                posted = await post(client, run_event("posted while reads wait"))
+                posted_in = time.monotonic() - started
+                ready = await asyncio.to_thread(client.get, "/readyz")
+                started = time.monotonic()
+                read = await asyncio.to_thread(client.get, "/api/v1/namespaces")
+                read_in = time.monotonic() - started
+                graphql = await asyncio.to_thread(
+                    client.post, "/graphql", json={"query": "{ namespaces { name } }"}
+                )
             finally:
                 release.set()
                 holding.result()
-    assert answer.status_code == 503
-    assert answer.headers["retry-after"] == "1"
-    assert waited < 2
+            # Once a connection is free again, the read is answered.
+            assert client.get("/api/v1/namespaces").status_code == 200
+    assert posted.status_code == 201
+    assert posted_in < 0.4
+    assert ready.status_code == 200
+    assert read.status_code == 503
+    assert read.headers["retry-after"] == "1"
+    assert read.json()["code"] == "database_busy"
+    assert read.json()["detail"] == (
+        "The server is busy: all 1 database connections of this server stayed in use for 0.5 s."
+        " Retry later."
+    )
+    assert 0.5 <= read_in < 2
+    assert graphql.json()["errors"][0]["extensions"]["code"] == "database_busy"
 
 
 async def test_small_requests_are_prepared_on_the_loop_large_ones_and_sql_in_a_thread(

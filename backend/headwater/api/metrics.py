@@ -168,7 +168,7 @@ class MetricsController(PrometheusController):
 
 async def _read_dead_letters(state: State) -> None:
     """Refresh the stored dead letters per topic; an unavailable database leaves the last figures."""
-    pool: asyncpg.Pool | None = getattr(state, "pool", None)
+    pool: asyncpg.Pool | None = getattr(state, "control_pool", None)
     if pool is None:
         return
     try:

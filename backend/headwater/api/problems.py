@@ -11,7 +11,14 @@ import asyncpg
 from litestar import Response
 from litestar.exceptions import HTTPException, ValidationException
 
-from headwater.errors import AppError, DatabaseUnavailableError, FieldError, InvalidRequestError
+from headwater.db.pool import PoolBusyError
+from headwater.errors import (
+    AppError,
+    DatabaseBusyError,
+    DatabaseUnavailableError,
+    FieldError,
+    InvalidRequestError,
+)
 
 if TYPE_CHECKING:
     from litestar import Request
@@ -35,6 +42,18 @@ def is_database_unavailable(exc: BaseException) -> bool:
         state = getattr(exc, "sqlstate", "") or ""
         return state[:2] in _UNAVAILABLE_CLASSES
     return isinstance(exc, TimeoutError)
+
+
+def database_error(exc: BaseException) -> AppError | None:
+    """The 503 an exception from the database path is answered with, or None when it is not one:
+    busy when every connection stayed in use, unavailable when the database cannot be reached."""
+    if isinstance(exc, PoolBusyError):
+        return DatabaseBusyError(f"The server is busy: {exc}. Retry later.")
+    if is_database_unavailable(exc):
+        return DatabaseUnavailableError(
+            f"The database is unavailable: {type(exc).__name__}. Retry later."
+        )
+    return None
 
 
 def problem(status: int, code: str, title: str, detail: str, **extra: Any) -> Response[dict[str, Any]]:
@@ -144,12 +163,10 @@ def _body_limit(request: Request[Any, Any, Any]) -> int | None:
 def unexpected_error_handler(
     request: Request[Any, Any, Any], exc: Exception
 ) -> Response[dict[str, Any]]:
-    """Database outages are 503 (clients retry); a body nested too deeply to decode is a 400;
+    """Database outages and a full pool are 503 (clients retry); a body nested too deeply to decode is a 400;
     anything else is a 500 with a request id to grep."""
-    if is_database_unavailable(exc):
-        error = DatabaseUnavailableError(
-            f"The database is unavailable: {type(exc).__name__}. Retry later."
-        )
+    error = database_error(exc)
+    if error is not None:
         return app_error_handler(request, error)
     if isinstance(exc, RecursionError) and "deserializing" in str(exc):
         # Litestar decodes a handler's `data` with msgspec, which gives up on JSON nested deeper

@@ -55,17 +55,44 @@ async def register_codecs(conn: asyncpg.Connection) -> None:
 PLAN_SETTINGS = {"plan_cache_mode": "force_custom_plan", "jit": "off"}
 
 
+class PoolBusyError(TimeoutError):
+    """No connection of a pool came free in time because every one was in use.
+
+    A TimeoutError like any other acquire that gives up (callers retrying on those go on doing
+    so), told apart so that an answer can say the server is busy rather than the database gone.
+    """
+
+    def __init__(self, size: int, waited: float) -> None:
+        super().__init__(
+            f"all {size} database connections of this server stayed in use for {waited:g} s"
+        )
+        self.size = size
+        self.waited = waited
+
+
 class TimedPool(asyncpg.Pool):
     """A pool whose acquire gives up after ``acquire_timeout`` seconds unless given its own.
 
     Without it, a request waits for a connection as long as PostgreSQL is frozen (every connection
-    stuck in a statement); with it, it fails with TimeoutError, which is answered 503.
+    stuck in a statement); with it, it fails with TimeoutError, which is answered 503:
+    PoolBusyError when every connection was in use the whole time, a plain TimeoutError when one
+    was free but connecting through it did not finish (PostgreSQL down or frozen).
     """
 
     acquire_timeout: float | None = None
 
     def acquire(self, *, timeout: float | None = None) -> Any:
         return super().acquire(timeout=self.acquire_timeout if timeout is None else timeout)
+
+    async def _acquire(self, timeout: float | None) -> Any:
+        try:
+            return await super()._acquire(timeout)
+        except TimeoutError:
+            # asyncpg puts back a connection it was still connecting through when the wait ran
+            # out; none free means the wait was for one of them.
+            if timeout is not None and self._queue.empty():
+                raise PoolBusyError(self.get_max_size(), timeout) from None
+            raise
 
 
 async def create_pool(settings: Settings, dsn: str, size: int | None = None) -> asyncpg.Pool:

@@ -19,7 +19,7 @@ from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
 from strawberry.types.execution import ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from headwater.api.problems import is_database_unavailable
+from headwater.api.problems import database_error
 from headwater.errors import AppError
 
 if TYPE_CHECKING:
@@ -51,9 +51,9 @@ def annotate_error(error: GraphQLError) -> None:
                 if isinstance(error, GraphQLSyntaxError)
                 else ("graphql_validation_failed")
             )
-    elif is_database_unavailable(cause):
-        extensions["code"] = "database_unavailable"
-        error.message = f"The database is unavailable: {type(cause).__name__}. Retry later."
+    elif (unavailable := database_error(cause)) is not None:
+        extensions["code"] = unavailable.code
+        error.message = unavailable.message
     elif "code" not in extensions:
         request_id = uuid.uuid4().hex[:16]
         log.error("unexpected GraphQL error %s at %s", request_id, error.path, exc_info=cause)

@@ -17,8 +17,9 @@ async def healthz() -> dict[str, str]:
 
 @get("/readyz", summary="The database answers")
 async def readyz(state: State) -> Response[dict[str, Any]]:
-    """200 when a database round trip succeeds, else 503."""
-    pool: asyncpg.Pool = state.pool
+    """200 when a database round trip succeeds, else 503. Asked through connections of its own: a
+    server whose pool is busy with reads still has its database, and is ready."""
+    pool: asyncpg.Pool = state.control_pool
     try:
         async with pool.acquire(timeout=2) as conn:
             await conn.fetchval("SELECT 1")
