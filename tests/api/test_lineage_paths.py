@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests.client import post_all
@@ -66,6 +68,7 @@ async def test_all_shortest_paths_and_their_graph(client):
     )
     assert answer["graph"][0]["data"]["name"] == "src"
     assert answer["truncated"] is False
+    assert (answer["connected"], answer["depth"]) == (True, 2)
 
 
 async def test_path_direction_and_depth(client):
@@ -84,7 +87,54 @@ async def test_path_direction_and_depth(client):
     from_job = await get_json(client, path, **{"from": j("slow"), "to": d("a"), "maxDepth": 1})
     assert from_job["paths"] == [[j("slow"), d("s1"), j("slow2"), d("a")]]
     same = await get_json(client, path, **{"from": d("b"), "to": d("b")})
-    assert same["paths"] == [[d("b")]]
+    assert (same["paths"], same["connected"], same["depth"]) == ([[d("b")]], True, 0)
+
+
+async def test_no_path_says_whether_the_nodes_are_further_apart_or_not_connected(client):
+    await diamond_with_a_long_way_round(client)
+    await post_all(client, job_run("elsewhere", inputs=["island"], outputs=["islet"]))
+    path = "/api/v1/lineage/path"
+    # Too far for maxDepth 1: a path exists, and the answer names the maxDepth that finds it.
+    short = await get_json(client, path, **{"from": d("src"), "to": d("out"), "maxDepth": 1})
+    assert (short["paths"], short["connected"], short["depth"]) == ([], True, 2)
+    assert [
+        p[-1]
+        for p in (await get_json(client, path, **{"from": d("src"), "to": d("out"), "maxDepth": 2}))[
+            "paths"
+        ]
+    ] == [d("out")] * 2
+    # From a job, the first hop out is free: slow -> a needs maxDepth 1, slow -> out 2.
+    from_job = await get_json(client, path, **{"from": j("slow"), "to": d("out"), "maxDepth": 0})
+    assert (from_job["paths"], from_job["connected"], from_job["depth"]) == ([], True, 2)
+    # Not connected at all: the walk ran out of nodes, whatever maxDepth is asked.
+    apart = await get_json(client, path, **{"from": d("src"), "to": d("islet"), "maxDepth": 1})
+    assert (apart["paths"], apart["connected"], apart["depth"]) == ([], False, None)
+    # Against the data flow there is no path from src to out; with BOTH there is.
+    down_only = await get_json(
+        client, path, **{"from": d("out"), "to": d("src"), "direction": "DOWNSTREAM"}
+    )
+    assert (down_only["connected"], down_only["depth"]) == (False, None)
+
+
+async def test_no_path_within_the_deepest_walk_allowed_is_unknown(make_database, settings):
+    """A path longer than the server's maximum depth is neither found nor ruled out."""
+    from litestar.testing import AsyncTestClient
+
+    from headwater.app import create_app
+
+    async with make_database() as url:
+        app = create_app(dataclasses.replace(settings, database_url=url, max_lineage_depth=2))
+        async with AsyncTestClient(app=app) as client:
+            for i in range(4):  # t0 -> t1 -> t2 -> t3 -> t4, four jobs
+                await post_all(client, job_run(f"step_{i}", inputs=[f"t{i}"], outputs=[f"t{i + 1}"]))
+            far = await get_json(
+                client, "/api/v1/lineage/path", **{"from": d("t0"), "to": d("t4"), "maxDepth": 1}
+            )
+            near = await get_json(
+                client, "/api/v1/lineage/path", **{"from": d("t0"), "to": d("t2"), "maxDepth": 1}
+            )
+    assert (far["paths"], far["connected"], far["depth"]) == ([], None, None)
+    assert (near["paths"], near["connected"], near["depth"]) == ([], True, 2)
 
 
 async def test_path_as_of_uses_the_graph_of_the_time(client):

@@ -6,6 +6,10 @@ shorter paths (both when equally short). ``max_depth`` counts jobs as lineage de
 is found exactly when it is in ``from``'s lineage at that depth. Every shortest path is returned, as
 node ids from ``from`` to ``to``, up to ``MAX_PATHS`` (``truncated`` beyond), with the graph of the
 nodes and edges on them. ``as_of`` walks the edges valid then, as lineage does.
+
+With no path within ``max_depth``, the answer tells why: the walk ran out of nodes (not connected
+at any depth), or it was cut at ``max_depth`` and a second walk, as deep as ``search_depth`` allows,
+found the depth the shortest paths need (or did not: further than the server walks).
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from typing import TYPE_CHECKING
 
 from headwater.db.queries import QUERIES
 from headwater.lineage.documents import DocumentCache, load_documents
-from headwater.lineage.graph import Direction, LineageGraph, LineageNode, hop_limit, resolve_roots
+from headwater.lineage.graph import (
+    Direction,
+    LineageGraph,
+    LineageNode,
+    Root,
+    hop_limit,
+    resolve_roots,
+)
 from headwater.lineage.horizon import check_horizon
 
 if TYPE_CHECKING:
@@ -31,6 +42,10 @@ class PathResult:
     paths: list[list[str]]
     graph: LineageGraph
     truncated: bool
+    # True: a path exists, ``depth`` the least maxDepth finding it; False: none at any depth; None:
+    # none within the deepest walk the server allows, which had nodes left to visit.
+    connected: bool | None
+    depth: int | None
 
 
 async def fetch_paths(
@@ -40,22 +55,35 @@ async def fetch_paths(
     *,
     direction: Direction = "BOTH",
     max_depth: int,
+    search_depth: int | None = None,
     as_of: dt.datetime | None = None,
     cache: DocumentCache | None = None,
 ) -> PathResult:
-    """All shortest paths from one node to another (one query for the search, one for documents)."""
+    """All shortest paths from one node to another (one query for the search, one for documents;
+    a second search, up to ``search_depth``, only when the first was cut before finding any)."""
     await check_horizon(conn, as_of)
     roots = await resolve_roots(conn, [from_id, to_id])
     start, end = roots
-    rows = await conn.fetch(
-        QUERIES["find_lineage_paths"],
-        start.node_id,
-        end.node_id,
-        hop_limit(start, max_depth),
-        direction in ("DOWNSTREAM", "BOTH"),
-        direction in ("UPSTREAM", "BOTH"),
-        as_of,
-    )
+
+    async def search(depth: int) -> tuple[list[asyncpg.Record], bool]:
+        rows = await conn.fetch(
+            QUERIES["find_lineage_paths"],
+            start.node_id,
+            end.node_id,
+            hop_limit(start, depth),
+            direction in ("DOWNSTREAM", "BOTH"),
+            direction in ("UPSTREAM", "BOTH"),
+            as_of,
+        )
+        return [r for r in rows if r["downstream"] is not None], rows[0]["cut"]
+
+    rows, cut = await search(max_depth)
+    connected: bool | None = bool(rows) or (None if cut else False)
+    depth = _depth_needed(start, rows) if rows else None
+    if connected is None and search_depth is not None and search_depth > max_depth:
+        further, cut = await search(search_depth)
+        connected = bool(further) or (None if cut else False)
+        depth = _depth_needed(start, further) if further else None
     levels: dict[int, int] = {}
     stamps: dict[int, int] = {}
     nexts: dict[tuple[bool, int], list[int]] = defaultdict(list)
@@ -88,7 +116,13 @@ async def fetch_paths(
         by_id[pair[0]].out_edges.append(pair)
         by_id[pair[1]].in_edges.append(pair)
     ordered = sorted(nodes.values(), key=lambda n: (n.hops, n.type, n.id))
-    return PathResult(paths, LineageGraph(roots, ordered, pairs), truncated)
+    return PathResult(paths, LineageGraph(roots, ordered, pairs), truncated, connected, depth)
+
+
+def _depth_needed(start: Root, rows: list[asyncpg.Record]) -> int:
+    """The least maxDepth whose hop limit reaches the shortest paths' length in edges."""
+    edges = max(row["level"] for row in rows)
+    return next(d for d in range(edges + 1) if hop_limit(start, d) >= edges)
 
 
 def enumerate_paths(

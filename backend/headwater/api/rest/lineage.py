@@ -55,6 +55,11 @@ class PathAnswer(msgspec.Struct):
     paths: list[list[str]]
     graph: list[Node]
     truncated: bool
+    # Whether the nodes are connected: false when no path exists at any depth, null when none was
+    # found within the server's maximum depth (HEADWATER_MAX_LINEAGE_DEPTH) and the walk could go on.
+    connected: bool | None
+    # The least maxDepth that finds the shortest paths (also when it is more than the one asked).
+    depth: int | None
 
 
 def check_direction(direction: str) -> Direction:
@@ -225,8 +230,10 @@ async def get_lineage_path(
 ) -> Response[bytes]:
     """Every shortest directed path between two nodes, as node-id lists, with the graph of their nodes.
 
-    ``paths`` is empty when the nodes are not connected within maxDepth; a node that does not exist
-    is a 404. With BOTH, paths in either direction count and the shorter ones win.
+    ``paths`` is empty when the nodes are not connected within maxDepth; then ``connected`` and
+    ``depth`` tell whether they are further away (and the maxDepth that finds them) or not at all. A
+    node that does not exist is a 404. With BOTH, paths in either direction count and the shorter
+    ones win.
     """
     settings = state.settings
     pool: asyncpg.Pool = state.pool
@@ -235,9 +242,22 @@ async def get_lineage_path(
     when = parse_as_of(as_of)
     async with pool.acquire() as conn:
         found = await fetch_paths(
-            conn, from_id, to_id, direction=walk, max_depth=depth, as_of=when, cache=cache_for(state)
+            conn,
+            from_id,
+            to_id,
+            direction=walk,
+            max_depth=depth,
+            search_depth=settings.max_lineage_depth,
+            as_of=when,
+            cache=cache_for(state),
         )
     return json_response(
-        b'{"paths":%b,"graph":%b,"truncated":%b}'
-        % (_encoder.encode(found.paths), encode_nodes(found.graph), _flag(found.truncated))
+        b'{"paths":%b,"graph":%b,"truncated":%b,"connected":%b,"depth":%b}'
+        % (
+            _encoder.encode(found.paths),
+            encode_nodes(found.graph),
+            _flag(found.truncated),
+            _encoder.encode(found.connected),
+            _encoder.encode(found.depth),
+        )
     )

@@ -6,7 +6,8 @@
 -- $2 level by level keeps the nodes on a shortest path. Soft-deleted nodes (by $6) are skipped.
 -- Returns one row per (direction, level) with the nodes on shortest paths at that level, their
 -- document stamps, and every edge leaving them in walk order as (from, to): the caller keeps those
--- into the next level's nodes.
+-- into the next level's nodes. Each row also says whether a walk stopped at the limit with nodes
+-- left to visit (cut); when there is no path, a single row of nulls says it.
 WITH RECURSIVE
 deleted AS MATERIALIZED (
     SELECT node_id FROM datasets
@@ -50,14 +51,19 @@ back(downstream, level, nodes) AS (
         ) i
     ) p
     WHERE b.level > 0
+),
+found_levels AS (
+    SELECT b.downstream, b.level, s.node_ids AS nodes, s.stamps, e.edge_froms, e.edge_tos
+    FROM back b
+    CROSS JOIN LATERAL (
+        SELECT array_agg(t.node_id) AS node_ids, array_agg(t.stamp) AS stamps FROM lineage_node_stamps(b.nodes) AS t
+    ) s
+    CROSS JOIN LATERAL (
+        SELECT array_agg(x.from_id) AS edge_froms, array_agg(x.to_id) AS edge_tos
+        FROM lineage_neighbours(b.nodes, b.downstream, $6) AS x
+    ) e
 )
-SELECT b.downstream, b.level, s.node_ids AS nodes, s.stamps, e.edge_froms, e.edge_tos
-FROM back b
-CROSS JOIN LATERAL (
-    SELECT array_agg(t.node_id) AS node_ids, array_agg(t.stamp) AS stamps FROM lineage_node_stamps(b.nodes) AS t
-) s
-CROSS JOIN LATERAL (
-    SELECT array_agg(x.from_id) AS edge_froms, array_agg(x.to_id) AS edge_tos
-    FROM lineage_neighbours(b.nodes, b.downstream, $6) AS x
-) e
-ORDER BY b.downstream DESC, b.level;
+SELECT f.*, c.cut
+FROM (SELECT coalesce(bool_or(level = $3::int AND NOT found), false) AS cut FROM search) c
+LEFT JOIN found_levels f ON true
+ORDER BY f.downstream DESC, f.level;
