@@ -14,17 +14,22 @@ server is open, as a fresh install must be; the first key closes it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import re
 import secrets
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from headwater.store import api_keys as key_store
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Hashable
+
     import asyncpg
+
+T = TypeVar("T")
 
 SCOPES = ("ingest", "read", "write", "admin")
 ALL_SCOPES = frozenset(SCOPES)
@@ -59,6 +64,19 @@ class KeyRing:
         self.static_key = static_key.encode() if static_key else None
         self._stored_count: tuple[float, int] | None = None
         self._by_token: dict[bytes, tuple[float, frozenset[str] | None]] = {}
+        self._asking: dict[Hashable, asyncio.Future[Any]] = {}
+
+    async def _ask_once(self, question: Hashable, ask: Callable[[], Awaitable[T]]) -> T:
+        """``ask()``, once for every caller asking ``question`` meanwhile: when a cached answer runs
+        out, every request in flight needs it at once, and each asking the database queued them
+        all on the key ring's few connections."""
+        asking = self._asking.get(question)
+        if asking is None:
+            asking = self._asking[question] = asyncio.ensure_future(ask())
+            asking.add_done_callback(lambda _: self._asking.pop(question, None))
+        # Shielded: one caller cancelled (its client gone) does not fail the others.
+        result: T = await asyncio.shield(asking)
+        return result
 
     async def closed(self) -> bool:
         """Whether requests need a key: some key exists."""
@@ -66,9 +84,12 @@ class KeyRing:
             return True
         now = time.monotonic()
         if self._stored_count is None or self._stored_count[0] < now:
-            async with self.pool.acquire() as conn:
-                self._stored_count = (now + CACHE_SECONDS, await key_store.count_active_api_keys(conn))
+            self._stored_count = (now + CACHE_SECONDS, await self._ask_once("count", self._count))
         return self._stored_count[1] > 0
+
+    async def _count(self) -> int:
+        async with self.pool.acquire() as conn:
+            return await key_store.count_active_api_keys(conn)
 
     async def scopes_of(self, token: str) -> frozenset[str] | None:
         """The scopes a presented key grants, or None for a key that is not (or no longer) valid."""
@@ -83,8 +104,13 @@ class KeyRing:
         cached = self._by_token.get(cache_key)
         if cached is not None and cached[0] >= now:
             return cached[1]
-        async with self.pool.acquire() as conn:
-            stored = await key_store.fetch_active_api_key(conn, match[1])
+        key_id = match[1]
+
+        async def fetch() -> tuple[frozenset[str], bytes] | None:
+            async with self.pool.acquire() as conn:
+                return await key_store.fetch_active_api_key(conn, key_id)
+
+        stored = await self._ask_once(("key", key_id), fetch)
         scopes = None
         if stored is not None and hmac.compare_digest(_hash(match[2]), stored[1]):
             scopes = granted(stored[0])
