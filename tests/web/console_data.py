@@ -49,8 +49,9 @@ def run(
     state: str = "COMPLETE",
     sql: str | None = None,
     error: str | None = None,
+    namespace: str = NAMESPACE,
 ) -> list[dict[str, Any]]:
-    """START and then COMPLETE (or FAIL) of one run of ``job`` in the demo namespace."""
+    """START and then COMPLETE (or FAIL) of one run of ``job`` (in the demo namespace unless told)."""
     run_id = str(uuid.uuid4())
     job_facets: dict[str, Any] = {}
     if sql:
@@ -71,7 +72,7 @@ def run(
             "producer": PRODUCER,
             "schemaURL": SCHEMA_URL,
             "run": {"runId": run_id, "facets": facets},
-            "job": {"namespace": NAMESPACE, "name": job, "facets": job_facets},
+            "job": {"namespace": namespace, "name": job, "facets": job_facets},
             "inputs": inputs,
             "outputs": outputs,
         }
@@ -151,3 +152,53 @@ def demo_pipeline(now: dt.datetime) -> tuple[list[dict[str, Any]], dt.datetime]:
         ),
     ]
     return events, first + dt.timedelta(hours=1)
+
+
+# Names as whoever sends events may write them, with Unicode's bidirectional controls: an override
+# (U+202E) would show "sales\u202etxt.exe" as "salesexe.txt", an isolate that is never closed
+# (U+2067) and marks (U+200F, U+061C) reorder what follows them. And one owner written in Hebrew, a
+# right-to-left script, which must not move the text around it either.
+BIDI_NAMESPACE = "lake\u2067eu"
+BIDI_DATASET = "sales\u202etxt.exe"
+BIDI_JOB = "dedupe\u200fsales"
+BIDI_FIELD = "net\u202damount"
+BIDI_TYPE = "dec\u200fimal"
+BIDI_ARCHIVE = "archive\u061cdaily"
+BIDI_OWNER = "team:\u202eops"
+HEBREW_OWNER = "\u05e6\u05d5\u05d5\u05ea"
+
+
+def bidi_pipeline(now: dt.datetime) -> list[dict[str, Any]]:
+    """A job that reads and writes the same dataset (a cycle of two nodes in the graph), deriving a
+    column of it from itself (a column that is its own origin), and copies it to an archive; its
+    second run fails with an error naming the archive."""
+    column = (BIDI_NAMESPACE, BIDI_DATASET, BIDI_FIELD)
+    sales = dataset(
+        BIDI_DATASET,
+        namespace=BIDI_NAMESPACE,
+        fields=[(BIDI_FIELD, BIDI_TYPE)],
+        column_lineage={BIDI_FIELD: [column]},
+    )
+    archive = dataset(
+        BIDI_ARCHIVE,
+        namespace=BIDI_NAMESPACE,
+        fields=[(BIDI_FIELD, BIDI_TYPE)],
+        column_lineage={BIDI_FIELD: [column]},
+        ownership={
+            "_producer": PRODUCER,
+            "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/OwnershipDatasetFacet.json",
+            "owners": [{"name": BIDI_OWNER}, {"name": HEBREW_OWNER}],
+        },
+    )
+    return [
+        *run(BIDI_JOB, now, [sales], [sales, archive], namespace=BIDI_NAMESPACE),
+        *run(
+            BIDI_JOB,
+            now + dt.timedelta(minutes=1),
+            [sales],
+            [sales, archive],
+            state="FAIL",
+            error=f"cannot write {BIDI_ARCHIVE}: disk full",
+            namespace=BIDI_NAMESPACE,
+        ),
+    ]

@@ -1,10 +1,11 @@
 """The web console in a real Chromium against a real `headwater serve` holding the OpenLineage
 reference events and a small pipeline of our own, with every request to another host aborted:
 search, a dataset and a job page, walking lineage, the as-of slider bringing back a dropped input,
-a live change appearing in place, impact with its CSV, root cause, and the API key prompt.
+a live change appearing in place, impact with its CSV, root cause, the API key prompt, and names
+holding Unicode's bidirectional controls shown as stored.
 
-Each test saves a screenshot of its page; with HEADWATER_CONSOLE_SCREENSHOTS=<folder> they go there
-(the README shows the ones in backend/web/console/screenshots/)."""
+Each test saves a screenshot of its page; with HEADWATER_CONSOLE_SCREENSHOTS=<folder> the ones the
+README shows (backend/web/console/screenshots/) go there too."""
 
 from __future__ import annotations
 
@@ -28,7 +29,23 @@ from tests.corpus import EVENTS
 from tests.pg import migrated_database
 from tests.server import HeadwaterServer, running_headwater
 from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, browser_missing
-from tests.web.console_data import NAMESPACE, demo_pipeline, post_events, reference_events, run, table
+from tests.web.console_data import (
+    BIDI_ARCHIVE,
+    BIDI_DATASET,
+    BIDI_FIELD,
+    BIDI_JOB,
+    BIDI_NAMESPACE,
+    BIDI_OWNER,
+    BIDI_TYPE,
+    HEBREW_OWNER,
+    NAMESPACE,
+    bidi_pipeline,
+    demo_pipeline,
+    post_events,
+    reference_events,
+    run,
+    table,
+)
 
 _missing = browser_missing() or (
     None if EVENTS.is_dir() else f"OpenLineage event corpus not found at {EVENTS}"
@@ -484,3 +501,172 @@ async def test_the_console_asks_for_a_key_and_sends_it(secured_server: Headwater
             "revenue", timeout=TIMEOUT
         )
         await expect(page.get_by_role("dialog")).to_have_count(0)
+
+
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+SALES = f"dataset:{BIDI_NAMESPACE}:{BIDI_DATASET}"
+SALES_JOB = f"job:{BIDI_NAMESPACE}:{BIDI_JOB}"
+SALES_FIELD = f"datasetField:{BIDI_NAMESPACE}:{BIDI_DATASET}:{BIDI_FIELD}"
+
+
+def shown(name: str) -> str:
+    """A name as the console shows it: each bidirectional control as a marker naming it."""
+    return BIDI_CONTROLS.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", name)
+
+
+@pytest.fixture(scope="module")
+def bidi_names(console_server: HeadwaterServer) -> None:
+    post_events(console_server.url, bidi_pipeline(dt.datetime.now(dt.UTC)))
+
+
+# Every piece of text a reader sees, as text or in a tooltip, a label or an option, that holds a
+# bidirectional control (the URLs, data attributes and option values keep names as stored).
+CONTROLS_SHOWN = """() => {
+  const controls = /[\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069]/;
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (controls.test(n.data) && !n.parentElement.closest("script, style")) found.push(n.data);
+  }
+  for (const el of document.body.querySelectorAll("*")) {
+    for (const attr of ["title", "aria-label", "placeholder", "alt"]) {
+      const value = el.getAttribute(attr);
+      if (value && controls.test(value)) found.push(`${attr}=${value}`);
+    }
+  }
+  return found;
+}"""
+
+# Where each of ``parts`` (searched for in the element's text) starts on screen: the left edge of
+# its first character, as laid out (after any reordering).
+PLACES = """(el, parts) => {
+  const nodes = [];
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+  const text = nodes.map((n) => n.data).join("");
+  return parts.map((part) => {
+    let at = text.indexOf(part);
+    if (at < 0) return null;
+    for (const n of nodes) {
+      if (at < n.data.length) {
+        const range = document.createRange();
+        range.setStart(n, at);
+        range.setEnd(n, at + 1);
+        return range.getBoundingClientRect().left;
+      }
+      at -= n.data.length;
+    }
+    return null;
+  });
+}"""
+
+
+async def assert_in_order(locator: Any, *parts: str) -> None:
+    """``parts`` of the locator's text are laid out left to right, in the order given."""
+    places = await locator.evaluate(PLACES, list(parts))
+    assert None not in places, (parts, places)
+    assert places == sorted(places), list(zip(parts, places, strict=True))
+
+
+async def assert_no_control_shown(page: Any) -> None:
+    assert await page.evaluate(CONTROLS_SHOWN) == [], page.url
+
+
+async def test_names_with_bidirectional_controls_read_as_stored(
+    console: Console, bidi_names: None, shots: Path
+) -> None:
+    page = console.page
+    await console.open("/")
+    await page.get_by_role("combobox", name="Search by name").fill("sales")
+    hit = page.locator("#hits li").filter(has=page.locator(".kind-dataset"))
+    await expect(hit.locator(".hit-name")).to_have_text(shown(BIDI_DATASET), timeout=TIMEOUT)
+    await expect(hit.locator(".ns")).to_have_text(shown(BIDI_NAMESPACE))
+    await assert_in_order(hit.locator(".hit-name"), "sales", "U+202E", "txt", "exe")
+    await expect(page.get_by_label("Namespace").locator("option", has_text="lake")).to_have_text(
+        shown(BIDI_NAMESPACE)
+    )
+    await assert_no_control_shown(page)
+
+    await hit.get_by_role("link").click()
+    heading = page.get_by_role("heading", level=1)
+    await expect(heading).to_have_text(shown(BIDI_DATASET), timeout=TIMEOUT)
+    await assert_in_order(heading, "sales", "U+202E", "txt", "exe")
+    schema = page.get_by_role("table", name="Schema")
+    await expect(schema).to_contain_text(shown(BIDI_FIELD))
+    await expect(schema).to_contain_text(shown(BIDI_TYPE))
+    facet = page.locator("details").filter(has=page.locator("summary", has_text="columnLineage"))
+    await facet.locator("summary").click()  # the facet's JSON, names in it
+    await expect(facet.locator("pre.json")).to_contain_text(shown(BIDI_FIELD))
+    await assert_no_control_shown(page)
+    await page.screenshot(path=str(shots / "bidi-dataset.png"))
+
+    runs = page.get_by_role("table", name="Runs")
+    await expect(runs).to_contain_text(f"cannot write {shown(BIDI_ARCHIVE)}: disk full")
+    await runs.get_by_role("link", name=shown(BIDI_JOB)).first.click()
+    await expect(page.get_by_role("heading", level=1)).to_have_text(shown(BIDI_JOB), timeout=TIMEOUT)
+    versions = page.get_by_role("table", name="Versions")
+    await expect(versions).to_contain_text(shown(BIDI_ARCHIVE))
+    await assert_no_control_shown(page)
+
+    # The graph: node labels, their tooltips and names for screen readers; the selected node.
+    await console.open(f"/lineage?node={quote(SALES, safe='')}")
+    sales = page.locator(node(SALES))
+    await expect(sales).to_be_visible(timeout=TIMEOUT)
+    await expect(sales.locator("text.label")).to_have_text(shown(BIDI_DATASET))
+    await expect(sales.locator("text.sublabel")).to_have_text(shown(BIDI_NAMESPACE))
+    await assert_in_order(sales.locator("text.label"), "sales", "U+202E", "txt", "exe")
+    await expect(sales.locator("title")).to_have_text(shown(SALES))
+    await expect(page.locator(node(SALES_JOB)).locator("text.label")).to_have_text(shown(BIDI_JOB))
+    await sales.click()
+    side = page.get_by_role("complementary", name="Selected node")
+    await expect(side.get_by_role("heading")).to_have_text(shown(BIDI_DATASET))
+    await expect(page.get_by_role("heading", level=1)).to_have_text(f"Lineage of {shown(SALES)}")
+    await assert_no_control_shown(page)
+
+    await console.open(f"/lineage?node={quote(SALES_FIELD, safe='')}")
+    column = page.locator(node(SALES_FIELD))
+    await expect(column.locator("text.label")).to_contain_text(shown(BIDI_FIELD), timeout=TIMEOUT)
+    await expect(column.locator("text.sublabel")).to_have_text(shown(BIDI_DATASET))
+    await assert_no_control_shown(page)
+
+    # Impact: the owners' groups, a name's override and a right-to-left owner each kept to itself:
+    # the count after the heading's name stays after it.
+    await console.open(f"/impact?node={quote(SALES, safe='')}&by=owner")
+    owner = page.get_by_role("heading", name=f"{shown(BIDI_OWNER)} (1)", level=2)
+    await expect(owner).to_be_visible(timeout=TIMEOUT)
+    await assert_in_order(owner, "team", "U+202E", "ops", "(1)")
+    hebrew = page.get_by_role("heading", name=f"{HEBREW_OWNER} (1)", level=2)
+    await expect(hebrew).to_be_visible()
+    await assert_in_order(hebrew, HEBREW_OWNER, "(1)")
+    archive_row = page.get_by_role("row").filter(has_text=shown(BIDI_ARCHIVE)).first
+    await archive_row.get_by_role("button", name="why?").click()
+    path = page.get_by_role("list", name=f"Path to {shown(BIDI_ARCHIVE)}").first
+    await expect(path.get_by_role("listitem")).to_have_text(
+        [shown(BIDI_DATASET), shown(BIDI_JOB), shown(BIDI_ARCHIVE)]
+    )
+    await assert_no_control_shown(page)
+    await page.screenshot(path=str(shots / "bidi-impact.png"))
+    # The CSV keeps every name as stored.
+    async with page.expect_download() as download_info:
+        await page.get_by_role("button", name="Download CSV").click()
+    lines = Path(await (await download_info.value).path()).read_text(encoding="utf-8").splitlines()
+    assert f"1,JOB,{BIDI_NAMESPACE},{BIDI_JOB},,,{SALES_JOB},{SALES} > {SALES_JOB}" in lines, lines
+    archive = next(
+        line for line in lines if line.startswith(f"2,DATASET,{BIDI_NAMESPACE},{BIDI_ARCHIVE},,")
+    )
+    assert f",{BIDI_OWNER}; {HEBREW_OWNER}," in archive or f",{HEBREW_OWNER}; {BIDI_OWNER}," in archive
+
+    await console.open(f"/root-cause?node={quote(f'dataset:{BIDI_NAMESPACE}:{BIDI_ARCHIVE}', safe='')}")
+    suspects = page.get_by_role("table", name="Suspect changes")
+    await expect(suspects).to_contain_text(shown(BIDI_JOB), timeout=TIMEOUT)
+    await expect(suspects).to_contain_text(f"cannot write {shown(BIDI_ARCHIVE)}: disk full")
+    await assert_no_control_shown(page)
+
+    # A page of a name that is not there says so, the name isolated.
+    await console.open(f"/datasets?ns={quote(BIDI_NAMESPACE)}&name={quote(BIDI_DATASET + '2')}")
+    missing = page.get_by_text("No dataset")
+    await expect(missing).to_have_text(
+        f"No dataset {shown(BIDI_DATASET)}2 in {shown(BIDI_NAMESPACE)}.", timeout=TIMEOUT
+    )
+    await assert_in_order(missing, "sales", "txt", "exe2", " in ", "lake", "eu.")
+    await assert_no_control_shown(page)

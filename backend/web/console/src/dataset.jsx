@@ -1,7 +1,7 @@
 // A dataset: its schema with types and tags, versions with the runs that wrote them and what changed
 // between them, its facets and runs.
 import { Facets, NodeHead, NodePage, RunState, RunsTable, VersionChanges, jobLink } from "./node.jsx";
-import { Empty, Link, Tags, when } from "./ui.jsx";
+import { Empty, Link, Name, Shown, Tags, when } from "./ui.jsx";
 
 const DATASET = `query($ns: String!, $name: String!) {
   dataset(namespace: $ns, name: $name) {
@@ -17,6 +17,20 @@ const DATASET = `query($ns: String!, $name: String!) {
   }
 }`;
 
+function typed(name, type) {
+  return (
+    <>
+      <Name text={name} />
+      {type ? (
+        <>
+          {" : "}
+          <Name text={type} />
+        </>
+      ) : null}
+    </>
+  );
+}
+
 /** Columns added, removed and retyped from ``older`` to ``newer`` (each a list of fields or null). */
 function schemaDiff(older, newer) {
   if (!older || !newer) return [];
@@ -24,11 +38,21 @@ function schemaDiff(older, newer) {
   const after = new Map(newer.map((f) => [f.name, f.type]));
   const changes = [];
   for (const [name, type] of after) {
-    if (!before.has(name)) changes.push({ sign: "+", text: `${name}${type ? " : " + type : ""}` });
-    else if (before.get(name) !== type) changes.push({ sign: "~", text: `${name} : ${before.get(name) || "?"} \u2192 ${type || "?"}` });
+    if (!before.has(name)) changes.push({ sign: "+", key: `+${name}`, text: typed(name, type) });
+    else if (before.get(name) !== type) {
+      changes.push({
+        sign: "~",
+        key: `~${name}`,
+        text: (
+          <>
+            <Name text={name} /> : <Name text={before.get(name) || "?"} /> {"\u2192"} <Name text={type || "?"} />
+          </>
+        ),
+      });
+    }
   }
   for (const [name, type] of before) {
-    if (!after.has(name)) changes.push({ sign: "\u2212", text: `${name}${type ? " : " + type : ""}` });
+    if (!after.has(name)) changes.push({ sign: "\u2212", key: `-${name}`, text: typed(name, type) });
   }
   return changes;
 }
@@ -65,10 +89,14 @@ function Dataset({ node: ds }) {
           <tbody>
             {ds.fields.map((f) => (
               <tr key={f.name}>
-                <td class="mono">{f.name}</td>
-                <td class="mono">{f.type || "\u2014"}</td>
+                <td class="mono">
+                  <Name text={f.name} />
+                </td>
+                <td class="mono">{f.type ? <Name text={f.type} /> : "\u2014"}</td>
                 <td><Tags tags={f.tags} /></td>
-                <td>{f.description || ""}</td>
+                <td>
+                  <Shown text={f.description} />
+                </td>
                 <td>
                   <Link href={`/lineage?node=${encodeURIComponent(`datasetField:${ds.namespace}:${ds.name}:${f.name}`)}`}>lineage</Link>{" "}
                   <Link href={`/impact?node=${encodeURIComponent(`datasetField:${ds.namespace}:${ds.name}:${f.name}`)}`}>impact</Link>
@@ -99,7 +127,9 @@ function Dataset({ node: ds }) {
                   <td>
                     {run ? (
                       <>
-                        <Link href={jobLink(run.job)}>{run.job.name}</Link>{" "}
+                        <Link href={jobLink(run.job)}>
+                          <Name text={run.job.name} />
+                        </Link>{" "}
                         <RunState state={run.state} />
                       </>
                     ) : "\u2014"}

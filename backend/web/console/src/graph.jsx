@@ -2,6 +2,7 @@
 // keys), zoom (wheel, + and -), fit (0), nodes reachable by Tab, and a highlight on what changed.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { layeredLayout } from "./layout.js";
+import { visible } from "./ui.jsx";
 
 const NODE_W = 220;
 const NODE_H = 36;
@@ -23,12 +24,23 @@ function routePath(points) {
   return `M${a.x},${a.y}C${a.x + bend},${a.y} ${b.x - bend},${b.y} ${b.x},${b.y}`;
 }
 
+// A bidirectional control's marker (ui.jsx) or one code point: what clipping keeps whole.
+const UNIT = /\u27e8U\+[0-9A-F]{4}\u27e9|[\s\S]/gu;
+
+/** ``text`` as shown (its bidirectional controls as markers), cut from the front to ``max``
+ * characters; the end of a name is what tells names apart. */
 function clip(text, max) {
-  return text.length > max ? "\u2026" + text.slice(text.length - max + 1) : text;
+  const shown = visible(text);
+  if (shown.length <= max) return shown;
+  const units = shown.match(UNIT);
+  let kept = "";
+  for (let i = units.length - 1; i >= 0 && kept.length + units[i].length <= max - 1; i--) kept = units[i] + kept;
+  return "\u2026" + kept;
 }
 
 /**
- * nodes: [{id, type: DATASET | JOB | FIELD, label, sublabel, hidden (count collapsed behind it)}]
+ * nodes: [{id, type: DATASET | JOB | FIELD, label, fieldType (a column's), sublabel, hidden (count
+ * collapsed behind it)}]
  * edges: [{origin, destination}]; fresh: Set of node ids and edge keys to highlight.
  */
 export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, onExpand }) {
@@ -72,6 +84,7 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
           if (n.id === selected) classes.push("selected");
           if (fresh.has(n.id)) classes.push("fresh");
           if (n.state) classes.push(`state-${n.state.toLowerCase()}`);
+          const type = n.fieldType ? clip(n.fieldType, 12) : "";
           return (
             <g
               key={n.id}
@@ -80,16 +93,27 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
               // SVG attributes are case-sensitive: tabIndex would not make it focusable.
               tabindex="0"
               role="button"
-              aria-label={`${n.type.toLowerCase()} ${n.label}${n.sublabel ? " in " + n.sublabel : ""}`}
+              aria-label={`${n.type.toLowerCase()} ${visible(n.label)}${n.sublabel ? " in " + visible(n.sublabel) : ""}`}
               data-node={n.id}
               onClick={() => onSelect(n.id)}
               onDblClick={() => onExpand && onExpand(n.id)}
               onKeyDown={(event) => nodeKey(event, n)}
             >
-              <title>{n.id}</title>
+              <title>{visible(n.id)}</title>
               <rect width={NODE_W} height={NODE_H} rx={n.type === "JOB" ? 18 : 4} />
-              <text x={10} y={15} class="label">{clip(n.label, 30)}</text>
-              <text x={10} y={29} class="sublabel">{clip(n.sublabel || "", 36)}</text>
+              {/* Each name in a tspan of its own, isolated (style.css) as names are in HTML. */}
+              <text x={10} y={15} class="label">
+                <tspan class="name">{clip(n.label, 30 - (type ? type.length + 3 : 0))}</tspan>
+                {type ? (
+                  <>
+                    {" : "}
+                    <tspan class="name">{type}</tspan>
+                  </>
+                ) : null}
+              </text>
+              <text x={10} y={29} class="sublabel">
+                <tspan class="name">{clip(n.sublabel || "", 36)}</tspan>
+              </text>
               {n.hidden ? (
                 <text x={NODE_W - 8} y={15} class="badge" text-anchor="end">+{n.hidden}</text>
               ) : null}

@@ -4,7 +4,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { pageOf } from "./api.js";
 import { fetchGraph } from "./lineage.jsx";
-import { Empty, ErrorBox, Json, Link, Loading, navigate, useAuthVersion, useQuery, useRoute, when } from "./ui.jsx";
+import { Empty, ErrorBox, Json, Link, Loading, Name, navigate, Shown, useAuthVersion, useQuery, useRoute, visible, when } from "./ui.jsx";
 
 /** One shortest path from the root to each node, following edges forward (breadth first). */
 function pathsFrom(root, edges) {
@@ -64,6 +64,18 @@ function download(name, text) {
 
 function label(node) {
   return node ? (node.field ? `${node.name}.${node.field}` : node.name) : "?";
+}
+
+/** A node's name as shown: its dataset's and its field's each isolated. */
+function NodeName({ node }) {
+  if (!node) return "?";
+  return node.field ? (
+    <>
+      <Name text={node.name} />.<Name text={node.field} />
+    </>
+  ) : (
+    <Name text={node.name} />
+  );
 }
 
 function useGraph(node, direction, depth, owners = false) {
@@ -130,7 +142,10 @@ export function ImpactPage() {
     <section class="page impact-page">
       <header class="page-head">
         <h1>
-          Impact of changing <span class="mono">{node}</span>
+          Impact of changing{" "}
+          <span class="mono">
+            <Name text={node} />
+          </span>
         </h1>
         <form class="controls" onSubmit={(e) => e.preventDefault()}>
           <label>
@@ -166,7 +181,7 @@ export function ImpactPage() {
             {ordered.map(([group, members]) => (
               <section key={group} class="group">
                 <h2>
-                  {group} <span class="muted">({members.length})</span>
+                  <Name text={group} /> <span class="muted">({members.length})</span>
                 </h2>
                 <table class="grid">
                   <thead>
@@ -176,9 +191,22 @@ export function ImpactPage() {
                     {members.map((r) => (
                       <tr key={r.id}>
                         <td>{r.type === "FIELD" ? "column" : r.type.toLowerCase()}</td>
-                        <td><Link href={pageOf(r)}>{label(r)}</Link></td>
-                        <td class="muted">{r.namespace}</td>
-                        <td>{r.owners.join(", ")}</td>
+                        <td>
+                          <Link href={pageOf(r)}>
+                            <NodeName node={r} />
+                          </Link>
+                        </td>
+                        <td class="muted">
+                          <Name text={r.namespace} />
+                        </td>
+                        <td>
+                          {r.owners.map((o, i) => (
+                            <span key={o}>
+                              {i ? ", " : ""}
+                              <Name text={o} />
+                            </span>
+                          ))}
+                        </td>
                         <td>{r.hops}</td>
                         <td>
                           <button
@@ -189,8 +217,12 @@ export function ImpactPage() {
                             why?
                           </button>
                           {open.has(r.id) ? (
-                            <ol class="path" aria-label={`Path to ${label(r)}`}>
-                              {r.path.map((id) => <li key={id}>{label(byId.get(id))}</li>)}
+                            <ol class="path" aria-label={`Path to ${visible(label(r))}`}>
+                              {r.path.map((id) => (
+                                <li key={id}>
+                                  <NodeName node={byId.get(id)} />
+                                </li>
+                              ))}
                             </ol>
                           ) : null}
                         </td>
@@ -226,7 +258,11 @@ const RUN = `query($id: ID!) { run(id: $id) { errorMessage } }`;
 function RunError({ runId }) {
   const { data } = useQuery(RUN, { id: runId });
   const message = data && data.run && data.run.errorMessage;
-  return message ? <p class="error-text">{message}</p> : null;
+  return message ? (
+    <p class="error-text">
+      <Shown text={message} />
+    </p>
+  ) : null;
 }
 
 function short(id) {
@@ -245,7 +281,12 @@ function Finding({ change }) {
     );
   }
   if (change.kind === "JOB_VERSION_CHANGED") {
-    const edges = (list, sign) => (list || []).map((e) => <li key={sign + e.origin + e.destination} class={sign === "+" ? "diff-add" : "diff-remove"}>{sign} {short(e.origin)} → {short(e.destination)}</li>);
+    const edges = (list, sign) =>
+      (list || []).map((e) => (
+        <li key={sign + e.origin + e.destination} class={sign === "+" ? "diff-add" : "diff-remove"}>
+          {sign} <Name text={short(e.origin)} /> → <Name text={short(e.destination)} />
+        </li>
+      ));
     return (
       <>
         <strong>new job version</strong>
@@ -254,7 +295,18 @@ function Finding({ change }) {
     );
   }
   if (change.kind === "SCHEMA_CHANGED") {
-    const fields = (list, sign, cls) => (list || []).map((f) => <li key={sign + f.name} class={cls}>{sign} {f.name}{f.type ? ` : ${f.type}` : ""}</li>);
+    const fields = (list, sign, cls) =>
+      (list || []).map((f) => (
+        <li key={sign + f.name} class={cls}>
+          {sign} <Name text={f.name} />
+          {f.type ? (
+            <>
+              {" : "}
+              <Name text={f.type} />
+            </>
+          ) : null}
+        </li>
+      ));
     return (
       <>
         <strong>schema changed</strong>
@@ -295,7 +347,10 @@ export function RootCausePage() {
     <section class="page rootcause-page">
       <header class="page-head">
         <h1>
-          What changed upstream of <span class="mono">{node}</span>
+          What changed upstream of{" "}
+          <span class="mono">
+            <Name text={node} />
+          </span>
         </h1>
         <form class="controls" onSubmit={(e) => e.preventDefault()}>
           <span>Since</span>
@@ -328,7 +383,15 @@ export function RootCausePage() {
                     <tr key={i} class={`finding finding-${c.kind.toLowerCase()}`}>
                       <td>{when(c.at)}</td>
                       <td><Finding change={c} /></td>
-                      <td>{n ? <Link href={pageOf(n)}>{n.name}</Link> : c.nodeId}</td>
+                      <td>
+                        {n ? (
+                          <Link href={pageOf(n)}>
+                            <Name text={n.name} />
+                          </Link>
+                        ) : (
+                          <Name text={c.nodeId} />
+                        )}
+                      </td>
                       <td>{n ? n.hops : ""}</td>
                       <td><details><summary>as recorded</summary><Json value={c.details} /></details></td>
                     </tr>

@@ -1,7 +1,7 @@
 // A job: its versions with their code and what changed (inputs, outputs, code lines), its current code,
 // its runs with state, duration and errors, and its parent and children.
 import { Facets, NodeHead, NodePage, RunState, RunsTable, VersionChanges, datasetLink, jobLink } from "./node.jsx";
-import { Empty, Link, when } from "./ui.jsx";
+import { Empty, Link, Name, Shown, visible, when } from "./ui.jsx";
 
 const JOB = `query($ns: String!, $name: String!) {
   job(namespace: $ns, name: $name) {
@@ -28,10 +28,16 @@ function versionDiff(older, newer) {
     const before = names(older[side]);
     const after = names(newer[side]);
     const label = side === "inputs" ? "reads" : "writes";
-    for (const d of newer[side]) if (!before.has(`${d.namespace}\u0000${d.name}`)) changes.push({ sign: "+", text: `${label} ${d.name}` });
-    for (const d of older[side]) if (!after.has(`${d.namespace}\u0000${d.name}`)) changes.push({ sign: "\u2212", text: `no longer ${label} ${d.name}` });
+    for (const d of newer[side]) {
+      const key = `${d.namespace}\u0000${d.name}`;
+      if (!before.has(key)) changes.push({ sign: "+", key: `+${label}${key}`, text: <>{label} <Name text={d.name} /></> });
+    }
+    for (const d of older[side]) {
+      const key = `${d.namespace}\u0000${d.name}`;
+      if (!after.has(key)) changes.push({ sign: "\u2212", key: `-${label}${key}`, text: <>no longer {label} <Name text={d.name} /></> });
+    }
   }
-  if (older.codeHash !== newer.codeHash) changes.push({ sign: "~", text: "code changed" });
+  if (older.codeHash !== newer.codeHash) changes.push({ sign: "~", key: "code", text: "code changed" });
   return changes;
 }
 
@@ -71,19 +77,21 @@ function CodeOfVersion({ version, older }) {
   return (
     <details>
       <summary>
-        {version.code.language}
+        <Name text={version.code.language} />
         {diff ? ", what changed" : ""}
       </summary>
       {diff ? (
         <pre class="code diff-code" aria-label="Code changes">
           {diff.map((l, k) => (
             <div key={k} class={l.sign === "+" ? "line-add" : l.sign === " " ? "" : "line-remove"}>
-              {l.sign} {l.text}
+              {l.sign} <Shown text={l.text} />
             </div>
           ))}
         </pre>
       ) : (
-        <pre class="code">{version.code.text}</pre>
+        <pre class="code">
+          <Shown text={version.code.text} />
+        </pre>
       )}
     </details>
   );
@@ -109,7 +117,7 @@ function Job({ node: job }) {
     <section class="page job-page">
       <NodeHead
         kind="job"
-        label={`job${job.type ? ` \u00b7 ${job.type.toLowerCase()}` : ""}${job.manual ? " \u00b7 declared by hand" : ""}`}
+        label={`job${job.type ? ` \u00b7 ${visible(job.type.toLowerCase())}` : ""}${job.manual ? " \u00b7 declared by hand" : ""}`}
         node={job}
         links={<Link href={`/lineage?node=${encodeURIComponent(job.id)}`}>Lineage</Link>}
         changed="updated"
@@ -121,14 +129,20 @@ function Job({ node: job }) {
           <h2>Parent and children</h2>
           {job.parent ? (
             <p>
-              Runs inside <Link href={jobLink(job.parent)}>{job.parent.name}</Link>
+              Runs inside{" "}
+              <Link href={jobLink(job.parent)}>
+                <Name text={job.parent.name} />
+              </Link>
             </p>
           ) : null}
           {job.children.length ? (
             <ul class="children">
               {job.children.map((c) => (
                 <li key={c.name}>
-                  <Link href={jobLink(c)}>{c.name}</Link> {c.latestRun ? <RunState state={c.latestRun.state} /> : null}
+                  <Link href={jobLink(c)}>
+                    <Name text={c.name} />
+                  </Link>{" "}
+                  {c.latestRun ? <RunState state={c.latestRun.state} /> : null}
                 </li>
               ))}
             </ul>
@@ -139,15 +153,22 @@ function Job({ node: job }) {
       <h2>Code</h2>
       {code ? (
         <figure>
-          <figcaption class="muted">{code.language}, as the latest run reported it</figcaption>
-          <pre class="code">{code.text}</pre>
+          <figcaption class="muted">
+            <Name text={code.language} />, as the latest run reported it
+          </figcaption>
+          <pre class="code">
+            <Shown text={code.text} />
+          </pre>
         </figure>
       ) : (
         <Empty>No SQL or source code reported.</Empty>
       )}
       {location && location.url ? (
         <p>
-          Source: <span class="mono">{location.url}</span>
+          Source:{" "}
+          <span class="mono">
+            <Name text={location.url} />
+          </span>
         </p>
       ) : null}
 
@@ -165,8 +186,8 @@ function Job({ node: job }) {
                 <tr key={v.id}>
                   <td>{when(v.createdAt)}</td>
                   <td class="mono" title={`version ${v.version}${v.codeHash ? `, code ${v.codeHash}` : ""}`}>{v.version.slice(0, 12)}</td>
-                  <td>{v.inputs.map((d) => <div key={d.name}><Link href={datasetLink(d)}>{d.name}</Link></div>)}</td>
-                  <td>{v.outputs.map((d) => <div key={d.name}><Link href={datasetLink(d)}>{d.name}</Link></div>)}</td>
+                  <td>{v.inputs.map((d) => <div key={d.name}><Link href={datasetLink(d)}><Name text={d.name} /></Link></div>)}</td>
+                  <td>{v.outputs.map((d) => <div key={d.name}><Link href={datasetLink(d)}><Name text={d.name} /></Link></div>)}</td>
                   <td><CodeOfVersion version={v} older={older} /></td>
                   <td>
                     <VersionChanges changes={changes} />

@@ -4,7 +4,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { gql, pageOf, subscribeToChanges } from "./api.js";
 import { RunState } from "./node.jsx";
 import { edgeKey, LineageCanvas } from "./graph.jsx";
-import { ErrorBox, Link, Loading, navigate, useAuthVersion, useRoute } from "./ui.jsx";
+import { ErrorBox, Link, Loading, Name, navigate, useAuthVersion, useRoute } from "./ui.jsx";
 
 const MAX_NODES = 2000;
 const LIVE_HIGHLIGHT_MS = 15000;
@@ -73,7 +73,8 @@ export async function fetchGraph({ node, level, depth, direction, asOf, owners =
         name: n.dataset,
         field: n.field,
         hops: n.level,
-        label: n.field + (n.type ? ` : ${n.type}` : ""),
+        label: n.field,
+        fieldType: n.type,
         sublabel: n.dataset,
       })),
       edges: r.edges.map((e) => ({ origin: e.origin, destination: e.destination })),
@@ -272,8 +273,18 @@ function SidePanel({ node, graph, collapsed, onExpand, onToggle, params }) {
   const datasetNode = node.type === "FIELD" ? null : node.type === "DATASET" ? node.id : null;
   return (
     <aside class="side" aria-label="Selected node">
-      <h3>{node.label}</h3>
-      <p class="muted">{node.sublabel}</p>
+      <h3>
+        <Name text={node.label} />
+        {node.fieldType ? (
+          <>
+            {" : "}
+            <Name text={node.fieldType} />
+          </>
+        ) : null}
+      </h3>
+      <p class="muted">
+        <Name text={node.sublabel} />
+      </p>
       <p>
         {node.type.toLowerCase()}, {node.hops} hop(s) from the root; {ins} in, {outs} out
       </p>
@@ -451,7 +462,10 @@ export function LineagePage() {
     <section class="page lineage-page">
       <header class="page-head">
         <h1>
-          Lineage of <span class="mono">{node}</span>
+          Lineage of{" "}
+          <span class="mono">
+            <Name text={node} />
+          </span>
         </h1>
         <form class="controls" onSubmit={(e) => e.preventDefault()}>
           <label>

@@ -1,6 +1,6 @@
 // What the dataset and job pages do alike: look the node up from the URL, show the head of the
 // page, links to either, what changed from one version to the next, runs and their states, facets.
-import { Empty, ErrorBox, Json, Link, Loading, Tags, duration, useQuery, useRoute, when } from "./ui.jsx";
+import { Empty, ErrorBox, Json, Link, Loading, Name, Shown, Tags, duration, useQuery, useRoute, when } from "./ui.jsx";
 
 /** The page of the ``kind`` ("dataset" or "job") named by ?ns=&name=: ``query`` asks for it, and
  * ``Page`` shows it once loaded (as its ``node``); until then, what is missing, loading or wrong. */
@@ -13,7 +13,13 @@ export function NodePage({ kind, query, Page }) {
   if (error) return <ErrorBox error={error} />;
   if (loading || !data) return <Loading what={`the ${kind}`} />;
   const node = data[kind];
-  if (!node) return <Empty>No {kind} {name} in {ns}.</Empty>;
+  if (!node) {
+    return (
+      <Empty>
+        No {kind} <Name text={name} /> in <Name text={ns} />.
+      </Empty>
+    );
+  }
   return <Page node={node} />;
 }
 
@@ -32,11 +38,17 @@ export function NodeHead({ kind, label = kind, node, links, changed, changedAt }
   return (
     <header class="page-head">
       <p class={`kind kind-${kind}`}>{label}</p>
-      <h1>{node.name}</h1>
+      <h1>
+        <Name text={node.name} />
+      </h1>
       <p class="muted">
-        {node.namespace} <Tags tags={node.tags} />
+        <Name text={node.namespace} /> <Tags tags={node.tags} />
       </p>
-      {node.description ? <p>{node.description}</p> : null}
+      {node.description ? (
+        <p>
+          <Shown text={node.description} />
+        </p>
+      ) : null}
       <nav class="page-actions" aria-label={`About this ${kind}`}>
         {links}
       </nav>
@@ -48,14 +60,14 @@ export function NodeHead({ kind, label = kind, node, links, changed, changedAt }
   );
 }
 
-/** What changed from the version before (``changes``: {sign, text} each, null for the first
- * version); ``same``, if given, says what no change means. */
+/** What changed from the version before (``changes``: {sign, key, text} each, the text what is
+ * shown, null for the first version); ``same``, if given, says what no change means. */
 export function VersionChanges({ changes, same }) {
   if (changes === null) return <span class="muted">first version</span>;
   if (!changes.length && same) return <span class="muted">{same}</span>;
   return (
     <ul class="diff">
-      {changes.map((c) => <li key={c.text} class={`diff-${c.sign === "+" ? "add" : c.sign === "~" ? "change" : "remove"}`}>{c.sign} {c.text}</li>)}
+      {changes.map((c) => <li key={c.key} class={`diff-${c.sign === "+" ? "add" : c.sign === "~" ? "change" : "remove"}`}>{c.sign} {c.text}</li>)}
     </ul>
   );
 }
@@ -79,14 +91,18 @@ export function RunsTable({ runs, showJob }) {
           <tr key={r.id} title={`run ${r.id}`}>
             {showJob ? (
               <td>
-                <Link href={jobLink(r.job)}>{r.job.name}</Link>
+                <Link href={jobLink(r.job)}>
+                  <Name text={r.job.name} />
+                </Link>
               </td>
             ) : null}
             <td><RunState state={r.state} /></td>
             <td>{when(r.startedAt)}</td>
             <td>{when(r.endedAt)}</td>
             <td>{duration(r.durationMs)}</td>
-            <td class="error-text">{r.errorMessage || ""}</td>
+            <td class="error-text">
+              <Shown text={r.errorMessage} />
+            </td>
           </tr>
         ))}
       </tbody>
@@ -102,7 +118,9 @@ export function Facets({ facets }) {
       {Object.keys(facets).length ? (
         Object.entries(facets).map(([k, v]) => (
           <details key={k}>
-            <summary>{k}</summary>
+            <summary>
+              <Name text={k} />
+            </summary>
             <Json value={v} />
           </details>
         ))

@@ -2,7 +2,7 @@
 // filters; arrow keys move through the hits and Enter opens one.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { pageOf } from "./api.js";
-import { Empty, ErrorBox, Link, Loading, navigate, Tags, useQuery, useRoute } from "./ui.jsx";
+import { Empty, ErrorBox, Link, Loading, Name, navigate, Tags, useQuery, useRoute, visible } from "./ui.jsx";
 
 const FIND = `query($q: String!, $kinds: [FindKind!], $namespace: String, $tag: String) {
   find(query: $q, kinds: $kinds, namespace: $namespace, tag: $tag, first: 50) {
@@ -110,7 +110,7 @@ export function SearchPage() {
           {filters.data &&
             filters.data.namespaces.map((n) => (
               <option key={n.name} value={n.name}>
-                {n.name}
+                {visible(n.name)}
               </option>
             ))}
         </select>
@@ -119,7 +119,7 @@ export function SearchPage() {
           {filters.data &&
             filters.data.tags.map((t) => (
               <option key={t.name} value={t.name}>
-                {t.name}
+                {visible(t.name)}
               </option>
             ))}
         </select>
@@ -132,7 +132,9 @@ export function SearchPage() {
       ) : found.loading && !found.data ? (
         <Loading what="matches" />
       ) : !hits.length ? (
-        <Empty>Nothing named like “{q}”{kind || namespace || tag ? " with these filters" : ""}.</Empty>
+        <Empty>
+          Nothing named like “<Name text={q} />”{kind || namespace || tag ? " with these filters" : ""}.
+        </Empty>
       ) : (
         <>
           <p class="muted" aria-live="polite">
@@ -145,14 +147,26 @@ export function SearchPage() {
                 <Link href={pageOf(hitNode(hit))} class="hit-name">
                   {hit.field ? (
                     <>
-                      {hit.name}.<strong>{hit.field}</strong>
-                      {hit.fieldType ? <span class="muted"> : {hit.fieldType}</span> : null}
+                      <Name text={hit.name} />.
+                      <strong>
+                        <Name text={hit.field} />
+                      </strong>
+                      {hit.fieldType ? (
+                        <span class="muted">
+                          {" "}
+                          : <Name text={hit.fieldType} />
+                        </span>
+                      ) : null}
                     </>
                   ) : (
-                    <strong>{hit.name}</strong>
+                    <strong>
+                      <Name text={hit.name} />
+                    </strong>
                   )}
                 </Link>
-                <span class="muted ns">{hit.namespace}</span>
+                <span class="muted ns">
+                  <Name text={hit.namespace} />
+                </span>
                 <Tags tags={hitTags(hit)} />
                 <span class="heat" title="Heat: how much of the graph depends on it (1.0 is ordinary)">
                   {hit.heat === null ? "" : `heat ${hit.heat.toFixed(1)}`}

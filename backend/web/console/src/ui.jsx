@@ -79,15 +79,80 @@ export function ErrorBox({ error }) {
   if (error instanceof KeyNeeded) {
     return (
       <div class="error" role="alert">
-        <p>{error.message}</p>
+        <p><Shown text={error.message} /></p>
         <button type="button" onClick={() => auth.needKey(error)}>Enter an API key</button>
       </div>
     );
   }
   return (
     <div class="error" role="alert">
-      {error.message || String(error)}
+      <Shown text={error.message || String(error)} />
     </div>
+  );
+}
+
+// Unicode's bidirectional controls (embeddings, overrides, isolates and marks) are invisible and
+// reorder text: in a name from an event, U+202E shows "sales\u202Etxt.exe" as "salesexe.txt" and runs
+// on over the text after the name. The console shows each as a marker naming its code point, and
+// keeps every name in an isolate of its own; what it sends back (URLs, queries, the CSV) keeps the
+// name as stored.
+const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+const BIDI_NAMES = {
+  "\u061C": "ARABIC LETTER MARK",
+  "\u200E": "LEFT-TO-RIGHT MARK",
+  "\u200F": "RIGHT-TO-LEFT MARK",
+  "\u202A": "LEFT-TO-RIGHT EMBEDDING",
+  "\u202B": "RIGHT-TO-LEFT EMBEDDING",
+  "\u202C": "POP DIRECTIONAL FORMATTING",
+  "\u202D": "LEFT-TO-RIGHT OVERRIDE",
+  "\u202E": "RIGHT-TO-LEFT OVERRIDE",
+  "\u2066": "LEFT-TO-RIGHT ISOLATE",
+  "\u2067": "RIGHT-TO-LEFT ISOLATE",
+  "\u2068": "FIRST STRONG ISOLATE",
+  "\u2069": "POP DIRECTIONAL ISOLATE",
+};
+
+function codePoint(control) {
+  return `U+${control.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+}
+
+function marker(control) {
+  return `\u27e8${codePoint(control)}\u27e9`;
+}
+
+/** ``text`` with its bidirectional controls as markers, where only plain text goes: attributes,
+ * SVG labels, options. */
+export function visible(text) {
+  return text === null || text === undefined ? "" : String(text).replace(BIDI_CONTROLS, marker);
+}
+
+/** ``text`` with each bidirectional control as a marker that says which it is, for text that
+ * stands alone (code, JSON, an error message). */
+export function Shown({ text }) {
+  const value = text === null || text === undefined ? "" : String(text);
+  const parts = [];
+  let at = 0;
+  for (const m of value.matchAll(BIDI_CONTROLS)) {
+    if (m.index > at) parts.push(value.slice(at, m.index));
+    // dir makes the marker an isolate of its own: it reads the same inside a right-to-left name.
+    parts.push(
+      <span key={m.index} class="bidi-control" dir="ltr" title={`${codePoint(m[0])} ${BIDI_NAMES[m[0]]}`}>
+        {marker(m[0])}
+      </span>,
+    );
+    at = m.index + 1;
+  }
+  if (at < value.length) parts.push(value.slice(at));
+  return <>{parts}</>;
+}
+
+/** A name from an event (namespace, dataset, job, column, type, tag, owner, node id): isolated, so
+ * that nothing in it reorders the text around it, and with its bidirectional controls shown. */
+export function Name({ text }) {
+  return (
+    <bdi class="name">
+      <Shown text={text} />
+    </bdi>
   );
 }
 
@@ -109,7 +174,11 @@ export function duration(ms) {
 }
 
 export function Json({ value }) {
-  return <pre class="json">{JSON.stringify(value, null, 2)}</pre>;
+  return (
+    <pre class="json">
+      <Shown text={JSON.stringify(value, null, 2)} />
+    </pre>
+  );
 }
 
 export function Tags({ tags }) {
@@ -117,8 +186,8 @@ export function Tags({ tags }) {
   return (
     <span class="tags">
       {tags.map((t) => (
-        <span class="tag" key={t.name} title={t.description || ""}>
-          {t.name}
+        <span class="tag" key={t.name} title={visible(t.description)}>
+          <Name text={t.name} />
         </span>
       ))}
     </span>
