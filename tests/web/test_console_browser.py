@@ -1,8 +1,8 @@
 """The web console in a real Chromium against a real `headwater serve` holding the OpenLineage
 reference events and a small pipeline of our own, with every request to another host aborted:
 search, a dataset and a job page, walking lineage, the as-of slider bringing back a dropped input,
-a live change appearing in place, impact with its CSV, root cause, the API key prompt, and names
-holding Unicode's bidirectional controls shown as stored.
+a live change appearing in place, impact with its CSV, root cause, the API key prompt, names
+holding Unicode's bidirectional controls shown as stored, and loops drawn inside the view.
 
 Each test saves a screenshot of its page; with HEADWATER_CONSOLE_SCREENSHOTS=<folder> the ones the
 README shows (backend/web/console/screenshots/) go there too."""
@@ -670,3 +670,59 @@ async def test_names_with_bidirectional_controls_read_as_stored(
     )
     await assert_in_order(missing, "sales", "txt", "exe2", " in ", "lake", "eu.")
     await assert_no_control_shown(page)
+
+
+# The box of an element on screen: left, top, right, bottom.
+BOX = "el => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }"
+
+
+async def assert_all_drawn_inside(page: Any) -> None:
+    """Every node and edge of the graph lies within the visible canvas."""
+    canvas = await page.get_by_test_id("lineage-svg").evaluate(BOX)
+    outside = await page.locator("[data-node], [data-edge]").evaluate_all(
+        f"""(els, canvas) => els
+            .map((el) => [el.dataset.node || el.dataset.edge, ({BOX})(el)])
+            .filter(([, b]) => b[0] < canvas[0] - 0.5 || b[1] < canvas[1] - 0.5
+                || b[2] > canvas[2] + 0.5 || b[3] > canvas[3] + 0.5)""",
+        canvas,
+    )
+    assert outside == [], (canvas, outside)
+
+
+async def test_loops_are_drawn_as_loops_inside_the_view(
+    console: Console, bidi_names: None, shots: Path
+) -> None:
+    page = console.page
+    # Narrow enough that the fitted graph spans the canvas's width: nothing may stick out of it.
+    await page.set_viewport_size({"width": 640, "height": 800})
+    await console.open(f"/lineage?node={quote(SALES, safe='')}")
+    loop = page.locator(f'[data-edge="{SALES_JOB}\u2192{SALES}"]')
+    await expect(loop).to_have_count(1, timeout=TIMEOUT)
+    await expect(page.locator(f'[data-edge="{SALES}\u2192{SALES_JOB}"]')).to_have_count(1)
+    for fitted_by in ("opening", "the Fit button"):
+        if fitted_by == "the Fit button":
+            await page.get_by_role("button", name="Zoom in").click()
+            await page.get_by_role("button", name="Fit").click()
+        await assert_all_drawn_inside(page)
+        # A loop: the way back from the job runs around both nodes, not over the way there.
+        box = await loop.evaluate(BOX)
+        ends = [await page.locator(node(n)).evaluate(BOX) for n in (SALES, SALES_JOB)]
+        assert box[3] > max(e[3] for e in ends) + 5 or box[1] < min(e[1] for e in ends) - 5, (
+            fitted_by,
+            box,
+            ends,
+        )
+        # ... out of the job's right side and into the dataset's left side.
+        assert box[0] < ends[0][0], (fitted_by, box, ends)
+        assert box[2] > ends[1][2], (fitted_by, box, ends)
+    await page.screenshot(path=str(shots / "lineage-loop.png"))
+
+    # A column derived from itself: a loop from the node back to it, beside it.
+    await console.open(f"/lineage?node={quote(SALES_FIELD, safe='')}")
+    self_loop = page.locator(f'[data-edge="{SALES_FIELD}\u2192{SALES_FIELD}"]')
+    await expect(self_loop).to_have_count(1, timeout=TIMEOUT)
+    await assert_all_drawn_inside(page)
+    box = await self_loop.evaluate(BOX)
+    column = await page.locator(node(SALES_FIELD)).evaluate(BOX)
+    assert box[2] > column[2] + 10, (box, column)
+    assert box[3] - box[1] > 10, (box, column)

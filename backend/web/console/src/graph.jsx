@@ -16,12 +16,15 @@ function layoutGraph(nodes, edges) {
   return layeredLayout(nodes, edges, { nodeW: NODE_W, nodeH: NODE_H });
 }
 
-/** An edge from the right side of its origin to the left side of its destination, as a curve. */
+/** An edge's route (cubic Bézier pieces: a start, then two controls and an end each) as a path. */
 function routePath(points) {
-  if (!points || points.length < 2) return "";
-  const [a, b] = points;
-  const bend = Math.max(40, Math.abs(b.x - a.x) / 2);
-  return `M${a.x},${a.y}C${a.x + bend},${a.y} ${b.x - bend},${b.y} ${b.x},${b.y}`;
+  if (!points || points.length < 4) return "";
+  let d = `M${points[0].x},${points[0].y}`;
+  for (let i = 1; i + 2 < points.length; i += 3) {
+    const [c1, c2, end] = points.slice(i, i + 3);
+    d += `C${c1.x},${c1.y} ${c2.x},${c2.y} ${end.x},${end.y}`;
+  }
+  return d;
 }
 
 // A bidirectional control's marker (ui.jsx) or one code point: what clipping keeps whole.

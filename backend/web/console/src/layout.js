@@ -6,10 +6,15 @@
 
 const SWEEPS = 6;
 
+const LOOP_REACH = 28; // how far a loop swings out of a node's side
+const LOOP_GAP = 18; // from the nodes a loop runs around to its lane
+const LANE_GAP = 10; // between the lanes of loops on the same side of the same ranks
+
 /**
  * nodes: [{id}], edges: [{origin, destination}]; sizes in pixels.
- * Returns {positions: Map id -> {x, y} (centres), routes: Map "origin→destination" -> points,
- * width, height}.
+ * Returns {positions: Map id -> {x, y} (centres), routes: Map "origin→destination" -> points (cubic
+ * Bézier pieces: the start, then two controls and an end for each piece), width, height}: every
+ * node and route lies within width and height, loops too.
  */
 export function layeredLayout(nodes, edges, { nodeW, nodeH, rankGap = 80, nodeGap = 14, margin = 20 }) {
   const ids = nodes.map((n) => n.id);
@@ -18,15 +23,17 @@ export function layeredLayout(nodes, edges, { nodeW, nodeH, rankGap = 80, nodeGa
   const inn = new Map(ids.map((id) => [id, []]));
   const seenEdges = new Set();
   const links = [];
+  const selfLoops = []; // a column derived from itself, by a job that rewrites its own table
   for (const e of edges) {
     const key = `${e.origin}\u2192${e.destination}`;
-    if (!known.has(e.origin) || !known.has(e.destination) || e.origin === e.destination || seenEdges.has(key)) continue;
+    if (!known.has(e.origin) || !known.has(e.destination) || seenEdges.has(key)) continue;
     seenEdges.add(key);
-    links.push([e.origin, e.destination]);
+    if (e.origin === e.destination) selfLoops.push(e.origin);
+    else links.push([e.origin, e.destination]);
   }
 
   // Lineage may hold cycles (a job that reads what it writes): edges closing a cycle in a depth
-  // first walk are left out of the ranking, and drawn as they are.
+  // first walk are left out of the ranking, and drawn as loops (below).
   const state = new Map();
   const back = new Set();
   const forward = new Map(ids.map((id) => [id, []]));
@@ -121,27 +128,108 @@ export function layeredLayout(nodes, edges, { nodeW, nodeH, rankGap = 80, nodeGa
     for (let r = maxRank - 1; r >= 0; r--) settle(layers[r], out);
   }
 
-  const top = Math.min(...y.values());
   const positions = new Map();
-  let bottom = 0;
-  for (const id of ids) {
-    const cy = y.get(id) - top + margin + nodeH / 2;
-    bottom = Math.max(bottom, cy + nodeH / 2);
-    positions.set(id, { x: margin + rank.get(id) * (nodeW + rankGap) + nodeW / 2, y: cy });
+  for (const id of ids) positions.set(id, { x: rank.get(id) * (nodeW + rankGap) + nodeW / 2, y: y.get(id) + nodeH / 2 });
+
+  // Routes. An edge forward leaves its origin's right side and enters its destination's left side.
+  // An edge back (closing a cycle) would do so across the nodes between them and out of the drawing,
+  // where nobody sees it: it swings out of its origin's right side, runs around the ranks it spans
+  // (below or above them, whichever is nearer) and swings into its destination's left side. An edge
+  // from a node to itself is a loop on its right side.
+  const rankTop = new Map();
+  const rankBottom = new Map();
+  for (const [id, p] of positions) {
+    const r = rank.get(id);
+    rankTop.set(r, Math.min(rankTop.get(r) ?? Infinity, p.y - nodeH / 2));
+    rankBottom.set(r, Math.max(rankBottom.get(r) ?? -Infinity, p.y + nodeH / 2));
   }
+  const lanes = { below: [], above: [] }; // [from rank, to rank, lane] of the loops already routed
+  const lane = (side, from, to) => {
+    const taken = new Set(lanes[side].filter(([f, t]) => f <= to && from <= t).map((l) => l[2]));
+    let k = 0;
+    while (taken.has(k)) k++;
+    lanes[side].push([from, to, k]);
+    return k;
+  };
   const routes = new Map();
   for (const [a, b] of links) {
     const p = positions.get(a);
     const q = positions.get(b);
+    const start = { x: p.x + nodeW / 2, y: p.y };
+    const end = { x: q.x - nodeW / 2, y: q.y };
+    if (rank.get(b) > rank.get(a)) {
+      const bend = Math.max(40, Math.abs(end.x - start.x) / 2);
+      routes.set(`${a}\u2192${b}`, [start, { x: start.x + bend, y: start.y }, { x: end.x - bend, y: end.y }, end]);
+      continue;
+    }
+    const from = rank.get(b);
+    const to = rank.get(a);
+    let top = Infinity;
+    let bottom = -Infinity;
+    for (let r = from; r <= to; r++) {
+      top = Math.min(top, rankTop.get(r) ?? Infinity);
+      bottom = Math.max(bottom, rankBottom.get(r) ?? -Infinity);
+    }
+    const below = bottom - Math.max(p.y, q.y) <= Math.min(p.y, q.y) - top;
+    const k = lane(below ? "below" : "above", from, to);
+    const runY = below ? bottom + LOOP_GAP + k * LANE_GAP : top - LOOP_GAP - k * LANE_GAP;
+    const reach = LOOP_REACH + k * LANE_GAP;
+    const turnOut = { x: start.x, y: runY };
+    const turnIn = { x: end.x, y: runY };
     routes.set(`${a}\u2192${b}`, [
-      { x: p.x + nodeW / 2, y: p.y },
-      { x: q.x - nodeW / 2, y: q.y },
+      start,
+      { x: start.x + reach, y: start.y },
+      { x: start.x + reach, y: runY },
+      turnOut,
+      { x: turnOut.x + (turnIn.x - turnOut.x) / 3, y: runY },
+      { x: turnOut.x + ((turnIn.x - turnOut.x) * 2) / 3, y: runY },
+      turnIn,
+      { x: end.x - reach, y: runY },
+      { x: end.x - reach, y: end.y },
+      end,
     ]);
   }
-  return {
-    positions,
-    routes,
-    width: margin * 2 + (maxRank + 1) * nodeW + maxRank * rankGap,
-    height: bottom + margin,
+  for (const id of selfLoops) {
+    const p = positions.get(id);
+    const side = p.x + nodeW / 2;
+    routes.set(`${id}\u2192${id}`, [
+      { x: side, y: p.y - nodeH / 4 },
+      { x: side + LOOP_REACH * 1.5, y: p.y - nodeH },
+      { x: side + LOOP_REACH * 1.5, y: p.y + nodeH },
+      { x: side, y: p.y + nodeH / 4 },
+    ]);
+  }
+
+  // The drawing's bounds: every node and every route's points (a Bézier piece lies within its
+  // points), moved to start at the margin, so that a view fitted to width and height shows loops
+  // too.
+  let minX = Infinity;
+  let minY = Infinity;
+  let maxX = -Infinity;
+  let maxY = -Infinity;
+  const include = (x, y) => {
+    minX = Math.min(minX, x);
+    minY = Math.min(minY, y);
+    maxX = Math.max(maxX, x);
+    maxY = Math.max(maxY, y);
   };
+  for (const p of positions.values()) {
+    include(p.x - nodeW / 2, p.y - nodeH / 2);
+    include(p.x + nodeW / 2, p.y + nodeH / 2);
+  }
+  for (const points of routes.values()) for (const pt of points) include(pt.x, pt.y);
+  if (minX === Infinity) return { positions, routes, width: margin * 2, height: margin * 2 };
+  const dx = margin - minX;
+  const dy = margin - minY;
+  for (const p of positions.values()) {
+    p.x += dx;
+    p.y += dy;
+  }
+  for (const points of routes.values()) {
+    for (const pt of points) {
+      pt.x += dx;
+      pt.y += dy;
+    }
+  }
+  return { positions, routes, width: maxX - minX + margin * 2, height: maxY - minY + margin * 2 };
 }
