@@ -129,6 +129,14 @@ class DatabaseBusyError(AppError):
     title = "Database busy"
 
 
+class TooManySubscriptionsError(AppError):
+    """A subscription past the server's or the connection's limit of open subscriptions."""
+
+    code = "too_many_subscriptions"
+    status = 429
+    title = "Too many subscriptions"
+
+
 class MigrationError(AppError):
     code = "migration_error"
     status = 500

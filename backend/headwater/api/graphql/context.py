@@ -29,6 +29,8 @@ class Context(BaseContext, kw_only=True):
     loaders: Any = None
     # What a websocket's connection_init carried (strawberry sets it): where a browser's key comes.
     connection_params: Any = None
+    # Subscriptions open on this websocket (a context lives as long as its connection).
+    open_subscriptions: int = 0
 
     @property
     def scopes(self) -> frozenset[str]:

@@ -16,11 +16,12 @@ from headwater.api.graphql.context import Info
 from headwater.api.graphql.types.change import LineageChange, LineageChangeFilter, LineageScopeInput
 from headwater.api.graphql.types.paging import InvalidCursorError
 from headwater.api.parameters import bigint_id
-from headwater.errors import InvalidRequestError, LineageDepthTooLargeError
+from headwater.errors import InvalidRequestError, LineageDepthTooLargeError, TooManySubscriptionsError
 from headwater.feed.filters import ChangeFilter, ChangeMatcher
 from headwater.feed.scopes import ScopeSpec
 from headwater.lineage.graph import Direction
 from headwater.lineage.node_ids import parse_node_id
+from headwater.settings import Settings
 from headwater.store.changes import check_change_cursor
 
 
@@ -71,27 +72,63 @@ class Subscription:
         after: Annotated[str | None, strawberry.argument(description="A LineageChange cursor.")] = None,
         filter: LineageChangeFilter | None = None,
     ) -> AsyncGenerator[LineageChange, None]:
-        start = None if after is None else parse_change_cursor(after)
-        if start is not None:
-            async with info.context.pool.acquire() as conn:
-                await check_change_cursor(conn, start)
-        wanted = change_filter(filter, info.context.settings.max_lineage_depth)
-        matcher = ChangeMatcher(wanted, info.context.lineage_scopes)
-        refuses = None if wanted.kinds_only else matcher.refuses
-        subscription = info.context.feed.subscribe(
-            start, refuses=refuses, kinds=wanted.kinds, scopes=wanted.scopes
-        )
+        context, state = info.context, info.context.state
+        _check_room(context.settings, state.get(_OPEN, 0), context.open_subscriptions)
+        # Counted before the first wait, so that a burst of subscribe messages is judged one by one.
+        state[_OPEN] = state.get(_OPEN, 0) + 1
+        context.open_subscriptions += 1
         try:
-            # A lineage scope too large to follow whole is refused now, not cut (feed/scopes.py).
-            for spec in wanted.scopes:
-                await info.context.lineage_scopes.ready(spec)
-            async with contextlib.aclosing(subscription.changes()) as changes:
-                async for change in changes:
-                    if await matcher.matches(change):
-                        yield LineageChange.from_record(change)
+            async for change in _changes(info, after, filter):
+                yield change
         finally:
-            subscription.close()
-            matcher.close()
+            state[_OPEN] -= 1
+            context.open_subscriptions -= 1
+
+
+# In the app's state: the subscriptions open in this process.
+_OPEN = "open_subscriptions"
+
+
+def _check_room(settings: Settings, open_here: int, open_on_connection: int) -> None:
+    """Refuse a subscription past the process's or the connection's limit."""
+    if open_here >= settings.max_subscriptions:
+        raise TooManySubscriptionsError(
+            f"This server has {open_here:,} subscriptions open, its limit "
+            f"(HEADWATER_MAX_SUBSCRIPTIONS); retry later or on another server."
+        )
+    if open_on_connection >= settings.max_subscriptions_per_connection:
+        raise TooManySubscriptionsError(
+            f"This connection has {open_on_connection:,} subscriptions open, its limit "
+            f"(HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION); complete some first, or ask for "
+            "several nodes in one subscription (filter nodeIds, namespaces, upstreamOf)."
+        )
+
+
+async def _changes(
+    info: Info, after: str | None, filter: LineageChangeFilter | None
+) -> AsyncGenerator[LineageChange, None]:
+    """The changes of one lineageChanges subscription."""
+    start = None if after is None else parse_change_cursor(after)
+    if start is not None:
+        async with info.context.pool.acquire() as conn:
+            await check_change_cursor(conn, start)
+    wanted = change_filter(filter, info.context.settings.max_lineage_depth)
+    matcher = ChangeMatcher(wanted, info.context.lineage_scopes)
+    refuses = None if wanted.kinds_only else matcher.refuses
+    subscription = info.context.feed.subscribe(
+        start, refuses=refuses, kinds=wanted.kinds, scopes=wanted.scopes
+    )
+    try:
+        # A lineage scope too large to follow whole is refused now, not cut (feed/scopes.py).
+        for spec in wanted.scopes:
+            await info.context.lineage_scopes.ready(spec)
+        async with contextlib.aclosing(subscription.changes()) as changes:
+            async for change in changes:
+                if await matcher.matches(change):
+                    yield LineageChange.from_record(change)
+    finally:
+        subscription.close()
+        matcher.close()
 
 
 class SharedRenderingExecutor(StrawberryGraphQLCoreExecutionContext):

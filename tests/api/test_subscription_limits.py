@@ -1,0 +1,115 @@
+"""Open subscriptions are limited per websocket and per server process, over a real `headwater serve`:
+past a limit a subscription is refused with an error naming it, and the others go on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+
+from tests.factories import run_event
+from tests.server import server_of_its_own
+
+pytestmark = pytest.mark.db
+
+server = server_of_its_own(
+    "headwater_subscription_limits",
+    secured=False,
+    env={"HEADWATER_MAX_SUBSCRIPTIONS": "5", "HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION": "3"},
+)
+
+CHANGES = "subscription { lineageChanges { cursor nodeId } }"
+
+
+async def connect(url: str) -> Any:
+    ws = await websockets.connect(
+        url.replace("http://", "ws://") + "/graphql", subprotocols=["graphql-transport-ws"]
+    )
+    await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+    assert json.loads(await ws.recv())["type"] == "connection_ack"
+    return ws
+
+
+async def subscribe(ws: Any, *ids: str) -> None:
+    for op in ids:
+        await ws.send(json.dumps({"id": op, "type": "subscribe", "payload": {"query": CHANGES}}))
+
+
+async def messages(ws: Any, until: int, timeout: float = 10) -> list[dict[str, Any]]:
+    return [json.loads(await asyncio.wait_for(ws.recv(), timeout)) for _ in range(until)]
+
+
+async def receivers(ws: Any, quiet: float = 1.0) -> set[str]:
+    """The operations that got a change, of what arrives until nothing has for ``quiet`` seconds
+    (an event makes several changes)."""
+    ids = set()
+    while True:
+        try:
+            message = json.loads(await asyncio.wait_for(ws.recv(), quiet))
+        except TimeoutError:
+            return ids
+        assert message["type"] == "next", message
+        assert message["payload"]["data"]["lineageChanges"]["nodeId"], message
+        ids.add(message["id"])
+
+
+async def post(url: str, name: str) -> None:
+    async with httpx.AsyncClient(base_url=url) as http:
+        assert (await http.post("/api/v1/lineage", json=run_event(name))).status_code == 201
+
+
+def refusals(received: list[dict[str, Any]]) -> dict[str, str]:
+    """Operation id -> the error a refused subscription got."""
+    refused = {}
+    for m in received:
+        errors = m.get("payload", {}).get("errors") if m["type"] == "next" else None
+        if errors:
+            assert errors[0]["extensions"]["code"] == "too_many_subscriptions"
+            refused[m["id"]] = errors[0]["message"]
+    return refused
+
+
+async def test_past_a_limit_a_subscription_is_refused_and_the_others_go_on(server):
+    first, second = await connect(server.url), await connect(server.url)
+    try:
+        # Four on one connection: the fourth is past the connection's limit of 3.
+        await subscribe(first, "a1", "a2", "a3", "a4")
+        refused = refusals(await messages(first, 2))  # the refusal, then its completion
+        assert refused == {
+            "a4": "This connection has 3 subscriptions open, its limit "
+            "(HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION); complete some first, or ask for "
+            "several nodes in one subscription (filter nodeIds, namespaces, upstreamOf)."
+        }
+        # Three more on another: the server's limit of 5 leaves room for two.
+        await subscribe(second, "b1", "b2", "b3")
+        refused = refusals(await messages(second, 2))
+        assert refused == {
+            "b3": "This server has 5 subscriptions open, its limit (HEADWATER_MAX_SUBSCRIPTIONS);"
+            " retry later or on another server."
+        }
+        # The five open ones each get the change; the refused ones get nothing more.
+        await post(server.url, "after the limits")
+        assert await receivers(first) == {"a1", "a2", "a3"}
+        assert await receivers(second) == {"b1", "b2"}
+        # Completing one makes room again, on its connection and on the server.
+        await first.send(json.dumps({"id": "a1", "type": "complete"}))
+        await asyncio.sleep(0.3)
+        await subscribe(first, "a5")
+        await post(server.url, "room again")
+        assert await receivers(first) == {"a2", "a3", "a5"}
+    finally:
+        await first.close()
+        await second.close()
+    # Connections closed, their subscriptions are gone: a new client gets all it may hold.
+    third = await connect(server.url)
+    try:
+        await subscribe(third, "c1", "c2", "c3")
+        await asyncio.sleep(0.3)
+        await post(server.url, "after closing")
+        assert await receivers(third) == {"c1", "c2", "c3"}
+    finally:
+        await third.close()
