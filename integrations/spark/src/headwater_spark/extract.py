@@ -13,9 +13,10 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from headwater_spark.catalog_changes import CREATE, DROP
 from headwater_spark.jvm import scala_list
 from headwater_spark.micro_batches import stream_sources
 from headwater_spark.model import ActionRecord, DatasetInfo
@@ -46,12 +47,15 @@ from headwater_spark.plan import (
 )
 
 if TYPE_CHECKING:
+    from headwater_spark.catalog_changes import CatalogChanges
     from headwater_spark.micro_batches import MicroBatchSessions
 
 log = logging.getLogger("headwater_spark")
 
 # A write command's output (its identity, or all of it when the command knows more than its identity
 # and the written query tells nothing: a renamed table), lifecycle state and JVM plan of the query.
+# A writer returns None instead when the command changed nothing (DROP TABLE IF EXISTS of a table
+# that did not exist, CREATE TABLE IF NOT EXISTS of one that did): the action is not reported.
 Target = tuple[DatasetId | DatasetInfo | None, str | None, Any]
 
 # Leaf relations read through the JVM leaf object (paths, table locations).
@@ -67,6 +71,14 @@ REMEMBERED_LOCATIONS = 10_000
 SESSION_CATALOG = "spark_catalog"
 
 _LIFECYCLE_BY_MODE = {"Overwrite": "OVERWRITE", "ErrorIfExists": "CREATE"}
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The execution a command ran in: its QueryExecution (py4j), and whether it failed."""
+
+    qe: Any
+    failed: bool
 
 
 def _option(value: Any) -> Any:
@@ -97,6 +109,9 @@ class Extractor:
         self._catalog: Any = None
         # Set by the streaming listener: the streaming query a micro-batch read belongs to.
         self.micro_batches: MicroBatchSessions | None = None
+        # Set by the listener: the tables each execution dropped or created. None: not known, and
+        # every DROP and CREATE is taken to have changed its table.
+        self.catalog_changes: CatalogChanges | None = None
         # Where each table this application looked up in the catalog lives, by (database, table):
         # a DROP TABLE is reported after it ran, when the catalog no longer knows the table.
         self._locations: dict[tuple[str | None, str], str] = {}
@@ -160,8 +175,8 @@ class Extractor:
         return table_dataset(location, database, name, self._metastore_uri)
 
     def _location(self, uri: Any) -> str:
-        """A command's location URI as the catalog writes it (file:/a/b, not file:///a/b): a Hadoop
-        path of the URI."""
+        """A command's (or the catalog's) location URI as the catalog writes a table's location
+        (file:/a/b, not file:///a/b): a Hadoop path of the URI."""
         return str(self._jvm.org.apache.hadoop.fs.Path(uri).toString())
 
     # ---- relations
@@ -283,7 +298,7 @@ class Extractor:
 
     # ---- write commands: (output dataset, lifecycle state, JVM plan of the written query)
 
-    def _insert_into_files(self, root: Node, cmd: Any) -> Target:
+    def _insert_into_files(self, root: Node, cmd: Any, _run: Execution) -> Target:
         path = cmd.outputPath().toString()
         ident = table_identifier(root.data.get("catalogTable"))
         if ident:
@@ -292,7 +307,7 @@ class Extractor:
             dataset = dataset_from_location(path)
         return dataset, _overwrite(cmd.mode().toString() == "Overwrite"), cmd.query()
 
-    def _insert_into_directory(self, _root: Node, cmd: Any) -> Target:
+    def _insert_into_directory(self, _root: Node, cmd: Any, _run: Execution) -> Target:
         """INSERT OVERWRITE [LOCAL] DIRECTORY '…' [USING format] SELECT …: the directory, a path."""
         uri = _option(cmd.storage().locationUri())
         if uri is None:
@@ -300,26 +315,45 @@ class Extractor:
         location = self._location(uri)
         return dataset_from_location(location), _overwrite(bool(cmd.overwrite())), cmd.query()
 
-    def _ctas(self, _root: Node, cmd: Any) -> Target:
-        lifecycle = "OVERWRITE" if cmd.mode().toString() == "Overwrite" else "CREATE"
+    def _ctas(self, _root: Node, cmd: Any, run: Execution) -> Target | None:
+        mode = cmd.mode().toString()
+        if mode == "Ignore" and not self._created(run, cmd.table().identifier()):
+            return None  # CREATE TABLE IF NOT EXISTS … AS SELECT of a table that exists: nothing ran
+        lifecycle = "OVERWRITE" if mode == "Overwrite" else "CREATE"
         return self._created_table_dataset(cmd.table()), lifecycle, cmd.query()
 
-    def _table_desc_command(self, _root: Node, cmd: Any) -> Target:
-        lifecycle = _LIFECYCLE_BY_MODE.get(cmd.mode().toString())
+    def _table_desc_command(self, _root: Node, cmd: Any, run: Execution) -> Target | None:
+        mode = cmd.mode().toString()
+        if mode == "Ignore" and not self._created(run, cmd.tableDesc().identifier()):
+            return None  # saveAsTable in mode "ignore" or a Hive CTAS IF NOT EXISTS: the table was there
+        lifecycle = _LIFECYCLE_BY_MODE.get(mode)
         return self._created_table_dataset(cmd.tableDesc()), lifecycle, cmd.query()
 
-    def _insert_into_hive(self, _root: Node, cmd: Any) -> Target:
+    def _insert_into_hive(self, _root: Node, cmd: Any, _run: Execution) -> Target:
         dataset = self._table_ident_dataset(cmd.table().identifier())
         return dataset, _overwrite(cmd.overwrite()), cmd.query()
 
-    def _create_table(self, _root: Node, cmd: Any) -> Target:
+    def _create_table(self, _root: Node, cmd: Any, run: Execution) -> Target | None:
+        """CREATE TABLE: the table, if the command did create it (not with IF NOT EXISTS of a table
+        that exists, nor when it failed because the table exists)."""
+        if not self._created(run, cmd.table().identifier()):
+            return None
         return self._created_table_dataset(cmd.table()), "CREATE", None
 
-    def _insert_into_data_source(self, _root: Node, cmd: Any) -> Target:
+    def _created(self, run: Execution, ident: Any) -> bool:
+        """Whether Spark created the table ``ident`` (py4j TableIdentifier) in this execution; True
+        when the catalog's changes are not known."""
+        if self.catalog_changes is None:
+            return True
+        qualified = self.catalog.qualifyIdentifier(ident)
+        database, name = _option(qualified.database()), qualified.table()
+        return self.catalog_changes.find(CREATE, int(run.qe.id()), database, name) is not None
+
+    def _insert_into_data_source(self, _root: Node, cmd: Any, _run: Execution) -> Target:
         datasets = self._relation_dataset(cmd.logicalRelation(), "LogicalRelation")
         return (datasets[0] if datasets else None), _overwrite(cmd.overwrite()), cmd.query()
 
-    def _save_into_data_source(self, _root: Node, cmd: Any) -> Target:
+    def _save_into_data_source(self, _root: Node, cmd: Any, _run: Execution) -> Target:
         options = cmd.options()
         path, url, table = (_option(options.get(k)) for k in ("path", "url", "dbtable"))
         dataset: DatasetId | None
@@ -331,12 +365,12 @@ class Extractor:
             dataset = None
         return dataset, _overwrite(cmd.mode().toString() == "Overwrite"), cmd.query()
 
-    def _v2_write(self, root: Node, cmd: Any) -> Target:
+    def _v2_write(self, root: Node, cmd: Any, _run: Execution) -> Target:
         datasets = self._v2_dataset(cmd.table().table())
         lifecycle = _overwrite(root.name != "AppendData")
         return (datasets[0] if datasets else None), lifecycle, cmd.query()
 
-    def _rename_table(self, _root: Node, cmd: Any) -> Target:
+    def _rename_table(self, _root: Node, cmd: Any, _run: Execution) -> Target:
         """ALTER TABLE … RENAME TO …: the table under its new name (a view is no dataset), with its
         columns from the catalog (there is no query) and its identity before, the TABLE symlink the
         old name had (the old name is gone from the catalog; a managed table's storage moved with
@@ -361,13 +395,13 @@ class Extractor:
         )
         return renamed, "RENAME", None
 
-    def _truncate_table(self, _root: Node, cmd: Any) -> Target:
+    def _truncate_table(self, _root: Node, cmd: Any, _run: Execution) -> Target:
         return self._changed_in_place(cmd.tableName(), "TRUNCATE")
 
-    def _add_columns(self, _root: Node, cmd: Any) -> Target:
+    def _add_columns(self, _root: Node, cmd: Any, _run: Execution) -> Target:
         return self._changed_in_place(cmd.table(), "ALTER")
 
-    def _change_column(self, _root: Node, cmd: Any) -> Target:
+    def _change_column(self, _root: Node, cmd: Any, _run: Execution) -> Target:
         return self._changed_in_place(cmd.tableName(), "ALTER")
 
     def _changed_in_place(self, ident: Any, lifecycle: str) -> Target:
@@ -380,16 +414,19 @@ class Extractor:
         info = DatasetInfo(self._table_dataset_from_jvm(table), _catalog_fields(table), lifecycle)
         return info, lifecycle, None
 
-    def _drop_table(self, _root: Node, cmd: Any) -> Target:
+    def _drop_table(self, _root: Node, cmd: Any, run: Execution) -> Target | None:
         """DROP TABLE: the table, with lifecycle DROP and no columns (a view is no dataset).
 
-        Spark calls the listener once the table is gone from the catalog, so it is named where this
-        application last found it, else where the catalog puts a table of that name (exact for a
-        managed table; an external table not looked up before is named by that path, with its
-        TABLE symlink, which Headwater resolves to the table it knows). DROP TABLE IF EXISTS of a
-        table that did not exist is reported too: nothing says whether it did. Spark 4 plans the
-        command as ``DropTable`` of a resolved identifier, earlier versions as ``DropTableCommand``;
-        only tables of the session catalog are named (another catalog's storage is its own)."""
+        Spark calls the listener once the table is gone from the catalog. The catalog's own events
+        (``catalog_changes``) say whether the command dropped a table at all, and where the table
+        was: DROP TABLE IF EXISTS of a table that did not exist dropped nothing and is not
+        reported, nor is a view dropped with DROP TABLE. Without them, every DROP TABLE is
+        reported, the table named where this application last found it, else where the catalog
+        puts a table of that name (exact for a managed table; an external table not looked up
+        before is named by that path, with its TABLE symlink, which Headwater resolves to the table
+        it knows). Spark 4 plans the command as ``DropTable`` of a resolved identifier, earlier
+        versions as ``DropTableCommand``; only tables of the session catalog are named (another
+        catalog's storage is its own)."""
         if cmd.getClass().getSimpleName() == "DropTableCommand":
             if cmd.isView():
                 return None, None, None
@@ -405,12 +442,19 @@ class Extractor:
             )
         qualified = self.catalog.qualifyIdentifier(ident)
         database, name = _option(qualified.database()), qualified.table()
-        location = self._locations.get((database, name))
+        location: str | None
+        if self.catalog_changes is not None:
+            dropped = self.catalog_changes.find(DROP, int(run.qe.id()), database, name)
+            if dropped is None or dropped.view:
+                return None
+            location = self._location(dropped.location) if dropped.location else None
+        else:
+            location = self._locations.get((database, name))
         if location is None:
             location = self.catalog.defaultTablePath(qualified).toString()
         return table_dataset(location, database, name, self._metastore_uri), "DROP", None
 
-    def _unresolved_insert(self, root: Node, _cmd: Any) -> Target:
+    def _unresolved_insert(self, root: Node, _cmd: Any, _run: Execution) -> Target:
         """An INSERT that failed analysis: only the target table's name is known."""
         name = _unresolved_name(root.child_at("table") or inline_plan(root, "table"))
         if not name:
@@ -418,7 +462,7 @@ class Extractor:
         ident = self._jsession.sessionState().sqlParser().parseTableIdentifier(name)
         return self._table_ident_dataset(ident), _overwrite(bool(root.data.get("overwrite"))), None
 
-    _WRITERS: ClassVar[dict[str, Callable[[Extractor, Node, Any], Target]]] = {
+    _WRITERS: ClassVar[dict[str, Callable[[Extractor, Node, Any, Execution], Target | None]]] = {
         "InsertIntoHadoopFsRelationCommand": _insert_into_files,
         "CreateDataSourceTableAsSelectCommand": _ctas,
         "SaveAsV1TableCommand": _table_desc_command,
@@ -455,7 +499,13 @@ class Extractor:
         root = parse_plan(plan.toJSON())
 
         writer = self._WRITERS.get(root.name)
-        out, lifecycle, query_jvm = writer(self, root, plan) if writer else (None, None, plan)
+        if writer is None:
+            out, lifecycle, query_jvm = None, None, plan
+        else:
+            target = writer(self, root, plan, Execution(qe, exc is not None))
+            if target is None:  # the command changed nothing
+                return None
+            out, lifecycle, query_jvm = target
         known = out if isinstance(out, DatasetInfo) else None
         out_dataset = out.id if isinstance(out, DatasetInfo) else out
         query_json = command_query(root) if out_dataset is not None else root

@@ -17,6 +17,7 @@ import time
 import traceback
 from typing import Any
 
+from headwater_spark.catalog_changes import CatalogChanges
 from headwater_spark.config import LineageConfig, resolve_config
 from headwater_spark.emitter import Emitter, Transport, http_transports, kafka_transport
 from headwater_spark.events import AppInfo, EventFactory
@@ -104,6 +105,7 @@ class SparkLineage:
         self._listener = _QueryExecutionListener(self)
         self._spark = spark
         self._streaming: Any = None  # the StreamingQueryListener, once registered
+        self._catalog_changes: CatalogChanges | None = None  # the catalog's listener, once registered
         self._jsession = spark._jsparkSession
         self._jcontext = jsc.sc()
         self._finished = False
@@ -115,6 +117,7 @@ class SparkLineage:
         from pyspark.java_gateway import ensure_callback_server_started
 
         ensure_callback_server_started(self.extractor._gateway)
+        self._follow_catalog_changes()
         self._jsession.listenerManager().register(self._listener)
         self._follow_streaming_queries()
         self.emitter.submit(self.factory.app_start())
@@ -125,6 +128,19 @@ class SparkLineage:
             self.config.namespace,
             self.config.destination,
         )
+
+    def _follow_catalog_changes(self) -> None:
+        """Register the catalog's listener (``catalog_changes``), so that a DROP or CREATE that
+        changed nothing is not reported; without it, every one is."""
+        try:
+            self._catalog_changes = CatalogChanges.register(self.extractor._jvm, self._jsession)
+            self.extractor.catalog_changes = self._catalog_changes
+        except Exception:
+            log.warning(
+                "Lineage: DROP TABLE IF EXISTS and CREATE TABLE IF NOT EXISTS will be reported "
+                "whether or not they changed a table",
+                exc_info=True,
+            )
 
     def _follow_streaming_queries(self) -> None:
         """Register the streaming listener (``streaming``); batch lineage goes on without it."""
@@ -153,6 +169,7 @@ class SparkLineage:
                 return True
             self._finished = True
             _active.pop(self.application_id, None)
+        self._unfollow_catalog_changes()
         final = []
         try:
             if self._streaming is not None:
@@ -177,6 +194,15 @@ class SparkLineage:
                 else None
             )
         return self.emitter.close(self.config.flush_timeout if timeout is None else timeout, final)
+
+    def _unfollow_catalog_changes(self) -> None:
+        """The catalog outlives the application's lineage (its listener would call into Python)."""
+        if self._catalog_changes is None:
+            return
+        try:
+            self._catalog_changes.unregister()
+        except Exception:
+            log.debug("Lineage: could not unregister the catalog's listener", exc_info=True)
 
     def drain_spark_events(self, timeout: float) -> None:
         """Wait (bounded) until Spark's listener bus has delivered every pending callback: at exit
