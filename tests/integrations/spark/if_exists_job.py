@@ -5,7 +5,8 @@ from outside (see lineage_job.py).
 
 Statements that may change nothing, each once where it does nothing and (for most) once where it
 does something: DROP TABLE / DROP VIEW IF EXISTS, CREATE TABLE IF NOT EXISTS (with and without AS
-SELECT), a DROP TABLE and a CREATE TABLE that fail, and saveAsTable in mode "ignore".
+SELECT), a DROP TABLE and a CREATE TABLE that fail, saveAsTable and a file write in mode "ignore",
+and INSERT OVERWRITE … PARTITION (…) IF NOT EXISTS.
 """
 
 from __future__ import annotations
@@ -57,6 +58,18 @@ def main(workdir: Path) -> None:
     spark.sql("CREATE VIEW people_view AS SELECT id FROM people")
     spark.sql("DROP TABLE IF EXISTS people_view")
     spark.sql("DROP VIEW IF EXISTS people_view")
+
+    # A path written in mode "ignore": the first write only.
+    people.write.mode("ignore").parquet(str(workdir / "out" / "kept"))
+    people.select("id").write.mode("ignore").parquet(str(workdir / "out" / "kept"))
+
+    # A partition written IF NOT EXISTS: the first write only.
+    spark.sql("CREATE TABLE parts (id int, day string) USING parquet PARTITIONED BY (day)")
+    for factor in (1, 2):
+        spark.sql(
+            "INSERT OVERWRITE TABLE parts PARTITION (day = 'mon') IF NOT EXISTS "
+            f"SELECT id * {factor} FROM people"
+        )
 
     # Tables that do exist, dropped with IF EXISTS. The external one was created in another session
     # of the application, which has no lineage of its own: this session never looked it up, and

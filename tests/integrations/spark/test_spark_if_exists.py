@@ -1,7 +1,7 @@
-"""Statements that may change nothing (DROP … IF EXISTS, CREATE TABLE IF NOT EXISTS, saveAsTable in
-mode "ignore"), run by a real PySpark job (if_exists_job.py) with lineage switched on from the
-environment: only those that did change a table are reported, and the lineage a real Headwater built
-from the events holds no dataset that never existed."""
+"""Statements that may change nothing (DROP … IF EXISTS, CREATE TABLE IF NOT EXISTS, writes in mode
+"ignore", INSERT OVERWRITE … IF NOT EXISTS), run by a real PySpark job (if_exists_job.py) with
+lineage switched on from the environment: only those that did change a table or a path are reported,
+and the lineage a real Headwater built from the events holds no dataset that never existed."""
 
 from __future__ import annotations
 
@@ -22,12 +22,18 @@ APP = "headwater_if_exists"
 CREATE_PEOPLE = f"{APP}.execute_create_data_source_table_command.default_people"
 INSERT_PEOPLE = f"{APP}.execute_insert_into_hadoop_fs_relation_command.default_people"
 CREATE_NAMES = f"{APP}.execute_create_data_source_table_as_select_command.default_names"
+KEPT = f"{APP}.execute_insert_into_hadoop_fs_relation_command.out_kept"
+CREATE_PARTS = f"{APP}.execute_create_data_source_table_command.default_parts"
+INSERT_PARTS = f"{APP}.execute_insert_into_hadoop_fs_relation_command.default_parts"
 DROP_NAMES = f"{APP}.drop_table.default_names"
 DROP_ELSEWHERE = f"{APP}.drop_table.default_elsewhere"
 REPORTED = {
     CREATE_PEOPLE,
     INSERT_PEOPLE,
     CREATE_NAMES,
+    KEPT,
+    CREATE_PARTS,
+    INSERT_PARTS,
     DROP_NAMES,
     DROP_ELSEWHERE,
 }
@@ -64,7 +70,8 @@ def test_only_statements_that_changed_something_are_reported(if_exists_job: Spar
     """One run for each statement that changed a table or a path, and none for the others: DROP
     TABLE / DROP VIEW IF EXISTS of nothing, the DROP TABLE and CREATE TABLE that failed, CREATE
     TABLE IF NOT EXISTS (also AS SELECT) and saveAsTable in mode "ignore" of a table that existed,
-    and DROP TABLE IF EXISTS of a view."""
+    DROP TABLE IF EXISTS of a view, the second write in mode "ignore" and the second INSERT
+    OVERWRITE … IF NOT EXISTS."""
     assert [line["failed"] for line in if_exists_job.output if "failed" in line] == [
         "DROP TABLE never_existed",
         "CREATE TABLE people (other double) USING parquet",
@@ -98,9 +105,10 @@ def test_a_table_is_created_once_with_its_own_columns(if_exists_job: SparkJobRun
         for out in event.get("outputs", [])
         if lifecycle(out) == "CREATE"
     ]
-    # START and COMPLETE of each table created: people by CREATE TABLE, names by CTAS.
+    # START and COMPLETE of each table created: people and parts by CREATE TABLE, names by CTAS.
     assert sorted({(job, out["name"]) for job, out in created}) == [
         (CREATE_NAMES, f"{w}/warehouse/names"),
+        (CREATE_PARTS, f"{w}/warehouse/parts"),
         (CREATE_PEOPLE, f"{w}/warehouse/people"),
     ]
     people = final(if_exists_job, CREATE_PEOPLE)["outputs"][0]
@@ -110,6 +118,17 @@ def test_a_table_is_created_once_with_its_own_columns(if_exists_job: SparkJobRun
     assert schema(insert["outputs"][0]) == [("id", "integer"), ("name", "string")]
     names = final(if_exists_job, CREATE_NAMES)
     assert datasets(names, "inputs") == [("file", f"{w}/warehouse/people")]
+
+
+def test_writes_that_wrote_nothing_are_not_reported(if_exists_job: SparkJobRun) -> None:
+    w = str(if_exists_job.workdir)
+    kept = final(if_exists_job, KEPT)
+    assert datasets(kept, "outputs") == [("file", f"{w}/out/kept")]
+    assert schema(kept["outputs"][0]) == [("id", "integer"), ("name", "string")]
+    parts = final(if_exists_job, INSERT_PARTS)
+    assert datasets(parts, "inputs") == [("file", f"{w}/warehouse/people")]
+    assert datasets(parts, "outputs") == [("file", f"{w}/warehouse/parts")]
+    assert parts["job"]["facets"]["sql"]["query"].endswith("SELECT id * 1 FROM people")
 
 
 def test_tables_that_existed_are_dropped_where_they_were(if_exists_job: SparkJobRun) -> None:
@@ -138,7 +157,7 @@ def test_headwater_has_no_dataset_that_never_existed(if_exists_job: SparkJobRun)
     warehouse = quote(f"file:{w}/warehouse", safe="")
     listed = headwater_get(if_exists_job, f"/api/v1/namespaces/{warehouse}/datasets", limit=100)
     tables = {d["name"]: d for d in listed["datasets"]}
-    assert set(tables) == {"default.people", "default.names"}
+    assert set(tables) == {"default.people", "default.names", "default.parts"}
     assert [f["name"] for f in tables["default.people"]["fields"]] == ["id", "name"]
     assert tables["default.people"]["lastLifecycleState"] != "DROP"
     assert tables["default.names"]["lastLifecycleState"] == "DROP"

@@ -298,14 +298,20 @@ class Extractor:
 
     # ---- write commands: (output dataset, lifecycle state, JVM plan of the written query)
 
-    def _insert_into_files(self, root: Node, cmd: Any, _run: Execution) -> Target:
+    def _insert_into_files(self, root: Node, cmd: Any, run: Execution) -> Target | None:
+        mode = cmd.mode().toString()
+        may_skip = mode == "Ignore" or bool(root.data.get("ifPartitionNotExists"))
+        if may_skip and not run.failed and not _job_committed(run.qe):
+            # mode("ignore") on a path that exists, or INSERT OVERWRITE … PARTITION (…) IF NOT EXISTS
+            # of a partition that exists: Spark wrote nothing.
+            return None
         path = cmd.outputPath().toString()
         ident = table_identifier(root.data.get("catalogTable"))
         if ident:
             dataset = table_dataset(path, ident[1], ident[2], self._metastore_uri)
         else:
             dataset = dataset_from_location(path)
-        return dataset, _overwrite(cmd.mode().toString() == "Overwrite"), cmd.query()
+        return dataset, _overwrite(mode == "Overwrite"), cmd.query()
 
     def _insert_into_directory(self, _root: Node, cmd: Any, _run: Execution) -> Target:
         """INSERT OVERWRITE [LOCAL] DIRECTORY '…' [USING format] SELECT …: the directory, a path."""
@@ -682,6 +688,16 @@ def _catalog_fields(table: Any) -> list[dict[str, Any]]:
     """The schema fields of a catalog table (py4j CatalogTable)."""
     schema = json.loads(table.schema().json())
     return [schema_field(f.get("name", ""), f.get("type")) for f in schema.get("fields") or []]
+
+
+def _job_committed(qe: Any) -> bool:
+    """Whether a file write's job committed: Spark sets the command's jobCommitTime metric then, and
+    a write that does nothing runs no job. True when the metric cannot be read."""
+    try:
+        metric = _option(qe.executedPlan().metrics().get("jobCommitTime"))
+    except Exception:
+        return True
+    return metric is None or not bool(metric.isZero())
 
 
 def _overwrite(flag: bool) -> str | None:
