@@ -102,6 +102,59 @@ async def test_requests_arriving_while_another_writer_has_the_turn_join_one_grou
     assert len({r["tx"] for r in transactions}) == 1
 
 
+async def test_a_large_batch_is_written_in_parts_that_other_requests_join(make_database, settings):
+    """A /batch of 40 events with groups of 10: parts of 10, one per transaction, and an event
+    posted meanwhile is written beside the next part, not after the whole batch."""
+    batch = [run_event(f"batch{i:02}") for i in range(40)]
+    async with make_database() as url:
+        with server(settings, url, ingest_group_events=10) as client:
+            other_writer = await asyncpg.connect(url)
+            try:
+                turn = other_writer.transaction()
+                await turn.start()
+                await begin_ingest_writes(other_writer)  # the writer waits for its turn
+                posted = asyncio.ensure_future(
+                    asyncio.to_thread(client.post, "/api/v1/lineage/batch", json=batch)
+                )
+                queue: IngestQueue = client.app.state.ingest_queue
+                while queue.pending_events < 40:
+                    await asyncio.sleep(0.01)
+                alone = asyncio.ensure_future(post(client, run_event("alone")))
+                while queue.pending_events < 41:
+                    await asyncio.sleep(0.01)
+                await turn.rollback()
+                answers = await posted, await alone
+                rows = await other_writer.fetch(
+                    "SELECT job_name, xmin::text::bigint AS tx FROM raw_events ORDER BY tx, job_name"
+                )
+            finally:
+                await other_writer.close()
+    assert [a.status_code for a in answers] == [200, 201]
+    assert answers[0].json()["summary"]["successful"] == 40
+    transactions: dict[int, list[str]] = {}
+    for r in rows:
+        transactions.setdefault(r["tx"], []).append(r["job_name"])
+    # The batch's events in order, 10 to a transaction; the lone event in the first one.
+    assert list(transactions.values()) == [
+        ["alone", *[f"batch{i:02}" for i in range(10)]],
+        *[[f"batch{i:02}" for i in range(p, p + 10)] for p in range(10, 40, 10)],
+    ]
+
+
+async def test_an_array_stored_all_or_none_holds_at_most_a_group(make_database, settings):
+    async with make_database() as url:
+        with server(settings, url, ingest_group_events=10) as client:
+            refused = client.post("/api/v1/lineage", json=[run_event(f"e{i}") for i in range(11)])
+            taken = client.post("/api/v1/lineage", json=[run_event(f"e{i}") for i in range(10)])
+    assert refused.status_code == 413
+    assert refused.json()["detail"] == (
+        "An array posted here is stored all or none, in one transaction, which holds at most 10 "
+        "events (HEADWATER_INGEST_GROUP_EVENTS); this one has 11. Post it in smaller arrays, or to "
+        "/api/v1/lineage/batch, which stores it in parts with a result for each event."
+    )
+    assert taken.status_code == 201
+
+
 async def test_an_event_failing_in_the_database_does_not_fail_its_group(make_database, settings):
     async with make_database() as url:
         conn = await asyncpg.connect(url)

@@ -13,7 +13,7 @@ from litestar.datastructures import State
 from headwater.api.metrics import EVENTS
 from headwater.api.rest.body import EVENT_BATCH_BODY, EVENT_OR_EVENTS_BODY, read_json_body
 from headwater.api.rest.catalog.routing import problems
-from headwater.errors import AppError, FieldError, InvalidEventError
+from headwater.errors import AppError, FieldError, InvalidEventError, PayloadTooLargeError
 from headwater.ingest.validate import MAX_ERRORS, ValidEvent, validate_event
 
 T = TypeVar("T")
@@ -24,10 +24,13 @@ if TYPE_CHECKING:
     from headwater.settings import Settings
 
 
-async def store_events(state: State, events: list[ValidEvent]) -> list[IngestResult]:
-    """Ingest in one transaction (shared with concurrent requests' events); results in order."""
+async def store_events(
+    state: State, events: list[ValidEvent], *, in_parts: bool = False
+) -> list[IngestResult]:
+    """Ingest in one transaction (shared with concurrent requests' events), or with ``in_parts`` a
+    large request in several; results in order."""
     queue: IngestQueue = state.ingest_queue
-    results = await queue.submit(events)
+    results = await queue.submit(events, in_parts=in_parts)
     # Counted per outcome, not per event: a labelled counter costs tens of microseconds a call.
     for (kind, status), count in Counter((r.kind, r.status) for r in results).items():
         EVENTS.labels(kind, status).inc(count)
@@ -131,6 +134,14 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
     settings: Settings = state.settings
     raw = await read_json_body(request, settings.max_body_bytes, settings.max_body_values)
     if isinstance(raw, list):
+        if len(raw) > settings.ingest_group_events:
+            # One transaction, which every other request would wait for.
+            raise PayloadTooLargeError(
+                f"An array posted here is stored all or none, in one transaction, which holds at "
+                f"most {settings.ingest_group_events:,} events (HEADWATER_INGEST_GROUP_EVENTS); this "
+                f"one has {len(raw):,}. Post it in smaller arrays, or to /api/v1/lineage/batch, which "
+                "stores it in parts with a result for each event."
+            )
         events = await _validated(_validate_all_or_none, raw)
         if not events:
             raise InvalidEventError("The array is empty; expected at least one event.")
@@ -164,7 +175,9 @@ async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> R
         raise InvalidEventError("A batch must be a JSON array of events.")
     valid, failed = await _validated(_validate_each, raw)
     if valid:
-        await store_events(state, [v for _, v in valid])
+        # Per-event results: a large batch may be committed in parts, so that it does not hold
+        # every other request back while it is written.
+        await store_events(state, [v for _, v in valid], in_parts=True)
     summary = {
         "received": len(raw),
         "successful": len(valid),
