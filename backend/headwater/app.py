@@ -172,4 +172,6 @@ def create_app(settings: Settings | None = None) -> Litestar:
             openapi_config=OpenAPIConfig(title="Headwater", version=__version__, path="/docs"),
         )
     )
-    return guard_websockets(app, settings.subscriber_stall_s)
+    return guard_websockets(
+        app, settings.subscriber_stall_s, settings.max_websockets, settings.retry_after_s
+    )

@@ -52,6 +52,9 @@ class Settings:
     # made a change take 42 s to fan out and held up other requests for a second at a time.
     max_subscriptions: int = 10_000
     max_subscriptions_per_connection: int = 1_000
+    # Open websockets per server process: each holds a file descriptor and some 75 KB, subscribing
+    # or not, for as long as its client likes.
+    max_websockets: int = 5_000
     # Seconds a client has to send a whole request (line, headers and body) once it has begun; a
     # connection that begins none is closed as an idle one is, after uvicorn's keep-alive timeout.
     request_read_timeout_s: int = 60
@@ -145,6 +148,7 @@ class Settings:
             max_subscriptions_per_connection=get_int(
                 "HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION", defaults.max_subscriptions_per_connection
             ),
+            max_websockets=get_int("HEADWATER_MAX_WEBSOCKETS", defaults.max_websockets),
             request_read_timeout_s=get_int(
                 "HEADWATER_REQUEST_READ_TIMEOUT_S", defaults.request_read_timeout_s
             ),

@@ -1,5 +1,6 @@
-"""Open subscriptions are limited per websocket and per server process, over a real `headwater serve`:
-past a limit a subscription is refused with an error naming it, and the others go on."""
+"""Open subscriptions are limited per websocket and per server process, and websockets per server
+process, over a real `headwater serve`: past a limit a subscription or a websocket is refused with
+an error naming it, and the others go on."""
 
 from __future__ import annotations
 
@@ -19,7 +20,11 @@ pytestmark = pytest.mark.db
 server = server_of_its_own(
     "headwater_subscription_limits",
     secured=False,
-    env={"HEADWATER_MAX_SUBSCRIPTIONS": "5", "HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION": "3"},
+    env={
+        "HEADWATER_MAX_SUBSCRIPTIONS": "5",
+        "HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION": "3",
+        "HEADWATER_MAX_WEBSOCKETS": "3",
+    },
 )
 
 CHANGES = "subscription { lineageChanges { cursor nodeId } }"
@@ -113,3 +118,31 @@ async def test_past_a_limit_a_subscription_is_refused_and_the_others_go_on(serve
         assert await receivers(third) == {"c1", "c2", "c3"}
     finally:
         await third.close()
+
+
+async def test_past_the_most_websockets_a_new_one_is_refused_at_its_handshake(server):
+    held = [await connect(server.url) for _ in range(3)]
+    try:
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            await connect(server.url)
+        response = refused.value.response
+        assert response.status_code == 503
+        assert response.headers["Retry-After"] == "1"
+        problem = json.loads(response.body)
+        assert problem["code"] == "too_many_websockets"
+        assert problem["detail"] == (
+            "This server has 3 websockets open, the most it holds (HEADWATER_MAX_WEBSOCKETS). "
+            "Retry later."
+        )
+        # The open ones go on, and so does HTTP.
+        await subscribe(held[0], "still")
+        await asyncio.sleep(0.3)
+        await post(server.url, "while full")
+        assert await receivers(held[0]) == {"still"}
+        # One closed, a new one is let in.
+        await held.pop().close()
+        await asyncio.sleep(0.3)
+        held.append(await connect(server.url))
+    finally:
+        for ws in held:
+            await ws.close()
