@@ -16,6 +16,7 @@ from headwater.ingest.normalize import (
     column_edges,
     normalize_event,
 )
+from headwater.ingest.service import MAX_WARNINGS, prepare_events
 from headwater.ingest.validate import MAX_EVENT_DATASETS, validate_event
 from tests.factories import run_event
 
@@ -123,3 +124,15 @@ def test_the_share_is_the_events_not_each_facets():
         f"facet ignored: its {len(wide):,} fields are more than the "
         f"{MAX_EVENT_FIELDS - len(wide):,} left of the {MAX_EVENT_FIELDS:,} one event's schemas may hold"
     )
+
+
+def test_warnings_past_a_hundred_are_counted_in_the_last():
+    # 150 schemas past the event's share: one warning each.
+    wide = [f"c{i}" for i in range(MAX_EVENT_FIELDS)]
+    inputs = [dataset("wide", schema=schema(*wide))]
+    inputs += [dataset(f"t{i}", schema=schema("a")) for i in range(150)]
+    [prepared] = prepare_events([validate_event(event(inputs, []))], [])
+    warnings = prepared.normalized.warnings
+    assert len(warnings) == MAX_WARNINGS
+    assert [w.path for w in warnings[:2]] == ["$.inputs[1].facets.schema", "$.inputs[2].facets.schema"]
+    assert (warnings[-1].path, warnings[-1].message) == ("$", "51 more warnings not listed")

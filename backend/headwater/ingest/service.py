@@ -125,6 +125,11 @@ class PreparedEvent:
     normalized: NormalizedEvent
 
 
+# Warnings an event's answer lists and its run keeps; the rest are counted in the last one. An event
+# of 3,000 schemas past its share of fields had 2,000, a 300 KB answer.
+MAX_WARNINGS = 100
+
+
 def prepare_events(events: list[ValidEvent], alias_rules: list[AliasRule]) -> list[PreparedEvent]:
     """Encode, normalize and derive SQL lineage: the CPU part of ingest, no I/O."""
     prepared = []
@@ -132,6 +137,9 @@ def prepare_events(events: list[ValidEvent], alias_rules: list[AliasRule]) -> li
         n = normalize_event(event, alias_rules)
         for error in derive_from_sql(n, alias_rules):
             n.warnings.append(FieldError("$.job.facets.sql.query", f"SQL lineage not derived: {error}"))
+        if len(n.warnings) > MAX_WARNINGS:
+            more = len(n.warnings) - MAX_WARNINGS + 1
+            n.warnings[MAX_WARNINGS - 1 :] = [FieldError("$", f"{more:,} more warnings not listed")]
         prepared.append(PreparedEvent(event, _encoder.encode(event.raw).decode(), n))
     return prepared
 
