@@ -184,6 +184,33 @@ async def test_array_of_events(client, conn):
     ]
 
 
+async def test_an_array_larger_than_a_group_is_committed_in_parts(db, database_url):
+    """As a /batch is: other requests are not held back while a long array is written."""
+    queries = [
+        query_completed(
+            f"INSERT INTO hive.s.out{i} SELECT x FROM hive.s.a",
+            query_id=f"q_{i}",
+            inputs={"hive.s.a": ["x"]},
+            output=f"hive.s.out{i}",
+            columns=[("x", "int", ["hive.s.a.x"])],
+        )
+        for i in range(5)
+    ]
+    settings = Settings(
+        database_url=database_url, pool_min_size=0, pool_max_size=2, ingest_group_events=2
+    )
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        response = await client.post(URL, json=queries)
+    assert response.status_code == 201, response.text
+    assert [r["queryId"] for r in response.json()["results"]] == [f"q_{i}" for i in range(5)]
+    async with db.acquire() as conn:
+        transactions = await conn.fetchval("SELECT count(DISTINCT xmin::text) FROM raw_events")
+        runs = await conn.fetchval("SELECT count(*) FROM runs")
+    assert runs == 5
+    # Each query is a run's START and COMPLETE: ten events, two to a part.
+    assert transactions == 5
+
+
 async def test_only_skipped_events_answer_200(client, conn):
     select = query_completed("SELECT 1", inputs={}, query_type="SELECT")
     response = await client.post(URL, json=select)

@@ -133,7 +133,8 @@ async def post_trino_event(request: Request[Any, Any, Any], state: State) -> Res
             f"{bad} of {len(items)} Trino events are invalid; none was stored.", errors
         )
     valid = [validate_event(e, f"$.converted[{i}]") for c in conversions for i, e in enumerate(c.events)]
-    results = await store_events(state, valid) if valid else []
+    # A result per query: a large array may be committed in parts, as a /batch is.
+    results = await store_events(state, valid, in_parts=True) if valid else []
     bodies, at = [], 0
     for c in conversions:
         bodies.append(_query_json(c, results[at : at + len(c.events)]))
