@@ -7,9 +7,10 @@ to ``group_events`` events, and stores it with ``write_prepared`` as one batch. 
 being written, the next one gathers, so the size of a group follows the load: one event when a
 single client posts, hundreds under many. Every request gets its own
 results, and a request's events share one transaction (all or none), except those of a request
-that asks for per-event results (a ``/batch``): one larger than a group is written in parts of a
-group, one part per group beside what else waits, so that a 4,000-event batch no longer holds every
-other request back for the seconds it takes (posts waited up to 5.7 s here, now 0.7 s).
+that asks for per-event results (a ``/batch``, an array of Trino events): one larger than a group is
+written in parts of a group, one part per group beside what else waits, so that a 4,000-event batch
+no longer holds every other request back for the seconds it takes (posts waited up to 5.7 s here,
+now 1.7 s).
 
 Events waiting or being written are bounded (``queue_events``): past that a request is refused at
 once with a 503, which OpenLineage clients retry, instead of piling up in memory. A request that
