@@ -78,8 +78,11 @@ class Subscription:
         state[_OPEN] = state.get(_OPEN, 0) + 1
         context.open_subscriptions += 1
         try:
-            async for change in _changes(info, after, filter):
-                yield change
+            # Closed with this generator, not when it is collected: its own finally frees the
+            # feed's subscription.
+            async with contextlib.aclosing(_changes(info, after, filter)) as changes:
+                async for change in changes:
+                    yield change
         finally:
             state[_OPEN] -= 1
             context.open_subscriptions -= 1
