@@ -65,7 +65,9 @@ async def fetch_paths(
     roots = await resolve_roots(conn, [from_id, to_id])
     start, end = roots
 
-    async def search(depth: int) -> tuple[list[asyncpg.Record], bool]:
+    async def search(depth: int) -> tuple[list[asyncpg.Record], bool | None, int | None]:
+        """The rows of the shortest paths within ``depth``, whether the nodes are connected (None:
+        not within it, and the walk was cut), and the least maxDepth that finds the paths."""
         rows = await conn.fetch(
             QUERIES["find_lineage_paths"],
             start.node_id,
@@ -75,15 +77,14 @@ async def fetch_paths(
             direction in ("UPSTREAM", "BOTH"),
             as_of,
         )
-        return [r for r in rows if r["downstream"] is not None], rows[0]["cut"]
+        found = [r for r in rows if r["downstream"] is not None]
+        if not found:
+            return found, None if rows[0]["cut"] else False, None
+        return found, True, _depth_needed(start, found)
 
-    rows, cut = await search(max_depth)
-    connected: bool | None = bool(rows) or (None if cut else False)
-    depth = _depth_needed(start, rows) if rows else None
+    rows, connected, depth = await search(max_depth)
     if connected is None and search_depth is not None and search_depth > max_depth:
-        further, cut = await search(search_depth)
-        connected = bool(further) or (None if cut else False)
-        depth = _depth_needed(start, further) if further else None
+        _, connected, depth = await search(search_depth)
     levels: dict[int, int] = {}
     stamps: dict[int, int] = {}
     nexts: dict[tuple[bool, int], list[int]] = defaultdict(list)
