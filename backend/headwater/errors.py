@@ -137,6 +137,14 @@ class TooManySubscriptionsError(AppError):
     title = "Too many subscriptions"
 
 
+class TooManyWebsocketsError(AppError):
+    """A websocket past the most a server process holds open, refused at its handshake."""
+
+    code = "too_many_websockets"
+    status = 503
+    title = "Too many websockets"
+
+
 class MigrationError(AppError):
     code = "migration_error"
     status = 500

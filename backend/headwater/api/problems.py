@@ -56,8 +56,9 @@ def database_error(exc: BaseException) -> AppError | None:
     return None
 
 
-def problem(status: int, code: str, title: str, detail: str, **extra: Any) -> Response[dict[str, Any]]:
-    body = {
+def problem_body(status: int, code: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
+    """RFC 9457 problem details, with Headwater's stable ``code``."""
+    return {
         "type": f"urn:headwater:problem:{code}",
         "title": title,
         "status": status,
@@ -65,6 +66,10 @@ def problem(status: int, code: str, title: str, detail: str, **extra: Any) -> Re
         "code": code,
         **extra,
     }
+
+
+def problem(status: int, code: str, title: str, detail: str, **extra: Any) -> Response[dict[str, Any]]:
+    body = problem_body(status, code, title, detail, **extra)
     return Response(body, status_code=status, media_type=PROBLEM_JSON)
 
 
@@ -163,8 +168,8 @@ def _body_limit(request: Request[Any, Any, Any]) -> int | None:
 def unexpected_error_handler(
     request: Request[Any, Any, Any], exc: Exception
 ) -> Response[dict[str, Any]]:
-    """Database outages and a full pool are 503 (clients retry); a body nested too deeply to decode is a 400;
-    anything else is a 500 with a request id to grep."""
+    """Database outages and a full pool are 503 (clients retry); a body nested too deeply to decode
+    is a 400; anything else is a 500 with a request id to grep."""
     error = database_error(exc)
     if error is not None:
         return app_error_handler(request, error)

@@ -30,6 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from litestar.enums import ScopeType
 
+from headwater.api.problems import PROBLEM_JSON, problem_body
+from headwater.errors import TooManyWebsocketsError
+
 if TYPE_CHECKING:
     from litestar import Litestar
     from litestar.types import (
@@ -114,27 +117,19 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, max_open: int, ret
     """Refuse a websocket at its handshake: a 503 problem where the server can answer one, else a
     close (1013, Try Again Later), which the server turns into a 403."""
     await receive()  # websocket.connect
-    detail = (
+    error = TooManyWebsocketsError(
         f"This server has {max_open:,} websockets open, the most it holds "
         "(HEADWATER_MAX_WEBSOCKETS). Retry later."
     )
     if "websocket.http.response" not in (scope.get("extensions") or {}):
         await send({"type": "websocket.close", "code": CLOSE_CODE, "reason": "too many websockets"})
         return
-    body = json.dumps(
-        {
-            "type": "urn:headwater:problem:too_many_websockets",
-            "title": "Too many websockets",
-            "status": 503,
-            "detail": detail,
-            "code": "too_many_websockets",
-        }
-    ).encode()
+    body = json.dumps(problem_body(error.status, error.code, error.title, error.message)).encode()
     start: WebSocketResponseStartEvent = {
         "type": "websocket.http.response.start",
-        "status": 503,
+        "status": error.status,
         "headers": [
-            (b"content-type", b"application/problem+json"),
+            (b"content-type", PROBLEM_JSON.encode()),
             (b"retry-after", str(retry_after_s).encode()),
         ],
     }
