@@ -160,17 +160,7 @@ async def test_an_event_failing_in_the_database_does_not_fail_its_group(make_dat
         conn = await asyncpg.connect(url)
         try:
             # Only the database can refuse this event: a trigger of this test database.
-            await conn.execute(
-                """
-                CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN
-                    IF NEW.job_name = 'poison' THEN RAISE EXCEPTION 'poison refused'; END IF;
-                    RETURN NEW;
-                END $$;
-                CREATE TRIGGER refuse_poison BEFORE INSERT ON raw_events
-                    FOR EACH ROW EXECUTE FUNCTION refuse_poison();
-                """
-            )
+            await conn.execute(REFUSE_POISON)
             neighbours = [run_event(f"good{i}", outputs=[f"t{i}"]) for i in range(3)]
             with server(settings, url, ingest_group_wait_ms=300) as client:
                 answers = await post_all(
@@ -183,6 +173,62 @@ async def test_an_event_failing_in_the_database_does_not_fail_its_group(make_dat
     assert [r.status_code for r in answers] == [201, 500, 201, 201]
     assert [r["job_name"] for r in stored] == ["good0", "good1", "good2"]
     assert runs == 3
+
+
+REFUSE_POISON = """
+    CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.job_name LIKE 'poison%' THEN RAISE EXCEPTION '% refused', NEW.job_name; END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER refuse_poison BEFORE INSERT ON raw_events
+        FOR EACH ROW EXECUTE FUNCTION refuse_poison();
+"""
+
+
+async def test_events_of_a_batch_the_database_refuses_fail_alone(make_database, settings):
+    # Parts of 4: the refused events are in the first and the third part, the third also holding
+    # an invalid event; every other event is stored, and each refused one names its reason.
+    batch: list[Any] = [run_event(f"good{i}", outputs=[f"t{i}"]) for i in range(11)]
+    batch[1] = run_event("poison1")
+    batch[9] = run_event("poison9")
+    batch[10] = {**batch[10], "eventTime": "yesterday"}
+    async with make_database() as url:
+        conn = await asyncpg.connect(url)
+        try:
+            # Only the database can refuse these events: a trigger of this test database.
+            await conn.execute(REFUSE_POISON)
+            with server(settings, url, ingest_group_events=4) as client:
+                answer = client.post("/api/v1/lineage/batch", json=batch)
+                again = client.post("/api/v1/lineage/batch", json=batch)
+            stored = await conn.fetch("SELECT job_name FROM raw_events ORDER BY job_name")
+            runs = await conn.fetchval("SELECT count(*) FROM runs")
+        finally:
+            await conn.close()
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["status"] == "partial_success"
+    assert body["summary"] == {
+        "received": 11,
+        "successful": 8,
+        "failed": 3,
+        "retriable": 0,
+        "non_retriable": 3,
+    }
+    failed = body["failed_events"]
+    assert [f["index"] for f in failed] == [1, 9, 10]
+    assert failed[0] == {
+        "index": 1,
+        "reason": "The database refused the event: poison1 refused (SQLSTATE P0001).",
+        "retriable": False,
+        "errors": [],
+    }
+    assert failed[1]["reason"] == "The database refused the event: poison9 refused (SQLSTATE P0001)."
+    assert failed[2]["errors"][0]["path"] == "$[10].eventTime"
+    # Sent again, the stored events are duplicates and the refused ones are refused again.
+    assert again.json()["summary"] == body["summary"]
+    assert [r["job_name"] for r in stored] == [f"good{i}" for i in (0, 2, 3, 4, 5, 6, 7, 8)]
+    assert runs == 8
 
 
 async def test_grouped_ingest_builds_what_one_event_at_a_time_builds(make_database, settings):

@@ -108,12 +108,14 @@ WRITE_ORDER = (
 
 @dataclass(frozen=True)
 class IngestResult:
-    """What happened to one event."""
+    """What happened to one event: stored, already stored, or (an event of a request with a result
+    per event) refused by the database for a reason of its own, ``reason`` saying which."""
 
-    status: Literal["created", "duplicate"]
+    status: Literal["created", "duplicate", "failed"]
     kind: str
     run_id: str | None
     warnings: list[FieldError] = field(default_factory=list)
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,11 @@ class PreparedEvent:
     event: ValidEvent
     payload: str
     normalized: NormalizedEvent
+
+    @property
+    def run_id(self) -> str | None:
+        run = getattr(self.event.model, "run", None)
+        return str(run.run_id) if run else None
 
 
 # Warnings an event's answer lists and its run keeps; the rest are counted in the last one. An event
@@ -192,13 +199,11 @@ async def write_prepared(
     results: list[IngestResult] = []
     fresh: list[NormalizedEvent] = []
     for p, raw_id in zip(events, raw_ids, strict=True):
-        run = getattr(p.event.model, "run", None)
-        run_id = str(run.run_id) if run else None
         if raw_id is None:
-            results.append(IngestResult("duplicate", p.event.kind, run_id))
+            results.append(IngestResult("duplicate", p.event.kind, p.run_id))
             continue
         fresh.append(p.normalized)
-        results.append(IngestResult("created", p.event.kind, run_id, p.normalized.warnings))
+        results.append(IngestResult("created", p.event.kind, p.run_id, p.normalized.warnings))
     changes: list[list[Change]] = [[] for _ in fresh]
     if fresh:
         # The identities already recorded, looked up once for the whole batch; the writers add

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient
 
@@ -209,6 +210,50 @@ async def test_an_array_larger_than_a_group_is_committed_in_parts(db, database_u
     assert runs == 5
     # Each query is a run's START and COMPLETE: ten events, two to a part.
     assert transactions == 5
+
+
+async def test_a_query_the_database_refuses_fails_alone(make_database):
+    """An array is stored as a /batch is: a query whose events the database refuses fails alone."""
+    queries = [
+        query_completed(
+            f"INSERT INTO hive.s.{name} SELECT x FROM hive.s.a",
+            query_id=f"q_{name}",
+            inputs={"hive.s.a": ["x"]},
+            output=f"hive.s.{name}",
+        )
+        for name in ("out0", "poison", "out2")
+    ]
+    async with make_database() as url:
+        conn = await asyncpg.connect(url)
+        try:
+            # Only the database can refuse these events: a trigger of this test database.
+            await conn.execute(
+                """
+                CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.job_name LIKE '%poison%' THEN RAISE EXCEPTION 'poison refused'; END IF;
+                    RETURN NEW;
+                END $$;
+                CREATE TRIGGER refuse_poison BEFORE INSERT ON raw_events
+                    FOR EACH ROW EXECUTE FUNCTION refuse_poison();
+                """
+            )
+            settings = Settings(database_url=url, pool_min_size=0, pool_max_size=2)
+            async with AsyncTestClient(app=create_app(settings)) as client:
+                response = await client.post(URL, json=queries)
+            runs = await conn.fetchval("SELECT count(*) FROM runs")
+        finally:
+            await conn.close()
+    assert response.status_code == 201, response.text
+    results = response.json()["results"]
+    assert [[e["status"] for e in r["events"]] for r in results] == [
+        ["created", "created"],
+        ["failed", "failed"],
+        ["created", "created"],
+    ]
+    reason = "The database refused the event: poison refused (SQLSTATE P0001)."
+    assert [e["reason"] for e in results[1]["events"]] == [reason, reason]
+    assert runs == 2
 
 
 async def test_only_skipped_events_answer_200(client, conn):

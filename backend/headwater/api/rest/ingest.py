@@ -176,11 +176,18 @@ async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> R
     valid, failed = await _validated(_validate_each, raw)
     if valid:
         # Per-event results: a large batch may be committed in parts, so that it does not hold
-        # every other request back while it is written.
-        await store_events(state, [v for _, v in valid], in_parts=True)
+        # every other request back while it is written; an event the database refuses fails alone.
+        results = await store_events(state, [v for _, v in valid], in_parts=True)
+        refused: list[dict[str, Any]] = [
+            {"index": i, "reason": r.reason, "retriable": False, "errors": []}
+            for (i, _), r in zip(valid, results, strict=True)
+            if r.status == "failed"
+        ]
+        if refused:
+            failed = sorted(failed + refused, key=lambda f: f["index"])
     summary = {
         "received": len(raw),
-        "successful": len(valid),
+        "successful": len(raw) - len(failed),
         "failed": len(failed),
         "retriable": 0,
         "non_retriable": len(failed),

@@ -89,6 +89,8 @@ def _query_json(conversion: Conversion, results: list[IngestResult]) -> dict[str
     events = []
     for event, result in zip(conversion.events, results, strict=True):
         item: dict[str, Any] = {"eventType": event["eventType"], "status": result.status}
+        if result.reason:
+            item["reason"] = result.reason
         if result.warnings:
             item["warnings"] = [{"path": w.path, "message": w.message} for w in result.warnings]
         events.append(item)
