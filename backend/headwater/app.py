@@ -173,5 +173,11 @@ def create_app(settings: Settings | None = None) -> Litestar:
         )
     )
     return guard_websockets(
-        app, settings.subscriber_stall_s, settings.max_websockets, settings.retry_after_s
+        app,
+        settings.subscriber_stall_s,
+        settings.max_websockets,
+        settings.retry_after_s,
+        settings.websocket_messages_per_s,
+        # A client may open all the subscriptions it may hold at once.
+        settings.max_subscriptions_per_connection + 100,
     )

@@ -55,6 +55,9 @@ class Settings:
     # Open websockets per server process: each holds a file descriptor and some 75 KB, subscribing
     # or not, for as long as its client likes.
     max_websockets: int = 5_000
+    # Messages a websocket's client may send a second, after a burst of as many as it may hold
+    # subscriptions: the server reads the others more slowly (api/graphql/stalled.py).
+    websocket_messages_per_s: int = 100
     # Seconds a client has to send a whole request (line, headers and body) once it has begun; a
     # connection that begins none is closed as an idle one is, after uvicorn's keep-alive timeout.
     request_read_timeout_s: int = 60
@@ -149,6 +152,9 @@ class Settings:
                 "HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION", defaults.max_subscriptions_per_connection
             ),
             max_websockets=get_int("HEADWATER_MAX_WEBSOCKETS", defaults.max_websockets),
+            websocket_messages_per_s=get_int(
+                "HEADWATER_WEBSOCKET_MESSAGES_PER_S", defaults.websocket_messages_per_s
+            ),
             request_read_timeout_s=get_int(
                 "HEADWATER_REQUEST_READ_TIMEOUT_S", defaults.request_read_timeout_s
             ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import httpx
@@ -24,6 +25,8 @@ server = server_of_its_own(
         "HEADWATER_MAX_SUBSCRIPTIONS": "5",
         "HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION": "3",
         "HEADWATER_MAX_WEBSOCKETS": "3",
+        # A burst of 103 messages (3 subscriptions and 100), then 20 a second.
+        "HEADWATER_WEBSOCKET_MESSAGES_PER_S": "20",
     },
 )
 
@@ -146,3 +149,27 @@ async def test_past_the_most_websockets_a_new_one_is_refused_at_its_handshake(se
     finally:
         for ws in held:
             await ws.close()
+
+
+async def test_a_client_sending_faster_than_its_pace_is_read_at_that_pace(server):
+    ws = await connect(server.url)  # its connection_init takes one message of the burst
+    try:
+        started = time.monotonic()
+        await subscribe(ws, *(f"f{i}" for i in range(400)))
+        answered, slowest_health = 0, 0.0
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            while (elapsed := time.monotonic() - started) < 3:
+                try:
+                    message = json.loads(await asyncio.wait_for(ws.recv(), 0.05))
+                    answered += message["type"] == "complete"  # a refused subscription's end
+                except TimeoutError:
+                    asked = time.monotonic()
+                    assert (await http.get("/healthz")).status_code == 200
+                    slowest_health = max(slowest_health, time.monotonic() - asked)
+    finally:
+        await ws.close()
+    # The burst (102 subscribe messages, 3 of them taken), then 20 a second: 99 refusals at once
+    # and 60 more over the 3 seconds, not the 397 a client sending this fast would otherwise get.
+    assert 99 <= answered <= 99 + 20 * elapsed + 1
+    assert answered >= 99 + 20 * (elapsed - 1.5)
+    assert slowest_health < 1

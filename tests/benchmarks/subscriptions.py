@@ -15,6 +15,13 @@ per 2 s window, and the server's memory.
 
     python tests/benchmarks/subscriptions.py --stalled 200 [--seconds 20]
 
+With --flood N it measures what one websocket sending N subscribe messages as fast as it can costs
+everyone else: one server, events posted one at a time and /healthz asked every 50 ms for
+--seconds alone, then for --seconds while the flood runs; it prints the subscribe messages the
+server answered per second, its CPU, the events/s and the slowest /healthz of each phase.
+
+    python tests/benchmarks/subscriptions.py --flood 200000 [--seconds 20]
+
 The database server is $HEADWATER_BENCH_SERVER_URL, else the local one (postgresql://postgres@
 127.0.0.1:5432/postgres); the benchmark database is created and dropped. A negative latency means
 the change reached the subscriber before the client had read the 201.
@@ -252,6 +259,76 @@ async def measure_stalled(url: str, log: Path, pid: int, stalled: int, seconds: 
     print(f"server RSS {rss_before / 1e6:.0f} MB before them, {rss_after / 1e6:.0f} MB after")
 
 
+async def slowest_health(url: str, stop: asyncio.Event) -> float:
+    """The slowest /healthz answer, asked every 50 ms until ``stop``."""
+    slowest = 0.0
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        while not stop.is_set():
+            started = time.perf_counter()
+            assert (await http.get("/healthz")).status_code == 200
+            slowest = max(slowest, time.perf_counter() - started)
+            await asyncio.sleep(0.05)
+    return slowest
+
+
+async def flood(url: str, messages: int, answered: list[int], stop: asyncio.Event) -> None:
+    """One websocket sending ``messages`` subscribe messages, reading what comes back; counts the
+    subscriptions answered (accepted or refused) in ``answered``."""
+    ws_url = url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(ws_url, subprotocols=["graphql-transport-ws"], max_queue=None) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+
+        async def send() -> None:
+            # Subscriptions to changes that never come: the cost measured is the messages'.
+            nothing = {"filter": {"namespaces": ["nothing"]}}
+            body = {"type": "subscribe", "payload": {"query": SUBSCRIPTION, "variables": nothing}}
+            for i in range(messages):
+                await ws.send(json.dumps({**body, "id": str(i)}))
+
+        async def read() -> None:
+            async for raw in ws:
+                message = json.loads(raw)
+                if message["type"] in ("complete", "error"):
+                    answered[0] += 1
+                elif message["type"] == "ping":
+                    await ws.send(json.dumps({"type": "pong"}))
+
+        tasks = [asyncio.create_task(send()), asyncio.create_task(read())]
+        await stop.wait()
+        for task in tasks:
+            task.cancel()
+
+
+async def measure_flood(url: str, pid: int, messages: int, seconds: float) -> None:
+    process = psutil.Process(pid)
+    await post_windows(url, 3)  # warm-up
+
+    async def phase(flooding: bool) -> tuple[float, float, float, int]:
+        stop, answered = asyncio.Event(), [0]
+        health = asyncio.create_task(slowest_health(url, stop))
+        flooder = asyncio.create_task(flood(url, messages, answered, stop)) if flooding else None
+        cpu, started = cpu_seconds(process), time.perf_counter()
+        _, posted = await post_windows(url, seconds)
+        took = time.perf_counter() - started
+        stop.set()
+        used = cpu_seconds(process) - cpu
+        slowest = await health
+        if flooder:
+            await flooder
+        return posted / took, used / took, slowest, round(answered[0] / took)
+
+    alone, cpu_alone, health_alone, _ = await phase(False)
+    during, cpu_during, health_during, answered = await phase(True)
+    print(
+        f"alone: {alone:.1f} events/s, server CPU {cpu_alone:.2f} s/s, slowest /healthz {health_alone * 1000:.0f} ms"
+    )
+    print(
+        f"one websocket sending {messages:,} subscribe messages: {answered:,} answered per second; "
+        f"{during:.1f} events/s, server CPU {cpu_during:.2f} s/s, slowest /healthz {health_during * 1000:.0f} ms"
+    )
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subscribers", type=int, default=100)
@@ -259,6 +336,7 @@ async def main() -> int:
     parser.add_argument("--gap-ms", type=float, default=100)
     parser.add_argument("--stalled", type=int, default=0, help="measure stalled subscribers instead")
     parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--flood", type=int, default=0, help="measure a flood of subscribe messages")
     args = parser.parse_args()
 
     name = f"headwater_subs_bench_{uuid.uuid4().hex[:8]}"
@@ -271,6 +349,12 @@ async def main() -> int:
         await migrate(conn)
         await conn.close()
         logs = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
+        if args.flood:
+            a, writer = start_replica(url, logs / "a.log")
+            replicas = [a]
+            await wait_ready(writer)
+            await measure_flood(writer, a.pid, args.flood, args.seconds)
+            return 0
         if args.stalled:
             a, writer = start_replica(url, logs / "a.log")
             replicas = [a]
