@@ -231,6 +231,24 @@ async def test_events_of_a_batch_the_database_refuses_fail_alone(make_database, 
     assert runs == 8
 
 
+async def test_a_database_that_cannot_take_a_batch_fails_it_whole_with_a_503(make_database, settings):
+    # Not the events' fault: no event is reported failed, which a client would not send again.
+    batch = [run_event(f"good{i}") for i in range(3)]
+    async with make_database() as url:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute("ALTER TABLE run_states RENAME TO run_states_elsewhere")
+            with server(settings, url, ingest_group_events=2) as client:
+                answer = client.post("/api/v1/lineage/batch", json=batch)
+            stored = await conn.fetchval("SELECT count(*) FROM raw_events")
+        finally:
+            await conn.close()
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["code"] == "database_unavailable"
+    assert answer.headers["retry-after"] == "1"
+    assert stored == 0
+
+
 async def test_grouped_ingest_builds_what_one_event_at_a_time_builds(make_database, settings):
     events = applications(apps=12, tables=10)
     async with make_database() as serial, make_database() as grouped:

@@ -7,10 +7,10 @@ import uuid
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
-import asyncpg
 from litestar import Response
 from litestar.exceptions import HTTPException, ValidationException
 
+from headwater.db.failures import is_database_unavailable
 from headwater.db.pool import PoolBusyError
 from headwater.errors import (
     AppError,
@@ -26,22 +26,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("headwater.api")
 
 PROBLEM_JSON = "application/problem+json"
-
-# SQLSTATE classes meaning "the database is not there right now": connection exceptions (08),
-# insufficient resources (53), operator intervention (57, e.g. shutting down).
-_UNAVAILABLE_CLASSES = ("08", "53", "57")
-
-
-def is_database_unavailable(exc: BaseException) -> bool:
-    """Whether an exception means the database cannot be reached now (a client should retry)."""
-    if isinstance(
-        exc, OSError | asyncpg.exceptions.ConnectionDoesNotExistError | asyncpg.InterfaceError
-    ):
-        return True
-    if isinstance(exc, asyncpg.PostgresError):
-        state = getattr(exc, "sqlstate", "") or ""
-        return state[:2] in _UNAVAILABLE_CLASSES
-    return isinstance(exc, TimeoutError)
 
 
 def database_error(exc: BaseException) -> AppError | None:

@@ -45,10 +45,10 @@ from headwater.consume.messages import Format, PoisonMessageError, decode
 from headwater.consume.writes import (
     DatabaseUnavailableError,
     Item,
-    is_unavailable,
     store_dead_letters,
     write_items,
 )
+from headwater.db.failures import is_database_unavailable
 
 if TYPE_CHECKING:
     import asyncpg
@@ -449,7 +449,7 @@ class KafkaConsumer:
                         await store_dead_letters(conn, items, self.options.dead_letter_max_bytes)
                 break
             except Exception as exc:
-                if not isinstance(exc, DatabaseUnavailableError) and not is_unavailable(exc):
+                if not isinstance(exc, DatabaseUnavailableError) and not is_database_unavailable(exc):
                     raise
                 if stop.is_set():
                     raise _StoppingError from exc

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from headwater.consume.messages import PoisonMessageError, decode
-from headwater.consume.writes import describe, is_unavailable, store
+from headwater.consume.writes import describe, store
+from headwater.db.failures import is_database_unavailable
 
 if TYPE_CHECKING:
     import asyncpg
@@ -130,7 +131,7 @@ async def replay(
                     "DELETE FROM kafka_dead_letters WHERE dead_letter_id = $1", row["dead_letter_id"]
                 )
         except Exception as exc:
-            if is_unavailable(exc):
+            if is_database_unavailable(exc):
                 raise ReplayInterruptedError(describe(exc)) from exc
             await _fail(conn, row["dead_letter_id"], f"write failed: {describe(exc)}")
             outcome.failed += 1

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
+from headwater.db.failures import is_database_unavailable
 from headwater.ingest.service import IngestResult, PreparedEvent, ingest_prepared, retrying_races
 from headwater.store import payloads
 
@@ -22,12 +23,6 @@ if TYPE_CHECKING:
 
     from headwater.consume.messages import Format
     from headwater.ingest.normalize import AliasRule
-
-# SQLSTATE classes that say the database cannot take writes now, whatever the events: connection
-# exceptions, authorization (a changed password), an unknown database (renamed away), a missing
-# table (migrations not applied), resources, object state (ALLOW_CONNECTIONS false, lock timeout),
-# operator intervention (shutdown, statement timeout) and system errors.
-_UNAVAILABLE_CLASSES = frozenset({"08", "28", "3D", "42", "53", "55", "57", "58"})
 
 
 class DatabaseUnavailableError(Exception):
@@ -49,18 +44,6 @@ class Item:
     # Why the message is a dead letter; None while it may still be ingested.
     dead: str | None = None
     results: list[IngestResult] = field(default_factory=list)
-
-
-def is_unavailable(exc: BaseException) -> bool:
-    """Whether an error is the database's (retry later) rather than the events' (isolate them)."""
-    if isinstance(
-        exc, OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.PostgresConnectionError
-    ):
-        return True
-    if isinstance(exc, asyncpg.PostgresError):
-        state = exc.sqlstate or ""
-        return state[:2] in _UNAVAILABLE_CLASSES
-    return False
 
 
 async def store(
@@ -96,7 +79,7 @@ async def write_items(pool: asyncpg.Pool, items: list[Item], rules: list[AliasRu
     try:
         results = await _write(pool, [e for i in live for e in i.events], rules)
     except Exception as exc:
-        if is_unavailable(exc):
+        if is_database_unavailable(exc):
             raise DatabaseUnavailableError(describe(exc)) from exc
         if len(live) == 1:
             live[0].dead = f"write failed: {describe(exc)}"
@@ -114,7 +97,7 @@ async def _write_one_by_one(pool: asyncpg.Pool, items: list[Item], rules: list[A
         try:
             item.results = await _write(pool, item.events, rules)
         except Exception as exc:
-            if is_unavailable(exc):
+            if is_database_unavailable(exc):
                 raise DatabaseUnavailableError(describe(exc)) from exc
             item.dead = f"write failed: {describe(exc)}"
 

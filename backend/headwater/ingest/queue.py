@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
+from headwater.db.failures import is_database_unavailable
 from headwater.errors import AppError, DatabaseUnavailableError
 from headwater.ingest.service import (
     RACES,
@@ -54,9 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("headwater.ingest")
 
-# SQLSTATE classes that say nothing about the events: connection exceptions (08), insufficient
-# resources (53), operator intervention (57: shutdown, statement timeout).
-_TRANSIENT_CLASSES = ("08", "53", "57")
 # Events prepared per hand-over to a worker thread: small enough that a large request's preparing
 # interleaves with other requests'.
 _PREPARE_CHUNK = 32
@@ -74,16 +72,8 @@ class IngestOverloadedError(AppError):
 
 
 def _transient(exc: BaseException) -> bool:
-    """Whether a failure comes from the database's state, not from the events written."""
-    if isinstance(exc, RACES):
-        return True
-    if isinstance(
-        exc, OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.ConnectionDoesNotExistError
-    ):
-        return True
-    if isinstance(exc, asyncpg.PostgresError):
-        return (getattr(exc, "sqlstate", "") or "")[:2] in _TRANSIENT_CLASSES
-    return False
+    """Whether a failure comes from the database's state or other writers, not from the events."""
+    return isinstance(exc, RACES) or is_database_unavailable(exc)
 
 
 @dataclass
