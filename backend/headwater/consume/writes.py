@@ -1,10 +1,9 @@
-"""Writing a poll's events: one transaction, or message by message when one of them cannot be stored.
+"""Writing a poll's events: one transaction, or in parts when some of them cannot be stored.
 
 A failure is either the database's (unreachable, shutting down, refusing connections, out of
-resources, a statement timeout: ``DatabaseUnavailableError``, the caller pauses and retries) or one of
-the events' own (bad data, a constraint, a trigger, a defect: the batch is written again message by
-message and the message that fails alone becomes a dead letter).
-"""
+resources, a statement timeout, a race that kept failing: ``DatabaseUnavailableError``, the caller
+pauses and retries) or one of the events' own (bad data, a constraint, a trigger, a defect: the
+poll is written again in halves, down to the messages that fail alone, which become dead letters)."""
 
 from __future__ import annotations
 
@@ -14,8 +13,14 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from headwater.db.failures import is_database_unavailable
-from headwater.ingest.service import IngestResult, PreparedEvent, ingest_prepared, retrying_races
+from headwater.ingest.service import (
+    IngestResult,
+    PreparedEvent,
+    ingest_prepared,
+    is_transient,
+    retrying_races,
+    writing_apart,
+)
 from headwater.store import payloads
 
 if TYPE_CHECKING:
@@ -76,30 +81,28 @@ async def write_items(pool: asyncpg.Pool, items: list[Item], rules: list[AliasRu
     live = [i for i in items if i.dead is None and i.events]
     if not live:
         return
+
+    async def write(batch: list[Item]) -> list[list[IngestResult]]:
+        results = await _write(pool, [e for i in batch for e in i.events], rules)
+        per_item, at = [], 0
+        for item in batch:
+            per_item.append(results[at : at + len(item.events)])
+            at += len(item.events)
+        return per_item
+
+    def refused(item: Item, exc: Exception) -> list[IngestResult]:
+        item.dead = f"write failed: {describe(exc)}"
+        return []
+
     try:
-        results = await _write(pool, [e for i in live for e in i.events], rules)
+        # A message that cannot be stored is found in halves of the poll (service.writing_apart).
+        outcomes = await writing_apart(live, write, refused)
     except Exception as exc:
-        if is_database_unavailable(exc):
+        if is_transient(exc):
             raise DatabaseUnavailableError(describe(exc)) from exc
-        if len(live) == 1:
-            live[0].dead = f"write failed: {describe(exc)}"
-            return
-        await _write_one_by_one(pool, live, rules)
-        return
-    at = 0
-    for item in live:
-        item.results = results[at : at + len(item.events)]
-        at += len(item.events)
-
-
-async def _write_one_by_one(pool: asyncpg.Pool, items: list[Item], rules: list[AliasRule]) -> None:
-    for item in items:
-        try:
-            item.results = await _write(pool, item.events, rules)
-        except Exception as exc:
-            if is_database_unavailable(exc):
-                raise DatabaseUnavailableError(describe(exc)) from exc
-            item.dead = f"write failed: {describe(exc)}"
+        raise
+    for item, results in zip(live, outcomes, strict=True):
+        item.results = results
 
 
 def describe(exc: BaseException) -> str:

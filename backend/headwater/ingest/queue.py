@@ -12,9 +12,10 @@ written in parts of a group, one part per group beside what else waits, so that 
 no longer holds every other request back for the seconds it takes (posts waited up to 5.7 s here,
 now 1.7 s).
 
-A group the database refuses (not for its state: for something its events hold) is written again a
-request at a time, so that only the request that fails fails. Such a request with per-event
-results is then written in halves, down to the events that fail alone: each of those is answered
+A group the database refuses (not for its state: for something its events hold) is written again in
+halves, down to the requests that fail alone, so that only they fail (``service.writing_apart``: a
+few of a thousand cost some twenty transactions, not a thousand). Such a request with per-event
+results is then written in halves too, down to the events that fail alone: each of those is answered
 ``failed`` with the database's reason, and the others are stored as if it had not been there.
 
 Events waiting or being written are bounded (``queue_events``): past that a request is refused at
@@ -34,7 +35,6 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from headwater.db.failures import is_database_unavailable
 from headwater.errors import AppError, DatabaseUnavailableError
 from headwater.ingest.service import (
     RACES,
@@ -42,9 +42,11 @@ from headwater.ingest.service import (
     PreparedEvent,
     ingest_prepared,
     ingest_turn,
+    is_transient,
     prepare_events,
     retrying_races,
     write_prepared,
+    writing_apart,
 )
 from headwater.store import payloads
 
@@ -69,11 +71,6 @@ class IngestOverloadedError(AppError):
     code = "ingest_overloaded"
     status = 503
     title = "Ingest overloaded"
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether a failure comes from the database's state or other writers, not from the events."""
-    return isinstance(exc, RACES) or is_database_unavailable(exc)
 
 
 @dataclass
@@ -273,40 +270,49 @@ class IngestQueue:
         self._answer(group, results)
 
     async def _failed(self, group: list[_Request], exc: Exception) -> None:
-        if len(group) > 1 and not _transient(exc):
-            # Something in the group fails in the database: write its requests one at a time, so
-            # that only the one that fails fails.
+        """A group whose write failed: for the database's state, every request gets the failure;
+        for something its events hold, the requests in halves, down to those that fail alone (see
+        the module)."""
+        if is_transient(exc):
             for request in group:
-                await self._write([request])
+                request.done.set_exception(exc)
             return
-        if len(group) == 1 and group[0].per_event and len(group[0].events) > 1 and not _transient(exc):
-            await self._write_apart(group[0])
+        try:
+            outcomes: list[list[IngestResult] | Exception] = (
+                [exc]
+                if len(group) == 1
+                else await writing_apart(group, self._store_requests, _failure, failed=True)
+            )
+        except Exception as failure:  # the database itself failed meanwhile: retried by clients
+            for request in group:
+                request.done.set_exception(failure)
             return
+        for request, outcome in zip(group, outcomes, strict=True):
+            if not isinstance(outcome, Exception):
+                request.done.set_result(outcome)
+            elif request.per_event and len(request.events) > 1:
+                await self._write_apart(request)
+            else:
+                request.done.set_exception(outcome)
+
+    async def _store_requests(self, group: list[_Request]) -> list[list[IngestResult] | Exception]:
+        results = await self._store([p for r in group for p in r.events])
+        per_request: list[list[IngestResult] | Exception] = []
+        at = 0
         for request in group:
-            request.done.set_exception(exc)
+            per_request.append(results[at : at + len(request.events)])
+            at += len(request.events)
+        return per_request
 
     async def _write_apart(self, request: _Request) -> None:
-        """A request with per-event results the database refused: its events in halves, down to
-        those refused alone (see the module)."""
-        events = request.events
-        middle = len(events) // 2
+        """A request with per-event results that fails alone: its events in halves, down to those
+        refused alone (see the module)."""
         try:
-            results = await self._isolated(events[:middle]) + await self._isolated(events[middle:])
+            results = await writing_apart(request.events, self._store, _refused, failed=True)
         except Exception as exc:  # the database itself failed meanwhile: the request is retried
             request.done.set_exception(exc)
             return
         request.done.set_result(results)
-
-    async def _isolated(self, events: list[PreparedEvent]) -> list[IngestResult]:
-        try:
-            return await self._store(events)
-        except Exception as exc:
-            if _transient(exc):
-                raise
-            if len(events) == 1:
-                return [_refused(events[0], exc)]
-        middle = len(events) // 2
-        return await self._isolated(events[:middle]) + await self._isolated(events[middle:])
 
     @staticmethod
     def _answer(group: list[_Request], results: list[IngestResult]) -> None:
@@ -322,6 +328,10 @@ class IngestQueue:
                 return await ingest_prepared(conn, events, self._rules)
 
         return await retrying_races(write, pause=0.01)
+
+
+def _failure(_: _Request, exc: Exception) -> Exception:
+    return exc
 
 
 def _refused(event: PreparedEvent, exc: Exception) -> IngestResult:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 import asyncpg
 import msgspec
 
+from headwater.db.failures import is_database_unavailable
 from headwater.errors import FieldError
 from headwater.ingest.dataset_writes import DatasetWriter, IdentityLists, dataset_identity_lists
 from headwater.ingest.job_writes import JobWriter
@@ -85,6 +86,45 @@ async def retrying_races(write: Callable[[], Awaitable[T]], pause: float) -> T:
                 raise
             await asyncio.sleep(pause * attempt)
     raise AssertionError("unreachable")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a write failed for the database's state or other writers (a race that kept failing),
+    not for anything the events hold: the same write may succeed later."""
+    return isinstance(exc, RACES) or is_database_unavailable(exc)
+
+
+W = TypeVar("W")
+R = TypeVar("R")
+
+
+async def writing_apart(
+    items: list[W],
+    write: Callable[[list[W]], Awaitable[list[R]]],
+    refused: Callable[[W, Exception], R],
+    *,
+    failed: bool = False,
+) -> list[R]:
+    """``write(items)``, one result per item; when it fails for something the items hold (not
+    ``is_transient``), or ``failed`` says it already did, each half again, down to the items that
+    fail alone, whose result is then ``refused(item, failure)``. Each write is its own transaction:
+    what succeeds stays, in order, as if the refused items had not been there. A few failing items
+    of a thousand cost some twenty writes, not a thousand. A transient failure is raised (what was
+    written stays written; written again, it is a duplicate)."""
+    if not failed:
+        try:
+            return await write(items)
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            if len(items) == 1:
+                return [refused(items[0], exc)]
+    middle = len(items) // 2
+    if not middle:  # one item, known to fail: written once more, for its own failure
+        return await writing_apart(items, write, refused)
+    return await writing_apart(items[:middle], write, refused) + await writing_apart(
+        items[middle:], write, refused
+    )
 
 
 # The store operations of the writers (``dataset_writes``, ``job_writes``) in the order an event
