@@ -201,6 +201,7 @@ async def test_events_of_a_batch_the_database_refuses_fail_alone(make_database, 
             with server(settings, url, ingest_group_events=4) as client:
                 answer = client.post("/api/v1/lineage/batch", json=batch)
                 again = client.post("/api/v1/lineage/batch", json=batch)
+                alone = client.post("/api/v1/lineage/batch", json=[run_event("poison alone")])
             stored = await conn.fetch("SELECT job_name FROM raw_events ORDER BY job_name")
             runs = await conn.fetchval("SELECT count(*) FROM runs")
         finally:
@@ -227,6 +228,16 @@ async def test_events_of_a_batch_the_database_refuses_fail_alone(make_database, 
     assert failed[2]["errors"][0]["path"] == "$[10].eventTime"
     # Sent again, the stored events are duplicates and the refused ones are refused again.
     assert again.json()["summary"] == body["summary"]
+    # A batch of one refused event answers the same way, not with a 500.
+    assert alone.status_code == 200, alone.text
+    assert alone.json()["failed_events"] == [
+        {
+            "index": 0,
+            "reason": "The database refused the event: poison alone refused (SQLSTATE P0001).",
+            "retriable": False,
+            "errors": [],
+        }
+    ]
     assert [r["job_name"] for r in stored] == [f"good{i}" for i in (0, 2, 3, 4, 5, 6, 7, 8)]
     assert runs == 8
 

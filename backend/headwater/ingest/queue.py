@@ -290,8 +290,8 @@ class IngestQueue:
         for request, outcome in zip(group, outcomes, strict=True):
             if not isinstance(outcome, Exception):
                 request.done.set_result(outcome)
-            elif request.per_event and len(request.events) > 1:
-                await self._write_apart(request)
+            elif request.per_event:
+                await self._write_apart(request, outcome)
             else:
                 request.done.set_exception(outcome)
 
@@ -304,9 +304,12 @@ class IngestQueue:
             at += len(request.events)
         return per_request
 
-    async def _write_apart(self, request: _Request) -> None:
-        """A request with per-event results that fails alone: its events in halves, down to those
-        refused alone (see the module)."""
+    async def _write_apart(self, request: _Request, exc: Exception) -> None:
+        """A request with per-event results that failed alone with ``exc``: its events in halves,
+        down to those refused alone (see the module)."""
+        if len(request.events) == 1:
+            request.done.set_result([_refused(request.events[0], exc)])
+            return
         try:
             results = await writing_apart(request.events, self._store, _refused, failed=True)
         except Exception as exc:  # the database itself failed meanwhile: the request is retried
