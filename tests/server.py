@@ -30,6 +30,34 @@ class HeadwaterServer:
     pid: int
 
 
+def start_uvicorn(
+    database_url: str, *options: str, log: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``uvicorn headwater.app:create_app --factory`` on a free port, with uvicorn's ``options``, its
+    output in ``log`` (else inherited), ``env`` adding settings: a server without `serve`'s
+    embedded database, for tests and benchmarks that start several. Returns the process and URL."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "headwater.app:create_app",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        *options,
+    ]
+    environment = {**os.environ, "HEADWATER_DATABASE_URL": database_url, **(env or {})}
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(log.open("wb")) if log else None
+        process = subprocess.Popen(command, env=environment, stdout=out, stderr=subprocess.STDOUT)
+    return process, f"http://127.0.0.1:{port}"
+
+
 def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the server's process group, then SIGKILL it if it has not gone within 15 s."""
     if proc.poll() is None:

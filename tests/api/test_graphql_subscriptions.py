@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import subprocess
-import sys
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,7 +24,7 @@ from headwater.feed.hub import ChangeFeed
 from headwater.feed.scopes import LineageScopes
 from headwater.ingest.validate import validate_event
 from tests.factories import job_run, run_event
-from tests.server import free_port
+from tests.server import start_uvicorn
 from tests.writes import ingest_events
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -34,32 +32,6 @@ pytestmark = [pytest.mark.db, pytest.mark.slow]
 CHANGES = """subscription($after: String, $filter: LineageChangeFilter) {
   lineageChanges(after: $after, filter: $filter) { cursor kind nodeId nodeType namespace at details }
 }"""
-
-
-def start_server(database_url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``uvicorn headwater.app:create_app --factory`` on a free port, its output in ``log``."""
-    port = free_port()
-    env = {**os.environ, "HEADWATER_DATABASE_URL": database_url, "HEADWATER_POOL_MAX_SIZE": "4"}
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "headwater.app:create_app",
-                "--factory",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    return process, f"http://127.0.0.1:{port}"
 
 
 def wait_ready(process: subprocess.Popen[bytes], url: str, log: Path, timeout: float = 60) -> None:
@@ -86,7 +58,9 @@ async def replicas(database_url, pool, tmp_path_factory):
             "datasets, sources, namespaces, tags CASCADE"
         )
     logs = [tmp_path_factory.mktemp("replica") / "server.log" for _ in range(2)]
-    servers = [start_server(database_url, log) for log in logs]
+    servers = [
+        start_uvicorn(database_url, log=log, env={"HEADWATER_POOL_MAX_SIZE": "4"}) for log in logs
+    ]
     try:
         for (process, url), log in zip(servers, logs, strict=True):
             await asyncio.to_thread(wait_ready, process, url, log)

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-import os
 import random
 import statistics
 import sys
@@ -492,31 +491,9 @@ class Server:
     """A uvicorn process serving headwater.app:create_app on the benchmark database."""
 
     def __init__(self, url: str) -> None:
-        import socket
-        import subprocess
+        from tests.server import start_uvicorn
 
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        env = {**os.environ, "HEADWATER_DATABASE_URL": url}
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "headwater.app:create_app",
-                "--factory",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--log-level",
-                "warning",
-                "--no-access-log",
-            ],
-            env=env,
-        )
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.process, self.base = start_uvicorn(url, "--no-access-log")
 
     async def wait(self) -> None:
         import httpx

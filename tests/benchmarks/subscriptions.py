@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -50,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.benchmarks.databases import SERVER_URL, database_url
 from tests.feed.stalled_clients import stalled_subscriber
-from tests.server import free_port
+from tests.server import start_uvicorn
 
 from headwater.db.migrate import migrate
 
@@ -60,30 +59,7 @@ SUBSCRIPTION = """subscription($filter: LineageChangeFilter) {
 
 
 def start_replica(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "HEADWATER_DATABASE_URL": url}
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "headwater.app:create_app",
-                "--factory",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                "--ws-max-queue",
-                "1024",
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    return process, f"http://127.0.0.1:{port}"
+    return start_uvicorn(url, "--ws-max-queue", "1024", log=log)
 
 
 async def wait_ready(url: str, timeout: float = 60) -> None:
