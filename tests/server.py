@@ -58,6 +58,21 @@ def start_uvicorn(
     return process, f"http://127.0.0.1:{port}"
 
 
+def wait_ready(process: subprocess.Popen[bytes], url: str, log: Path, timeout: float = 60) -> None:
+    """Until the server started by ``start_uvicorn`` answers /readyz; its log if it exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not become ready")
+
+
 def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the server's process group, then SIGKILL it if it has not gone within 15 s."""
     if proc.poll() is None:

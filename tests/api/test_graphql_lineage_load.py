@@ -12,9 +12,9 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.api.test_graphql_subscriptions import start_server, wait_ready
 from tests.layered_graph import build_layered
 from tests.pg import migrated_database
+from tests.server import start_uvicorn, wait_ready
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -40,7 +40,7 @@ async def server(pg_server, tmp_path_factory):
         finally:
             await conn.close()
         log = tmp_path_factory.mktemp("server") / "server.log"
-        process, base = start_server(url, log)
+        process, base = start_uvicorn(url, log=log, env={"HEADWATER_POOL_MAX_SIZE": "4"})
         try:
             await asyncio.to_thread(wait_ready, process, base, log)
             yield base, graph

@@ -8,9 +8,7 @@ import asyncio
 import contextlib
 import json
 import subprocess
-import time
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import httpx
 import pytest
@@ -24,7 +22,7 @@ from headwater.feed.hub import ChangeFeed
 from headwater.feed.scopes import LineageScopes
 from headwater.ingest.validate import validate_event
 from tests.factories import job_run, run_event
-from tests.server import start_uvicorn
+from tests.server import start_uvicorn, wait_ready
 from tests.writes import ingest_events
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -32,20 +30,6 @@ pytestmark = [pytest.mark.db, pytest.mark.slow]
 CHANGES = """subscription($after: String, $filter: LineageChangeFilter) {
   lineageChanges(after: $after, filter: $filter) { cursor kind nodeId nodeType namespace at details }
 }"""
-
-
-def wait_ready(process: subprocess.Popen[bytes], url: str, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"{url} did not become ready")
 
 
 @pytest.fixture(scope="module")
