@@ -9,6 +9,7 @@ import os
 
 import uvicorn
 
+from headwater.api.graphql.schema import MAX_BODY_BYTES as GRAPHQL_MAX_BODY_BYTES
 from headwater.command_base import alias_rules_or_error, apply_migrations, database, load_settings
 from headwater.settings import get_settings
 
@@ -68,6 +69,8 @@ def serve(host: str | None, port: int | None, workers: int) -> int:
             # uvicorn's protocol with deadlines for a request to arrive (see http_protocol).
             http="headwater.http_protocol:DeadlineProtocol",
             proxy_headers=False,
+            # A websocket message is a GraphQL request too: no larger than one over HTTP.
+            ws_max_size=GRAPHQL_MAX_BODY_BYTES,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     return 0

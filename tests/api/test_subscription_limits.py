@@ -5,6 +5,7 @@ an error naming it, and the others go on."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -173,3 +174,38 @@ async def test_a_client_sending_faster_than_its_pace_is_read_at_that_pace(server
     assert 99 <= answered <= 99 + 20 * elapsed + 1
     assert answered >= 99 + 20 * (elapsed - 1.5)
     assert slowest_health < 1
+
+
+async def test_a_large_message_counts_as_one_for_each_16_kib_it_holds(server):
+    ws = await connect(server.url)  # its connection_init takes one message of the burst
+    padding = "x" * 200_000  # each message then counts as 13
+    body = {"type": "subscribe", "payload": {"query": CHANGES, "variables": {"padding": padding}}}
+    try:
+        started = time.monotonic()
+        for i in range(30):
+            await ws.send(json.dumps({**body, "id": f"big{i}"}))
+        answered = 0
+        while (elapsed := time.monotonic() - started) < 3:
+            with contextlib.suppress(TimeoutError):
+                message = json.loads(await asyncio.wait_for(ws.recv(), 0.05))
+                answered += message["type"] == "complete"  # a refused subscription's end
+    finally:
+        await ws.close()
+    # The burst of 103 holds seven (three subscriptions taken, four refused), then one every 13/20
+    # of a second: not the 27 refusals reading them at once would give.
+    assert 4 <= answered <= 4 + 20 * elapsed / 13 + 1
+
+
+async def test_a_message_larger_than_a_graphql_body_closes_the_websocket(server):
+    ws = await connect(server.url)
+    body = {"type": "subscribe", "payload": {"query": CHANGES, "variables": {"x": "x" * 5_000_000}}}
+    try:
+        await ws.send(json.dumps({**body, "id": "huge"}))
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10)
+    finally:
+        await ws.close()
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1009  # message too big: 4 MiB at most, as over HTTP
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        assert (await http.get("/healthz")).status_code == 200

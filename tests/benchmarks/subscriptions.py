@@ -20,7 +20,7 @@ everyone else: one server, events posted one at a time and /healthz asked every 
 --seconds alone, then for --seconds while the flood runs; it prints the subscribe messages the
 server answered per second, its CPU, the events/s and the slowest /healthz of each phase.
 
-    python tests/benchmarks/subscriptions.py --flood 200000 [--seconds 20]
+    python tests/benchmarks/subscriptions.py --flood 200000 [--seconds 20] [--flood-bytes N]
 
 The database server is $HEADWATER_BENCH_SERVER_URL, else the local one (postgresql://postgres@
 127.0.0.1:5432/postgres); the benchmark database is created and dropped. A negative latency means
@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import statistics
 import subprocess
 import sys
@@ -39,6 +40,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -247,52 +249,67 @@ async def slowest_health(url: str, stop: asyncio.Event) -> float:
     return slowest
 
 
-async def flood(url: str, messages: int, answered: list[int], stop: asyncio.Event) -> None:
-    """One websocket sending ``messages`` subscribe messages, reading what comes back; counts the
-    subscriptions answered (accepted or refused) in ``answered``."""
+async def flood(url: str, messages: int, seconds: float, padding: int) -> int:
+    """One websocket sending ``messages`` subscribe messages (each with ``padding`` bytes more in an
+    unused variable) for ``seconds``, reading what comes back; returns how many subscriptions were
+    answered (accepted or refused)."""
     ws_url = url.replace("http://", "ws://") + "/graphql"
-    async with websockets.connect(ws_url, subprotocols=["graphql-transport-ws"], max_queue=None) as ws:
+    answered = 0
+    async with websockets.connect(
+        ws_url, subprotocols=["graphql-transport-ws"], max_queue=None, compression=None
+    ) as ws:
         await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
 
         async def send() -> None:
             # Subscriptions to changes that never come: the cost measured is the messages'.
-            nothing = {"filter": {"namespaces": ["nothing"]}}
+            nothing = {"filter": {"namespaces": ["nothing"]}, "padding": "x" * padding}
             body = {"type": "subscribe", "payload": {"query": SUBSCRIPTION, "variables": nothing}}
             for i in range(messages):
                 await ws.send(json.dumps({**body, "id": str(i)}))
 
         async def read() -> None:
+            nonlocal answered
             async for raw in ws:
                 message = json.loads(raw)
                 if message["type"] in ("complete", "error"):
-                    answered[0] += 1
+                    answered += 1
                 elif message["type"] == "ping":
                     await ws.send(json.dumps({"type": "pong"}))
 
         tasks = [asyncio.create_task(send()), asyncio.create_task(read())]
-        await stop.wait()
+        await asyncio.sleep(seconds)
         for task in tasks:
             task.cancel()
+    return answered
 
 
-async def measure_flood(url: str, pid: int, messages: int, seconds: float) -> None:
+def flood_process(url: str, messages: int, seconds: float, padding: int, answered: Any) -> None:
+    """``flood`` in a process of its own, so that its sending does not slow the measuring client."""
+    answered.value = asyncio.run(flood(url, messages, seconds, padding))
+
+
+async def measure_flood(url: str, pid: int, messages: int, seconds: float, padding: int) -> None:
     process = psutil.Process(pid)
     await post_windows(url, 3)  # warm-up
 
     async def phase(flooding: bool) -> tuple[float, float, float, int]:
-        stop, answered = asyncio.Event(), [0]
+        stop, answered = asyncio.Event(), multiprocessing.Value("q", 0)
         health = asyncio.create_task(slowest_health(url, stop))
-        flooder = asyncio.create_task(flood(url, messages, answered, stop)) if flooding else None
+        flooder = multiprocessing.Process(
+            target=flood_process, args=(url, messages, seconds, padding, answered)
+        )
+        if flooding:
+            flooder.start()
         cpu, started = cpu_seconds(process), time.perf_counter()
         _, posted = await post_windows(url, seconds)
         took = time.perf_counter() - started
         stop.set()
         used = cpu_seconds(process) - cpu
         slowest = await health
-        if flooder:
-            await flooder
-        return posted / took, used / took, slowest, round(answered[0] / took)
+        if flooding:
+            await asyncio.to_thread(flooder.join)
+        return posted / took, used / took, slowest, round(answered.value / took)
 
     alone, cpu_alone, health_alone, _ = await phase(False)
     during, cpu_during, health_during, answered = await phase(True)
@@ -300,7 +317,8 @@ async def measure_flood(url: str, pid: int, messages: int, seconds: float) -> No
         f"alone: {alone:.1f} events/s, server CPU {cpu_alone:.2f} s/s, slowest /healthz {health_alone * 1000:.0f} ms"
     )
     print(
-        f"one websocket sending {messages:,} subscribe messages: {answered:,} answered per second; "
+        f"one websocket sending {messages:,} subscribe messages of {padding + 150:,} bytes: "
+        f"{answered:,} answered per second; "
         f"{during:.1f} events/s, server CPU {cpu_during:.2f} s/s, slowest /healthz {health_during * 1000:.0f} ms"
     )
 
@@ -313,6 +331,7 @@ async def main() -> int:
     parser.add_argument("--stalled", type=int, default=0, help="measure stalled subscribers instead")
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--flood", type=int, default=0, help="measure a flood of subscribe messages")
+    parser.add_argument("--flood-bytes", type=int, default=0, help="padding in each flood message")
     args = parser.parse_args()
 
     name = f"headwater_subs_bench_{uuid.uuid4().hex[:8]}"
@@ -329,7 +348,7 @@ async def main() -> int:
             a, writer = start_replica(url, logs / "a.log")
             replicas = [a]
             await wait_ready(writer)
-            await measure_flood(writer, a.pid, args.flood, args.seconds)
+            await measure_flood(writer, a.pid, args.flood, args.seconds, args.flood_bytes)
             return 0
         if args.stalled:
             a, writer = start_replica(url, logs / "a.log")
