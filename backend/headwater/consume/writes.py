@@ -19,6 +19,7 @@ from headwater.ingest.service import (
     ingest_prepared,
     is_transient,
     retrying_races,
+    sliced,
     writing_apart,
 )
 from headwater.store import payloads
@@ -84,11 +85,7 @@ async def write_items(pool: asyncpg.Pool, items: list[Item], rules: list[AliasRu
 
     async def write(batch: list[Item]) -> list[list[IngestResult]]:
         results = await _write(pool, [e for i in batch for e in i.events], rules)
-        per_item, at = [], 0
-        for item in batch:
-            per_item.append(results[at : at + len(item.events)])
-            at += len(item.events)
-        return per_item
+        return sliced(results, (len(i.events) for i in batch))
 
     def refused(item: Item, exc: Exception) -> list[IngestResult]:
         item.dead = f"write failed: {describe(exc)}"

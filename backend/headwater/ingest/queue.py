@@ -45,6 +45,7 @@ from headwater.ingest.service import (
     is_transient,
     prepare_events,
     retrying_races,
+    sliced,
     write_prepared,
     writing_apart,
 )
@@ -297,12 +298,8 @@ class IngestQueue:
 
     async def _store_requests(self, group: list[_Request]) -> list[list[IngestResult] | Exception]:
         results = await self._store([p for r in group for p in r.events])
-        per_request: list[list[IngestResult] | Exception] = []
-        at = 0
-        for request in group:
-            per_request.append(results[at : at + len(request.events)])
-            at += len(request.events)
-        return per_request
+        # A list typed to hold the failures writing_apart puts beside these results.
+        return list(sliced(results, (len(r.events) for r in group)))
 
     async def _write_apart(self, request: _Request, exc: Exception) -> None:
         """A request with per-event results that failed alone with ``exc``: its events in halves,
@@ -319,11 +316,9 @@ class IngestQueue:
 
     @staticmethod
     def _answer(group: list[_Request], results: list[IngestResult]) -> None:
-        at = 0
-        for request in group:
+        for request, own in zip(group, sliced(results, (len(r.events) for r in group)), strict=True):
             if not request.done.done():
-                request.done.set_result(results[at : at + len(request.events)])
-            at += len(request.events)
+                request.done.set_result(own)
 
     async def _store(self, events: list[PreparedEvent]) -> list[IngestResult]:
         async def write() -> list[IngestResult]:

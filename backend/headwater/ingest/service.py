@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import gc
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -96,6 +96,16 @@ def is_transient(exc: BaseException) -> bool:
 
 W = TypeVar("W")
 R = TypeVar("R")
+
+
+def sliced(results: list[R], sizes: Iterable[int]) -> list[list[R]]:
+    """``results`` (of a write of several requests' or messages' events together) cut into
+    consecutive slices of ``sizes``: each one's own."""
+    slices, at = [], 0
+    for size in sizes:
+        slices.append(results[at : at + size])
+        at += size
+    return slices
 
 
 async def writing_apart(

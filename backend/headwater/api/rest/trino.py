@@ -28,6 +28,7 @@ from litestar.datastructures import State
 from headwater.api.rest.body import TRINO_EVENT_BODY, read_json_body
 from headwater.api.rest.ingest import INGEST_PROBLEMS, store_events
 from headwater.errors import FieldError
+from headwater.ingest.service import sliced
 from headwater.ingest.validate import validate_event
 from headwater.integrations.trino import (
     DEFAULT_JOB_NAME_FORMAT,
@@ -137,9 +138,11 @@ async def post_trino_event(request: Request[Any, Any, Any], state: State) -> Res
     valid = [validate_event(e, f"$.converted[{i}]") for c in conversions for i, e in enumerate(c.events)]
     # A result per query: a large array may be committed in parts, as a /batch is.
     results = await store_events(state, valid, in_parts=True) if valid else []
-    bodies, at = [], 0
-    for c in conversions:
-        bodies.append(_query_json(c, results[at : at + len(c.events)]))
-        at += len(c.events)
+    bodies = [
+        _query_json(c, own)
+        for c, own in zip(
+            conversions, sliced(results, (len(c.events) for c in conversions)), strict=True
+        )
+    ]
     status = 201 if valid else 200
     return Response(bodies[0] if not is_array else {"results": bodies}, status_code=status)
