@@ -157,3 +157,17 @@ async def migrated_database(server_url: str, prefix: str) -> AsyncIterator[str]:
         finally:
             await conn.close()
         yield url
+
+
+# A trigger of a test database: only there can the database refuse an event that validation took,
+# as it would one breaking a limit no check foresaw. Refuses the raw event of every job whose name
+# holds "poison", naming the job.
+REFUSE_POISON = """
+    CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.job_name LIKE '%poison%' THEN RAISE EXCEPTION '% refused', NEW.job_name; END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER refuse_poison BEFORE INSERT ON raw_events
+        FOR EACH ROW EXECUTE FUNCTION refuse_poison();
+"""

@@ -24,6 +24,7 @@ from headwater.settings import Settings
 from headwater.store.events import begin_ingest_writes
 from tests.db.test_batched_ingest import applications, ingest
 from tests.factories import run_event
+from tests.pg import REFUSE_POISON
 from tests.snapshot import model_snapshot, stored_payloads
 
 pytestmark = pytest.mark.db
@@ -173,17 +174,6 @@ async def test_an_event_failing_in_the_database_does_not_fail_its_group(make_dat
     assert [r.status_code for r in answers] == [201, 500, 201, 201]
     assert [r["job_name"] for r in stored] == ["good0", "good1", "good2"]
     assert runs == 3
-
-
-REFUSE_POISON = """
-    CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        IF NEW.job_name LIKE 'poison%' THEN RAISE EXCEPTION '% refused', NEW.job_name; END IF;
-        RETURN NEW;
-    END $$;
-    CREATE TRIGGER refuse_poison BEFORE INSERT ON raw_events
-        FOR EACH ROW EXECUTE FUNCTION refuse_poison();
-"""
 
 
 async def test_events_of_a_batch_the_database_refuses_fail_alone(make_database, settings):

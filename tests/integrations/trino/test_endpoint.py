@@ -15,6 +15,7 @@ from litestar.testing import AsyncTestClient
 from headwater.app import create_app
 from headwater.settings import Settings
 from tests.integrations.trino.events import TRINO, http_example, ol_examples, query_completed
+from tests.pg import REFUSE_POISON
 
 pytestmark = pytest.mark.db
 
@@ -227,17 +228,7 @@ async def test_a_query_the_database_refuses_fails_alone(make_database):
         conn = await asyncpg.connect(url)
         try:
             # Only the database can refuse these events: a trigger of this test database.
-            await conn.execute(
-                """
-                CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN
-                    IF NEW.job_name LIKE '%poison%' THEN RAISE EXCEPTION 'poison refused'; END IF;
-                    RETURN NEW;
-                END $$;
-                CREATE TRIGGER refuse_poison BEFORE INSERT ON raw_events
-                    FOR EACH ROW EXECUTE FUNCTION refuse_poison();
-                """
-            )
+            await conn.execute(REFUSE_POISON)
             settings = Settings(database_url=url, pool_min_size=0, pool_max_size=2)
             async with AsyncTestClient(app=create_app(settings)) as client:
                 response = await client.post(URL, json=queries)
@@ -251,7 +242,7 @@ async def test_a_query_the_database_refuses_fails_alone(make_database):
         ["failed", "failed"],
         ["created", "created"],
     ]
-    reason = "The database refused the event: poison refused (SQLSTATE P0001)."
+    reason = "The database refused the event: q_poison refused (SQLSTATE P0001)."
     assert [e["reason"] for e in results[1]["events"]] == [reason, reason]
     assert runs == 2
 
