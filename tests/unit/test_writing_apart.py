@@ -43,9 +43,13 @@ async def test_only_the_items_that_fail_alone_fail_and_the_rest_is_stored_in_ord
 
 async def test_a_write_known_to_have_failed_is_not_tried_whole_again():
     store = Store({3})
-    results = await writing_apart(list(range(8)), store.write, refused, failed=True)
+    failure = asyncpg.exceptions.CheckViolationError("3 refused")
+    results = await writing_apart(list(range(8)), store.write, refused, failed=failure)
     assert results[3] == "refused 3: 3 refused"
     # The halves [0..3] and [4..7], then [0, 1] and [2, 3], then [2] and [3].
+    assert store.writes == 6
+    # One item known to have failed is refused with that failure, not written again.
+    assert await writing_apart([3], store.write, refused, failed=failure) == ["refused 3: 3 refused"]
     assert store.writes == 6
 
 

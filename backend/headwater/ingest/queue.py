@@ -279,11 +279,7 @@ class IngestQueue:
                 request.done.set_exception(exc)
             return
         try:
-            outcomes: list[list[IngestResult] | Exception] = (
-                [exc]
-                if len(group) == 1
-                else await writing_apart(group, self._store_requests, _failure, failed=True)
-            )
+            outcomes = await writing_apart(group, self._store_requests, _failure, failed=exc)
         except Exception as failure:  # the database itself failed meanwhile: retried by clients
             for request in group:
                 request.done.set_exception(failure)
@@ -304,11 +300,8 @@ class IngestQueue:
     async def _write_apart(self, request: _Request, exc: Exception) -> None:
         """A request with per-event results that failed alone with ``exc``: its events in halves,
         down to those refused alone (see the module)."""
-        if len(request.events) == 1:
-            request.done.set_result([_refused(request.events[0], exc)])
-            return
         try:
-            results = await writing_apart(request.events, self._store, _refused, failed=True)
+            results = await writing_apart(request.events, self._store, _refused, failed=exc)
         except Exception as exc:  # the database itself failed meanwhile: the request is retried
             request.done.set_exception(exc)
             return

@@ -113,25 +113,24 @@ async def writing_apart(
     write: Callable[[list[W]], Awaitable[list[R]]],
     refused: Callable[[W, Exception], R],
     *,
-    failed: bool = False,
+    failed: Exception | None = None,
 ) -> list[R]:
     """``write(items)``, one result per item; when it fails for something the items hold (not
-    ``is_transient``), or ``failed`` says it already did, each half again, down to the items that
+    ``is_transient``), or ``failed`` is how it already did, each half again, down to the items that
     fail alone, whose result is then ``refused(item, failure)``. Each write is its own transaction:
     what succeeds stays, in order, as if the refused items had not been there. A few failing items
     of a thousand cost some twenty writes, not a thousand. A transient failure is raised (what was
     written stays written; written again, it is a duplicate)."""
-    if not failed:
+    if failed is None:
         try:
             return await write(items)
         except Exception as exc:
             if is_transient(exc):
                 raise
-            if len(items) == 1:
-                return [refused(items[0], exc)]
+            failed = exc
+    if len(items) == 1:
+        return [refused(items[0], failed)]
     middle = len(items) // 2
-    if not middle:  # one item, known to fail: written once more, for its own failure
-        return await writing_apart(items, write, refused)
     return await writing_apart(items[:middle], write, refused) + await writing_apart(
         items[middle:], write, refused
     )
