@@ -115,6 +115,15 @@ class LineageDepthTooLargeError(InvalidRequestError):
         super().__init__(f"Lineage depth {depth} is larger than the maximum {maximum}.")
 
 
+class EventRefusedError(AppError):
+    """An event the database refused for what it holds (a constraint or trigger of the database's):
+    sending it again gives the same answer, so it is no 5xx, which clients retry."""
+
+    code = "event_refused"
+    status = 422
+    title = "Event refused by the database"
+
+
 class DatabaseUnavailableError(AppError):
     code = "database_unavailable"
     status = 503

@@ -167,11 +167,23 @@ async def test_an_event_failing_in_the_database_does_not_fail_its_group(make_dat
                 answers = await post_all(
                     client, [neighbours[0], run_event("poison"), neighbours[1], [neighbours[2]]]
                 )
+                array = client.post("/api/v1/lineage", json=[run_event("ok"), run_event("poison2")])
             stored = await conn.fetch("SELECT job_name FROM raw_events ORDER BY job_name")
             runs = await conn.fetchval("SELECT count(*) FROM runs")
         finally:
             await conn.close()
-    assert [r.status_code for r in answers] == [201, 500, 201, 201]
+    # Sending the refused event again would be refused again: a 4xx with the reason, not a 5xx.
+    assert [r.status_code for r in answers] == [201, 422, 201, 201]
+    assert answers[1].json()["code"] == "event_refused"
+    assert answers[1].json()["detail"] == (
+        "The database refused the event: poison refused (SQLSTATE P0001)."
+    )
+    # An array is stored all or none.
+    assert array.status_code == 422
+    assert array.json()["detail"] == (
+        "The database refused an event of the array: poison2 refused (SQLSTATE P0001); none of its "
+        "2 events was stored. Post them to /api/v1/lineage/batch for a result per event."
+    )
     assert [r["job_name"] for r in stored] == ["good0", "good1", "good2"]
     assert runs == 3
 

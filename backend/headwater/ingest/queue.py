@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from headwater.errors import AppError, DatabaseUnavailableError
+from headwater.errors import AppError, DatabaseUnavailableError, EventRefusedError
 from headwater.ingest.service import (
     RACES,
     IngestResult,
@@ -290,7 +290,7 @@ class IngestQueue:
             elif request.per_event:
                 await self._write_apart(request, outcome)
             else:
-                request.done.set_exception(outcome)
+                request.done.set_exception(_refusal(request, outcome))
 
     async def _store_requests(self, group: list[_Request]) -> list[list[IngestResult] | Exception]:
         results = await self._store([p for r in group for p in r.events])
@@ -323,6 +323,23 @@ class IngestQueue:
 
 def _failure(_: _Request, exc: Exception) -> Exception:
     return exc
+
+
+def _refusal(request: _Request, exc: Exception) -> Exception:
+    """What a request stored all or none is answered when it failed alone: for the database's
+    refusal of something it holds, a 4xx naming the reason (clients retry a 5xx, in vain here)."""
+    if not isinstance(exc, asyncpg.PostgresError):
+        return exc
+    if len(request.events) == 1:
+        reason = f"The database refused the event: {exc} (SQLSTATE {exc.sqlstate})."
+    else:
+        reason = (
+            f"The database refused an event of the array: {exc} (SQLSTATE {exc.sqlstate}); none of "
+            f"its {len(request.events)} events was stored. Post them to /api/v1/lineage/batch for "
+            "a result per event."
+        )
+    log.warning("a request was refused: %s", reason)
+    return EventRefusedError(reason)
 
 
 def _refused(event: PreparedEvent, exc: Exception) -> IngestResult:

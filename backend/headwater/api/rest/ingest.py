@@ -116,6 +116,8 @@ def _validate_each(raw: list[Any]) -> tuple[list[tuple[int, ValidEvent]], list[d
 
 # What an ingest operation may answer besides its result (503: retry after Retry-After).
 INGEST_PROBLEMS = problems(400, 401, 403, 413, 415, 503)
+# Stored all or none: an event the database refuses is the whole request's answer.
+ALL_OR_NONE_PROBLEMS = problems(400, 401, 403, 413, 415, 422, 503)
 
 
 @post(
@@ -123,13 +125,14 @@ INGEST_PROBLEMS = problems(400, 401, 403, 413, 415, 503)
     status_code=201,
     summary="Ingest OpenLineage events",
     operation_class=EVENT_OR_EVENTS_BODY,
-    responses=INGEST_PROBLEMS,
+    responses=ALL_OR_NONE_PROBLEMS,
 )
 async def post_lineage(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
     """Accept one RunEvent/DatasetEvent/JobEvent, or a JSON array of them (all or none).
 
     201 once committed; a retried event answers the same. Invalid input is a 400 naming each JSON
-    path; an unavailable database is a 503 (clients retry).
+    path; an event the database refuses (a constraint or trigger of its own) a 422 with its reason;
+    an unavailable database is a 503 (clients retry).
     """
     settings: Settings = state.settings
     raw = await read_json_body(request, settings.max_body_bytes, settings.max_body_values)

@@ -75,6 +75,7 @@ _PROBLEM_MEANINGS = {
     404: "No such namespace, dataset, job, run, field or version",
     413: "The body is too large",
     415: "The body's encoding is not supported",
+    422: "The database refused the event for what it holds; sending it again gives the same answer",
     503: "The database or the ingest queue cannot take it now; retry after Retry-After",
 }
 
