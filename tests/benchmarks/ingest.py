@@ -673,11 +673,15 @@ def main() -> int:
                     measure(scenario, src, events, stored, args.storage, workers, args.interleaved)
                 )
                 rows.append((scenario.name, label, attempt + 1, r))
+                # Statements are counted only where pg_stat_statements is preloaded.
+                statements = (
+                    f"{r['statements']:.1f} statements, " if r["statements"] == r["statements"] else ""
+                )
                 print(
                     f"{scenario.name:<28} {label:<26} #{attempt + 1}: {r['rate']:7,.0f} events/s"
                     f"  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
                     f"  server {r['server_cpu']:5.2f} s  pg {r['pg_cpu']:5.2f} s  clients {r['client_cpu']:5.2f} s per 1,000"
-                    f"  {r['statements']:.1f} statements, {r['xacts']:.2f} xacts, {r['written']:.0f} rows written, {r['wal']:,.0f} WAL bytes per event"
+                    f"  {statements}{r['xacts']:.2f} xacts, {r['written']:.0f} rows written, {r['wal']:,.0f} WAL bytes per event"
                     f"  ({r['retried']} retried 503s)",
                     flush=True,
                 )
