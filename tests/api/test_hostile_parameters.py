@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 import pytest
 
@@ -272,3 +273,22 @@ async def test_a_write_a_page_of_another_site_makes_a_browser_send_is_refused(cl
     assert (await client.post("/api/v1/lineage", json=event, headers=same_origin)).status_code == 201
     again = job_run("again", inputs=["a"], outputs=["b"])[0]
     assert (await client.post("/api/v1/lineage", json=again)).status_code == 201
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/lineage?depth=1&nodeId=job:" + "a:" * 16_000 + "b",
+        "/api/v1/lineage/path?to=job:a:b&from=dataset:" + "a:" * 16_000 + "b",
+        "/api/v1/column-lineage?depth=1&nodeId=datasetField:" + "a:" * 800 + "b",
+    ],
+)
+async def test_a_node_id_of_thousands_of_colons_is_a_400_at_once(client, url):
+    # Each colon was a split to look up (each pair of them, in a field id): seconds and gigabytes.
+    await post_all(client, job_run("load", inputs=["orders"], outputs=["totals"]))
+    started = time.perf_counter()
+    response = await client.get(url)
+    assert time.perf_counter() - started < 1
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "invalid_node_id"
+    assert "characters)" in response.json()["detail"]

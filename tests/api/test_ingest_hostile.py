@@ -23,13 +23,8 @@ import websockets
 
 from headwater.api.rest.body import OFF_LOOP_BYTES, check_json_values, count_json_values
 from headwater.errors import PayloadTooLargeError
-from headwater.ingest.validate import (
-    MAX_DEPTH,
-    MAX_EVENTS,
-    MAX_FIELD_NAME_BYTES,
-    MAX_NAME_BYTES,
-    MAX_NAMESPACE_BYTES,
-)
+from headwater.ingest.validate import MAX_DEPTH, MAX_EVENTS
+from headwater.lineage.node_ids import MAX_FIELD_NAME_BYTES, MAX_NAME_BYTES, MAX_NAMESPACE_BYTES
 from tests.factories import run_event
 from tests.server import HeadwaterServer, server_of_its_own
 

@@ -18,9 +18,6 @@ from headwater import times
 from headwater.errors import FieldError
 from headwater.ingest import facets as f
 from headwater.ingest.validate import (
-    MAX_FIELD_NAME_BYTES,
-    MAX_NAME_BYTES,
-    MAX_NAMESPACE_BYTES,
     MAX_TRANSFORMATION_BYTES,
     DatasetEventModel,
     DatasetModel,
@@ -30,6 +27,7 @@ from headwater.ingest.validate import (
     run_uuid,
     too_long,
 )
+from headwater.lineage.node_ids import MAX_FIELD_NAME_BYTES, MAX_NAME_BYTES, MAX_NAMESPACE_BYTES
 
 # Maps a reported (namespace, name) to the identity other engines use for it, or None to keep it.
 AliasRule = Callable[[str, str], tuple[str, str] | None]

@@ -20,12 +20,8 @@ from headwater.ingest.normalize import (
     NormalizedEvent,
     identities_for,
 )
-from headwater.ingest.validate import (
-    MAX_FIELD_NAME_BYTES,
-    MAX_NAME_BYTES,
-    MAX_NAMESPACE_BYTES,
-    too_long,
-)
+from headwater.ingest.validate import too_long
+from headwater.lineage.node_ids import MAX_FIELD_NAME_BYTES, MAX_NAME_BYTES, MAX_NAMESPACE_BYTES
 from headwater.sql_lineage import SqlLineage, extract_lineage
 from headwater.sql_lineage.model import ColumnLineage
 

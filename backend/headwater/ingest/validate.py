@@ -24,6 +24,7 @@ import msgspec
 
 from headwater import times
 from headwater.errors import FieldError, InvalidEventError
+from headwater.lineage.node_ids import MAX_NAME_BYTES, MAX_NAMESPACE_BYTES
 
 # Errors listed in one answer, over all the events of a request; the others are only counted.
 MAX_ERRORS = 100
@@ -31,12 +32,8 @@ MAX_ERRORS = 100
 MAX_EVENTS = 10_000
 # Nesting of objects and arrays in one event. Python code (and PostgreSQL's jsonb) recurses over it.
 MAX_DEPTH = 256
-# Longest identity parts, in UTF-8 bytes: a namespace and a name must fit together in one btree
-# index entry (2,704 bytes), with the other columns of the widest index over them.
-MAX_NAMESPACE_BYTES = 1_024
-MAX_NAME_BYTES = 1_536
-# Field names: two of them and the transformation share an entry of the column lineage index.
-MAX_FIELD_NAME_BYTES = 1_024
+# Longest names are those of headwater.lineage.node_ids; a column edge's transformation shares an
+# index entry with its two field names.
 MAX_TRANSFORMATION_BYTES = 128
 # Datasets one event names (inputs and outputs together). An event is written in one transaction,
 # and every writer waits for it: 8,000 datasets took 3.6 s to write here, 20,000 over 10 s, during
