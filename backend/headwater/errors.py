@@ -130,6 +130,15 @@ class DatabaseUnavailableError(AppError):
     title = "Database unavailable"
 
 
+class QueryTimeoutError(AppError):
+    """A read PostgreSQL ended at the statement timeout: too large a question for the time allowed,
+    or a server too busy to answer it in time; not a database that is down."""
+
+    code = "query_timeout"
+    status = 503
+    title = "Query timed out"
+
+
 class DatabaseBusyError(AppError):
     """Every connection of the server's pool stayed in use: a busy server, not a missing database."""
 

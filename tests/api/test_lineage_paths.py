@@ -137,6 +137,35 @@ async def test_no_path_within_the_deepest_walk_allowed_is_unknown(make_database,
     assert (near["paths"], near["connected"], near["depth"]) == ([], True, 2)
 
 
+async def test_a_path_search_visits_at_most_the_lineage_node_cap(make_database, settings):
+    """Past HEADWATER_MAX_LINEAGE_NODES visited a walk stops, as a lineage answer does: a search
+    over a large graph as deep as allowed took seconds of PostgreSQL, and ten held every connection."""
+    from litestar.testing import AsyncTestClient
+
+    from headwater.app import create_app
+
+    fanned = [f"f{i:02}" for i in range(30)]
+    answers = {}
+    async with make_database() as url:
+        for cap in (20, 100):
+            app = create_app(dataclasses.replace(settings, database_url=url, max_lineage_nodes=cap))
+            async with AsyncTestClient(app=app) as client:
+                if cap == 20:  # src -> fan -> f00..f29, f29 -> last -> target
+                    await post_all(client, job_run("fan", inputs=["src"], outputs=fanned))
+                    await post_all(client, job_run("last", inputs=["f29"], outputs=["target"]))
+                answers[cap] = [
+                    await get_json(client, "/api/v1/lineage/path", **{"from": d("src"), "to": d(to)})
+                    for to in ("target", "f07")
+                ]
+    (capped, capped_near), (whole, whole_near) = answers[20], answers[100]
+    # 32 nodes visited two levels down: the search stops there, and cannot tell.
+    assert (capped["paths"], capped["connected"], capped["depth"]) == ([], None, None)
+    assert (whole["connected"], whole["depth"]) == (True, 2)
+    assert whole["paths"] == [[d("src"), j("fan"), d("f29"), j("last"), d("target")]]
+    # A node found on the level that passes the cap is found.
+    assert capped_near["paths"] == whole_near["paths"] == [[d("src"), j("fan"), d("f07")]]
+
+
 async def test_path_as_of_uses_the_graph_of_the_time(client):
     await post_all(
         client, job_run("report", inputs=["orders", "legacy"], outputs=["kpis"], start=0, end=1)

@@ -7,6 +7,7 @@ import uuid
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
+import asyncpg
 from litestar import Response
 from litestar.exceptions import HTTPException, ValidationException
 
@@ -18,6 +19,7 @@ from headwater.errors import (
     DatabaseUnavailableError,
     FieldError,
     InvalidRequestError,
+    QueryTimeoutError,
 )
 
 if TYPE_CHECKING:
@@ -30,9 +32,16 @@ PROBLEM_JSON = "application/problem+json"
 
 def database_error(exc: BaseException) -> AppError | None:
     """The 503 an exception from the database path is answered with, or None when it is not one:
-    busy when every connection stayed in use, unavailable when the database cannot be reached."""
+    busy when every connection stayed in use, a timeout when a statement ran past the statement
+    timeout, unavailable when the database cannot be reached."""
     if isinstance(exc, PoolBusyError):
         return DatabaseBusyError(f"The server is busy: {exc}. Retry later.")
+    if isinstance(exc, asyncpg.exceptions.QueryCanceledError):
+        return QueryTimeoutError(
+            "The query ran past the server's statement timeout (HEADWATER_STATEMENT_TIMEOUT_MS) and "
+            "was canceled: ask for less (a smaller depth or maxNodes, a narrower filter or page), or "
+            "retry when the server is less busy."
+        )
     if is_database_unavailable(exc):
         return DatabaseUnavailableError(
             f"The database is unavailable: {type(exc).__name__}. Retry later."

@@ -248,6 +248,7 @@ async def get_lineage_path(
             direction=walk,
             max_depth=depth,
             search_depth=settings.max_lineage_depth,
+            max_nodes=settings.max_lineage_nodes,
             as_of=when,
             cache=cache_for(state),
         )

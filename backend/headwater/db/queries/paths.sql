@@ -6,8 +6,9 @@
 -- $2 level by level keeps the nodes on a shortest path. Soft-deleted nodes (by $6) are skipped.
 -- Returns one row per (direction, level) with the nodes on shortest paths at that level, their
 -- document stamps, and every edge leaving them in walk order as (from, to): the caller keeps those
--- into the next level's nodes. Each row also says whether a walk stopped at the limit with nodes
--- left to visit (cut); when there is no path, a single row of nulls says it.
+-- into the next level's nodes. A walk also stops once it has visited $7 nodes. Each row also says
+-- whether a walk stopped at either limit with nodes left to visit (cut), and whether at the second
+-- (capped); when there is no path, a single row of nulls says it.
 WITH RECURSIVE
 deleted AS MATERIALIZED (
     SELECT node_id FROM datasets
@@ -30,7 +31,7 @@ search(downstream, level, frontier, visited, found) AS (
         WHERE NOT EXISTS (SELECT 1 FROM unnest(w.visited) AS v(id) WHERE v.id = x.to_id)
           AND NOT EXISTS (SELECT 1 FROM deleted d WHERE d.node_id = x.to_id)
     ) n
-    WHERE w.level < $3::int AND NOT w.found AND n.next IS NOT NULL
+    WHERE w.level < $3::int AND NOT w.found AND n.next IS NOT NULL AND cardinality(w.visited) < $7::int
 ),
 hit AS (
     SELECT downstream, level FROM search
@@ -63,7 +64,11 @@ found_levels AS (
         FROM lineage_neighbours(b.nodes, b.downstream, $6) AS x
     ) e
 )
-SELECT f.*, c.cut
-FROM (SELECT coalesce(bool_or(level = $3::int AND NOT found), false) AS cut FROM search) c
+SELECT f.*, c.cut OR c.capped AS cut, c.capped
+FROM (
+    SELECT coalesce(bool_or(level = $3::int AND NOT found), false) AS cut,
+           coalesce(bool_or(level < $3::int AND NOT found AND cardinality(visited) >= $7::int), false) AS capped
+    FROM search
+) c
 LEFT JOIN found_levels f ON true
 ORDER BY f.downstream DESC, f.level;
