@@ -75,8 +75,8 @@ class TimedPool(asyncpg.Pool):
 
     Without it, a request waits for a connection as long as PostgreSQL is frozen (every connection
     stuck in a statement); with it, it fails with TimeoutError, which is answered 503:
-    PoolBusyError when every connection was in use the whole time, a plain TimeoutError when one
-    was free but connecting through it did not finish (PostgreSQL down or frozen).
+    PoolBusyError when the wait was for a connection in use, a plain TimeoutError when a slot was
+    free but connecting through it did not finish (PostgreSQL down or frozen).
     """
 
     acquire_timeout: float | None = None
@@ -88,11 +88,17 @@ class TimedPool(asyncpg.Pool):
         try:
             return await super()._acquire(timeout)
         except TimeoutError:
-            # asyncpg puts back a connection it was still connecting through when the wait ran
-            # out; none free means the wait was for one of them.
-            if timeout is not None and self._queue.empty():
+            if timeout is not None and not self._free_slot_unconnected():
                 raise PoolBusyError(self.get_max_size(), timeout) from None
             raise
+
+    def _free_slot_unconnected(self) -> bool:
+        """Whether a free slot of the pool has no open connection: asyncpg puts back the slot a
+        wait was still connecting through when it ran out. A free slot holding an open connection
+        is one released as the wait ran out (many waiters time out in the same turn of the loop
+        as a release): those waited for a connection in use, the database was not the matter."""
+        free = self._queue._queue  # asyncio.LifoQueue's items
+        return any(holder._con is None or holder._con.is_closed() for holder in free)
 
 
 async def create_pool(settings: Settings, dsn: str, size: int | None = None) -> asyncpg.Pool:
