@@ -19,8 +19,9 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from headwater import __version__
 from headwater.access.keys import KeyRing
 from headwater.api.auth import refuse_cross_site, require_key
-from headwater.api.console.routes import console_page, console_static_router
-from headwater.api.graphql.graphiql import graphiql_static_router
+from headwater.api.console.routes import BUNDLE as CONSOLE_BUNDLE
+from headwater.api.console.routes import console_page
+from headwater.api.graphql.graphiql import BUNDLE as GRAPHIQL_BUNDLE
 from headwater.api.graphql.schema import GraphQLController
 from headwater.api.graphql.stalled import guard_websockets
 from headwater.api.metrics import MetricsController, request_metrics
@@ -69,6 +70,27 @@ def retry_after(seconds: int) -> Callable[[ASGIApp], ASGIApp]:
         return with_retry_after
 
     return middleware
+
+
+def head_as_get(app: Litestar) -> Litestar:
+    """HEAD is answered as GET is, without the body, on every route that takes GET (RFC 9110 asks
+    it of a server; monitors and link checkers send it): the routes declare GET only."""
+    inner: ASGIApp = app.asgi_handler
+
+    async def answer_head(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP or scope["method"] != "HEAD":
+            await inner(scope, receive, send)
+            return
+
+        async def send_without_body(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await inner({**scope, "method": "GET"}, receive, send_without_body)
+
+    app.asgi_handler = answer_head
+    return app
 
 
 async def check_request(
@@ -126,50 +148,52 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await app.state.control_pool.close()
             await app.state.pool.close()
 
-    app = keep_encoded_slashes(
-        Litestar(
-            route_handlers=[
-                post_lineage,
-                post_lineage_batch,
-                get_lineage,
-                get_lineage_path,
-                get_column_lineage,
-                post_trino_event,
-                healthz,
-                readyz,
-                MetricsController,
-                GraphQLController,
-                graphiql_static_router(),
-                console_page,
-                console_static_router(),
-                *catalog_handlers,
-                *governance_handlers,
-                *mcp_routes,
-            ],
-            middleware=[retry_after(settings.retry_after_s), request_metrics],
-            guards=[check_request],
-            lifespan=[
-                lifespan,
-                kafka_consumer,
-                change_feed,
-                governance_worker,
-                periodic_upkeep,
-                *mcp_lifespans,
-            ],
-            state=State(
-                {
-                    "settings": settings,
-                    "alias_rules": load_alias_rules(settings.alias_rules_file),
-                    "policy": load_policy(settings.policies_file),
-                }
-            ),
-            exception_handlers={
-                AppError: app_error_handler,
-                HTTPException: http_error_handler,
-                Exception: unexpected_error_handler,
-            },
-            request_max_body_size=settings.max_body_bytes,
-            openapi_config=OpenAPIConfig(title="Headwater", version=__version__, path="/docs"),
+    app = head_as_get(
+        keep_encoded_slashes(
+            Litestar(
+                route_handlers=[
+                    post_lineage,
+                    post_lineage_batch,
+                    get_lineage,
+                    get_lineage_path,
+                    get_column_lineage,
+                    post_trino_event,
+                    healthz,
+                    readyz,
+                    MetricsController,
+                    GraphQLController,
+                    GRAPHIQL_BUNDLE.router(),
+                    console_page,
+                    CONSOLE_BUNDLE.router(),
+                    *catalog_handlers,
+                    *governance_handlers,
+                    *mcp_routes,
+                ],
+                middleware=[retry_after(settings.retry_after_s), request_metrics],
+                guards=[check_request],
+                lifespan=[
+                    lifespan,
+                    kafka_consumer,
+                    change_feed,
+                    governance_worker,
+                    periodic_upkeep,
+                    *mcp_lifespans,
+                ],
+                state=State(
+                    {
+                        "settings": settings,
+                        "alias_rules": load_alias_rules(settings.alias_rules_file),
+                        "policy": load_policy(settings.policies_file),
+                    }
+                ),
+                exception_handlers={
+                    AppError: app_error_handler,
+                    HTTPException: http_error_handler,
+                    Exception: unexpected_error_handler,
+                },
+                request_max_body_size=settings.max_body_bytes,
+                openapi_config=OpenAPIConfig(title="Headwater", version=__version__, path="/docs"),
+            )
         )
     )
     return guard_websockets(

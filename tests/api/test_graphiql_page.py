@@ -88,3 +88,30 @@ async def test_only_the_bundle_is_served_under_static(client):
     assert (await client.get("/graphql/static/graphiql.py")).status_code == 404
     assert (await client.get("/graphql/static/../graphiql.py")).status_code == 404
     assert (await client.get("/graphql/static/graphiql.licenses.txt")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/graphql/static/graphiql.js/x",  # a path under a file
+        "/graphql/static/" + "a" * 300,  # a name too long for the file system
+        "/graphql/static/.",
+        "/graphql/static/%2e%2e%2fgraphiql.py",
+    ],
+)
+async def test_a_name_the_bundle_does_not_hold_is_a_404_naming_no_directory(client, path):
+    response = await client.get(path)
+    assert response.status_code == 404, response.text
+    assert "/headwater/" not in response.text
+
+
+async def test_a_bundle_file_already_held_is_a_304(client):
+    first = await client.get("/graphql/static/graphiql.css")
+    etag = first.headers["etag"]
+    again = await client.get("/graphql/static/graphiql.css", headers={"if-none-match": etag})
+    weak = await client.get("/graphql/static/graphiql.css", headers={"if-none-match": f"W/{etag}"})
+    other = await client.get("/graphql/static/graphiql.css", headers={"if-none-match": '"0"'})
+    assert first.headers["cache-control"] == "max-age=86400"
+    assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", etag)
+    assert weak.status_code == 304
+    assert (other.status_code, other.content) == (200, first.content)

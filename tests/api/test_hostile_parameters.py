@@ -292,3 +292,38 @@ async def test_a_node_id_of_thousands_of_colons_is_a_400_at_once(client, url):
     assert response.status_code == 400, response.text
     assert response.json()["code"] == "invalid_node_id"
     assert "characters)" in response.json()["detail"]
+
+
+async def test_head_is_answered_as_get_without_the_body(client):
+    await post_all(client, job_run("load", inputs=["orders"], outputs=["totals"]))
+    for path in ("/healthz", "/api/v1/namespaces", "/console/static/console.css", "/"):
+        got, head = await client.get(path), await client.head(path)
+        assert head.status_code == got.status_code == 200, path
+        assert head.content == b""
+        assert head.headers["content-length"] == str(len(got.content))
+        assert head.headers["content-type"] == got.headers["content-type"]
+
+
+async def test_a_method_a_path_does_not_take_is_a_405_naming_those_it_does(client):
+    response = await client.post("/healthz")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET, OPTIONS"
+    assert response.json()["detail"] == "POST is not allowed on /healthz; it takes GET, OPTIONS."
+
+
+async def test_allowed_values_are_named_as_the_parameter_takes_them(client):
+    # filter and lastRunStates take upper case only; sort takes either case, named once.
+    answers = [
+        await client.get(url)
+        for url in (
+            "/api/v1/search?q=or&filter=dataset",
+            "/api/v1/jobs?lastRunStates=completed",
+            "/api/v1/search?q=or&sort=sideways",
+        )
+    ]
+    assert [a.json()["errors"][0]["message"].partition("; ")[2] for a in answers] == [
+        "expected one of: DATASET, JOB",
+        "expected one of: NEW, RUNNING, COMPLETED, FAILED, ABORTED",
+        "expected one of: NAME, UPDATE_AT, HEAT",
+    ]
+    assert (await client.get("/api/v1/search?q=or&sort=name")).status_code == 200

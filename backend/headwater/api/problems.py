@@ -61,9 +61,16 @@ def problem_body(status: int, code: str, title: str, detail: str, **extra: Any) 
     }
 
 
-def problem(status: int, code: str, title: str, detail: str, **extra: Any) -> Response[dict[str, Any]]:
+def problem(
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> Response[dict[str, Any]]:
     body = problem_body(status, code, title, detail, **extra)
-    return Response(body, status_code=status, media_type=PROBLEM_JSON)
+    return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
 def app_error_handler(_: Request[Any, Any, Any], exc: AppError) -> Response[dict[str, Any]]:
@@ -111,8 +118,12 @@ def _allowed_values(request: Request[Any, Any, Any], key: str) -> list[str]:
         annotation = next((a for a in get_args(annotation) if a is not type(None)), None)
     if get_origin(annotation) is not Literal:
         return []
-    # Literals often list a value in several cases (asc, ASC): one of each is enough.
-    return list(dict.fromkeys(str(v).lower() for v in get_args(annotation)))
+    # Literals often list a value in several cases (asc, ASC): one of each is enough, spelled as
+    # first declared (a parameter taking only DATASET must not be said to take dataset).
+    spellings: dict[str, str] = {}
+    for value in get_args(annotation):
+        spellings.setdefault(str(value).lower(), str(value))
+    return list(spellings.values())
 
 
 def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
@@ -148,6 +159,11 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
         405: "method_not_allowed",
         413: "payload_too_large",
     }.get(exc.status_code, "http_error")
+    allow = (exc.headers or {}).get("allow")
+    if exc.status_code == 405 and allow:
+        # Litestar names the methods the path takes: say them, and send them (RFC 9110 asks for it).
+        detail = f"{request.method} is not allowed on {request.url.path}; it takes {allow}."
+        return problem(405, code, "Method not allowed", detail, headers={"allow": allow})
     return problem(exc.status_code, code, str(exc.detail or "Error"), str(exc.detail), **extra)
 
 

@@ -8,32 +8,28 @@ shared or reloaded URL opens where it points; the console reads its data only ov
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
 from html import escape
 from pathlib import Path
 
-from litestar import Router, get
+from litestar import get
 from litestar.datastructures import CacheControlHeader
-from litestar.static_files import create_static_files_router
+
+from headwater.api.bundles import Bundle
 
 STATIC_PATH = "/console/static"
 STATIC_DIR = Path(__file__).parent / "static"
+BUNDLE = Bundle(STATIC_PATH, STATIC_DIR)
 TEMPLATE = Path(__file__).parent / "console.html"
 # The console's own routes (see src/main.jsx); none of them is an API path.
 PAGES = ("/", "/datasets", "/jobs", "/lineage", "/impact", "/root-cause")
-
-
-def _versioned(name: str) -> str:
-    digest = hashlib.sha256((STATIC_DIR / name).read_bytes()).hexdigest()[:12]
-    return f"{STATIC_PATH}/{name}?v={digest}"
 
 
 @cache
 def console_html() -> str:
     """The console's page, its assets on this server only."""
     return TEMPLATE.read_text(encoding="utf-8").format(
-        css=escape(_versioned("console.css")), js=escape(_versioned("console.js"))
+        css=escape(BUNDLE.versioned("console.css")), js=escape(BUNDLE.versioned("console.js"))
     )
 
 
@@ -56,14 +52,3 @@ CONTENT_SECURITY_POLICY = (
 def console_page() -> str:
     """The console; it holds no data, so it answers without a key and asks for one when needed."""
     return console_html()
-
-
-def console_static_router() -> Router:
-    """GET /console/static/<file>: the built console bundle."""
-    return create_static_files_router(
-        path=STATIC_PATH,
-        directories=[STATIC_DIR],
-        name="console-static",
-        cache_control=CacheControlHeader(max_age=86400),
-        include_in_schema=False,
-    )
