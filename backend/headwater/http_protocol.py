@@ -10,9 +10,11 @@ connection closed (a handler reading the body sees a disconnect, as when a clien
 
 The other way round, a response is built whole before it is sent (a page of a thousand raw events
 is 7.5 MB) and waits in the connection's send buffer for its client to read it: sixty such requests
-left unread held 450 MB until their clients went away. A response whose client reads none of it for
-``HEADWATER_RESPONSE_STALL_S`` has its connection dropped with what it holds; a client reading
-slowly is left to read. A connection upgraded to a websocket leaves these deadlines behind
+left unread held 450 MB until their clients went away. A response whose client reads less than
+``HEADWATER_RESPONSE_MIN_BYTES_PER_S`` of it over ``HEADWATER_RESPONSE_STALL_S`` has its connection
+dropped with what it holds: none at all, or a trickle (forty clients reading a 13.8 MB answer at
+1 KB/s held 570 MB, for the four hours they would have taken); a client reading at a real network's
+pace is left to read. A connection upgraded to a websocket leaves these deadlines behind
 (subscriptions have their own guard against clients that read nothing).
 
 A request's line and headers are bounded too (``MAX_HEAD_BYTES``): uvicorn sets no limit, and the
@@ -100,8 +102,10 @@ class DeadlineProtocol(HttpToolsProtocol):
         self.waiting_since: float | None = None
         self.in_request = False
         self.stall_s = settings.response_stall_s
-        # While the send buffer is full: since when the client has read none of it, and how much
-        # it held then (a client reading slowly drains it, one reading nothing does not).
+        self.min_rate = settings.response_min_bytes_per_s
+        # While the send buffer is full: since when the current period of watching the client read
+        # began, and how much was unsent then (a client reading drains it, one reading nothing or
+        # a trickle does not, or hardly).
         self.stalled_since: float | None = None
         self.stalled_holding = 0
         # While a request's head (line and headers) is being received: its bytes so far, and
@@ -178,20 +182,24 @@ class DeadlineProtocol(HttpToolsProtocol):
         return unsent
 
     def check_deadline(self, now: float) -> None:
-        if self.stalled_since is not None:
-            holding = self._unsent()
-            if holding < self.stalled_holding:  # the client reads, slowly: not stalled
-                self.stalled_since, self.stalled_holding = now, holding
         if self.stalled_since is not None and now - self.stalled_since >= self.stall_s:
-            self.logger.warning(
-                "dropped a connection to %s: it read none of its response for %d s",
-                self._peer(),
-                self.stall_s,
-            )
-            _watched.discard(self)
-            # Not close(), which would wait to send what the buffer holds: that is what to free.
-            self.transport.abort()
-            return
+            holding = self._unsent()
+            taken = self.stalled_holding - holding
+            # All that waited, or at least the floor's worth of it for the period.
+            enough = min(self.stalled_holding, self.min_rate * (now - self.stalled_since))
+            if taken > 0 and taken >= enough:  # the client reads: watch another period
+                self.stalled_since, self.stalled_holding = now, holding
+            else:
+                self.logger.warning(
+                    "dropped a connection to %s: it read %d bytes of its response in %d s",
+                    self._peer(),
+                    max(taken, 0),
+                    now - self.stalled_since,
+                )
+                _watched.discard(self)
+                # Not close(), which would wait to send what the buffer holds: that is what to free.
+                self.transport.abort()
+                return
         may_wait = self.read_timeout if self.in_request else self.timeout_keep_alive
         if self.waiting_since is None or now - self.waiting_since < may_wait:
             return

@@ -295,3 +295,21 @@ def test_a_client_reading_slowly_gets_its_whole_response(large_server):
         took = time.monotonic() - started
     assert received >= LARGE, f"dropped after {received:,} bytes and {took:.1f} s"
     assert took > 2 * STALL_S
+
+
+def test_a_client_reading_a_trickle_is_dropped_with_what_it_holds(large_server):
+    # 10 KB a second, under the floor of 32 KiB a second: the 32 MB would take nearly an hour, held
+    # in the server's memory all along. Past the stall limit the client reads as fast as it can:
+    # what it then gets is what the kernel's buffers held when the server dropped the rest.
+    host, port = large_server.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = 0
+        trickle_until = time.monotonic() + STALL_S + 2
+        with contextlib.suppress(OSError):
+            while time.monotonic() < trickle_until and (data := sock.recv(1024)):
+                received += len(data)
+                time.sleep(0.1)
+            while data := sock.recv(1 << 20):
+                received += len(data)
+    assert received < LARGE / 2
