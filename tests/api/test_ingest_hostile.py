@@ -487,14 +487,30 @@ async def test_a_websocket_subscription_of_a_document_too_long_closes_with_4400(
     assert "The GraphQL document is 1,048,620 characters long" in (ws.close_reason or "")
 
 
+SUBSCRIBE = "subscription { lineageChanges { cursor } }"
+
+
 @pytest.mark.parametrize(
     ("message", "reason"),
     [
         ([1, 2], "a message must be a JSON object, not an array"),
         ("x", "a message must be a JSON object, not a string"),
         ({"id": "1", "type": "subscribe", "payload": None}, "a subscribe message's payload must be"),
+        (
+            {"id": "x" * 3_000_000, "type": "subscribe", "payload": {"query": SUBSCRIBE}},
+            "a subscribe message's id is 3,000,000 characters long; at most 256 are taken",
+        ),
+        ({"id": 1, "type": "subscribe", "payload": {"query": SUBSCRIBE}}, "a subscribe message's id"),
+        (
+            {"id": "1", "type": "subscribe", "payload": {"query": SUBSCRIBE, "variables": [1]}},
+            "a subscribe message's payload.variables must be an object, not an array",
+        ),
+        (
+            {"id": "1", "type": "subscribe", "payload": {"query": 1}},
+            "a subscribe message's payload.query must be a string, not a number",
+        ),
     ],
-    ids=["array", "string", "null payload"],
+    ids=["array", "string", "null payload", "huge id", "numeric id", "list variables", "numeric query"],
 )
 async def test_a_websocket_message_that_is_no_object_closes_with_4400(server, message, reason):
     url = server.url.replace("http://", "ws://") + "/graphql"
@@ -506,6 +522,49 @@ async def test_a_websocket_message_that_is_no_object_closes_with_4400(server, me
             await ws.recv()
     assert ws.close_code == 4400
     assert (ws.close_reason or "").startswith(reason)
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ({"id": "1", "type": "start"}, "a start message's payload must be a JSON object"),
+        ({"id": "1", "type": "start", "payload": [1]}, "a start message's payload must be"),
+    ],
+    ids=["no payload", "list payload"],
+)
+async def test_a_legacy_graphql_ws_start_without_its_payload_closes_with_4400(server, message, reason):
+    url = server.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=["graphql-ws"]) as ws:
+        init = {"type": "connection_init", "payload": {"apiKey": server.api_key}}
+        await ws.send(json.dumps(init))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        await ws.send(json.dumps(message))
+        with pytest.raises(websockets.ConnectionClosed):
+            await until_closed(ws)
+    assert ws.close_code == 4400
+    assert (ws.close_reason or "").startswith(reason)
+
+
+async def until_closed(ws: websockets.ClientConnection) -> None:
+    """Read (keep-alive messages) until the server closes the socket."""
+    while True:
+        await ws.recv()
+
+
+async def test_a_query_started_over_legacy_graphql_ws_is_refused_by_name(server):
+    url = server.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=["graphql-ws"]) as ws:
+        init = {"type": "connection_init", "payload": {"apiKey": server.api_key}}
+        await ws.send(json.dumps(init))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        await ws.send(
+            json.dumps({"id": "1", "type": "start", "payload": {"query": "{ tags { name } }"}})
+        )
+        while (answer := json.loads(await ws.recv()))["type"] == "ka":
+            pass
+    assert answer["type"] == "error"
+    assert answer["payload"]["message"] == "queries are not allowed"
+    assert answer["payload"]["extensions"]["code"] == "graphql_validation_failed"
 
 
 def sql_event(statements: int) -> dict[str, Any]:

@@ -31,6 +31,13 @@ server = server_of_its_own(
     },
 )
 
+# The default limits, but for subscriptions per websocket: more than the 100 a library took as its own.
+many_per_connection = server_of_its_own(
+    "headwater_subscriptions_per_connection",
+    secured=False,
+    env={"HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION": "150"},
+)
+
 CHANGES = "subscription { lineageChanges { cursor nodeId } }"
 
 
@@ -209,3 +216,14 @@ async def test_a_message_larger_than_a_graphql_body_closes_the_websocket(server)
     assert closed.value.rcvd.code == 1009  # message too big: 4 MiB at most, as over HTTP
     async with httpx.AsyncClient(base_url=server.url) as http:
         assert (await http.get("/healthz")).status_code == 200
+
+
+async def test_a_connection_holds_as_many_subscriptions_as_its_limit(many_per_connection):
+    ws = await connect(many_per_connection.url)
+    try:
+        await subscribe(ws, *(f"s{i}" for i in range(151)))
+        refused = refusals(await messages(ws, 2))  # the refusal, then its completion
+    finally:
+        await ws.close()
+    assert list(refused) == ["s150"]
+    assert refused["s150"].startswith("This connection has 150 subscriptions open, its limit")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.exceptions import StrawberryGraphQLError
-from strawberry.schema.exceptions import InvalidOperationTypeError
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
 from strawberry.types.execution import ExecutionResult
 from strawberry.types.graphql import OperationType
@@ -44,6 +44,11 @@ def annotate_error(error: GraphQLError) -> None:
     if isinstance(cause, AppError):
         extensions["code"] = cause.code
         error.message = cause.message
+    elif isinstance(cause, InvalidOperationTypeError | CannotGetOperationTypeError):
+        # An operation of a type the transport does not run (a query started over the legacy
+        # graphql-ws protocol, which runs only subscriptions), or one not named among several:
+        # strawberry's message says which; the client's to change.
+        extensions["code"] = "graphql_validation_failed"
     elif cause is None or isinstance(cause, GraphQLError | StrawberryGraphQLError):
         if "code" not in extensions:
             extensions["code"] = (

@@ -56,6 +56,9 @@ _StrawberryController = make_graphql_controller(
     context_getter=context_getter,
     keep_alive=True,
     keep_alive_interval=15,
+    # Subscriptions per connection are counted by Headwater (HEADWATER_MAX_SUBSCRIPTIONS_PER_CONNECTION,
+    # refused with too_many_subscriptions); strawberry's own count would stop them at 100.
+    max_subscriptions_per_connection=None,
 )
 
 
@@ -144,13 +147,53 @@ def _check_document_length(decoded: object) -> None:
         )
 
 
+# Characters of the id a client gives an operation on a websocket: every message about the
+# operation repeats it, and a 3 MB id, compressed anew for each change sent, held the server's loop
+# for seconds. Clients use counters or UUIDs.
+MAX_OPERATION_ID_CHARS = 256
+# What each field of an operation's payload must be, as the JSON types' names.
+_PAYLOAD_FIELDS = {
+    "query": (str,),
+    "variables": (dict, type(None)),
+    "operationName": (str, type(None)),
+    "extensions": (dict, type(None)),
+}
+
+
 def _check_message_shape(message: object) -> None:
-    """A graphql-transport-ws message is an object, and a subscribe message's payload one too:
-    anything else is the client's error (4400 with the reason), not the server's (4500)."""
+    """A websocket message is an object; one starting an operation (graphql-transport-ws
+    `subscribe`, graphql-ws `start`) has a string id of a sane length and a payload object whose
+    fields have their types: anything else is the client's error (4400 with the reason), not the
+    server's (4500, or an internal error)."""
     if not isinstance(message, dict):
-        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-            type(message), "a number"
+        raise InvalidRequestError(f"a message must be a JSON object, not {_json_kind(message)}")
+    kind = message.get("type")
+    if kind not in ("subscribe", "start"):
+        return
+    operation_id = message.get("id")
+    if not isinstance(operation_id, str):
+        raise InvalidRequestError(
+            f"a {kind} message's id must be a string, not {_json_kind(operation_id)}"
         )
-        raise InvalidRequestError(f"a message must be a JSON object, not {kind}")
-    if message.get("type") == "subscribe" and not isinstance(message.get("payload"), dict):
-        raise InvalidRequestError("a subscribe message's payload must be a JSON object")
+    if len(operation_id) > MAX_OPERATION_ID_CHARS:
+        raise InvalidRequestError(
+            f"a {kind} message's id is {len(operation_id):,} characters long; at most "
+            f"{MAX_OPERATION_ID_CHARS} are taken"
+        )
+    payload = message.get("payload")
+    if not isinstance(payload, dict):
+        raise InvalidRequestError(f"a {kind} message's payload must be a JSON object")
+    for field, types in _PAYLOAD_FIELDS.items():
+        if field in payload and not isinstance(payload[field], types):
+            raise InvalidRequestError(
+                f"a {kind} message's payload.{field} must be {_json_kind(types[0]())}, not "
+                f"{_json_kind(payload[field])}"
+            )
+    if not isinstance(payload.get("query"), str):
+        raise InvalidRequestError(f"a {kind} message's payload must hold the query, a string")
+
+
+def _json_kind(value: object) -> str:
+    """A JSON value's type, as a message names it: "an object", "a string", "null" ..."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    return "null" if value is None else names.get(type(value), "a number")
