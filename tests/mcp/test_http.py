@@ -67,3 +67,17 @@ async def test_mcp_is_off_when_the_setting_says_so(database: str, tmp_path: Path
             lineage = await http.get("/api/v1/namespaces")
     assert response.status_code == 404
     assert lineage.status_code == 200
+
+
+async def test_mcp_opens_no_event_stream(served: HeadwaterServer, database: str) -> None:
+    # Stateless: nothing would ever be sent on one, and each stayed open for as long as its client
+    # liked, pinged every 15 s.
+    read_key = await make_key(database, "read")
+    headers = {"accept": "text/event-stream", "authorization": f"Bearer {read_key}"}
+    async with httpx.AsyncClient(base_url=served.url, timeout=5) as http:
+        answer = await http.get("/mcp", headers=headers)
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "POST"
+    assert answer.json()["detail"] == (
+        "GET is not allowed on /mcp: it answers each POST and opens no event stream."
+    )

@@ -12,6 +12,7 @@ import functools
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
 from litestar.handlers import asgi
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -20,6 +21,7 @@ from mcp_types import ToolAnnotations
 
 from headwater import __version__
 from headwater.api.parameters import HOLDS_NUL, paths_with_nul
+from headwater.api.problems import problem_body
 from headwater.lineage.documents import cache_for
 from headwater.mcp.tools import TOOLS, Reads
 
@@ -70,6 +72,29 @@ def refusing_nul(tool: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T
     return checked
 
 
+# The answer to GET: the transport lets a server without a stream of its own say so with a 405. A
+# stateless endpoint has nothing to send on one, and the SDK kept each open, pinging every 15 s,
+# for as long as its client liked, as many as were asked for.
+_NO_EVENT_STREAM = msgspec.json.encode(
+    problem_body(
+        405,
+        "method_not_allowed",
+        "Method not allowed",
+        f"GET is not allowed on {PATH}: it answers each POST and opens no event stream.",
+    )
+)
+
+
+async def _no_event_stream(send: Send) -> None:
+    headers = [
+        (b"content-type", b"application/problem+json"),
+        (b"allow", b"POST"),
+        (b"content-length", str(len(_NO_EVENT_STREAM)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": 405, "headers": headers})
+    await send({"type": "http.response.body", "body": _NO_EVENT_STREAM})
+
+
 class HttpEndpoint:
     """/mcp in the Litestar app: the route and the lifespan that runs the SDK's session manager."""
 
@@ -89,6 +114,9 @@ class HttpEndpoint:
 
         @asgi(PATH, is_mount=True, copy_scope=True)
         async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope.get("method") == "GET":
+                await _no_event_stream(send)
+                return
             await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
 
         self.route: ASGIRouteHandler = mcp_endpoint
