@@ -121,14 +121,16 @@ async def test_invalid_lines_are_rejected_with_their_reason_and_place(
         json.dumps([run_event("batch", outputs=["a"]), {"eventType": "START"}]),
         "[" * 100_000,  # deeper than the decoder goes
     ]
+    # A name in Latin-1, not UTF-8: read as U+FFFD, it would be stored as another name.
+    latin1 = json.dumps(run_event("café"), ensure_ascii=False).encode("latin-1")
     archive = tmp_path / "mixed.jsonl"
-    archive.write_text("\n".join(lines) + "\n")
+    archive.write_bytes(("\n".join(lines) + "\n").encode() + latin1 + b"\n")
     async with make_database() as url:
         summary = backfill(spark, progress, url, [str(archive)], tmp_path)
     assert (summary.rows, summary.blank, summary.rejected, summary.valid, summary.written.created) == (
-        8,
+        9,
         1,
-        5,
+        6,
         2,
         2,
     )
@@ -144,12 +146,14 @@ async def test_invalid_lines_are_rejected_with_their_reason_and_place(
         (source, 5, None, "$.job.name"),
         (source, 6, 1, "$[1]"),
         (source, 7, None, "$"),
+        (source, 8, None, "$"),
     ]
     assert rejects[0]["reason"].startswith("not valid JSON")
     assert (
         rejects[4]["reason"]
         == "not valid JSON: nested too deeply to decode (events may nest 256 levels)"
     )
+    assert rejects[5]["reason"].startswith("not valid UTF-8: the line holds bytes that are not UTF-8")
     assert rejects[1]["reason"] == "Invalid RunEvent: Expected `str`, got `int` at $.run.runId"
     assert rejects[1]["text"] == lines[3]
 
@@ -174,6 +178,18 @@ async def test_a_truncated_gzip_archive_is_named_and_nothing_is_written(
         f"{cut.resolve().as_uri().replace('file:///', 'file:/')} cannot be read to its end"
     )
     assert "Nothing was written" in message
+
+
+async def test_an_array_file_after_thousands_of_blanks_is_read_as_an_array(
+    spark, progress, make_database, tmp_path
+):
+    # Indented by a tool that pads: read as JSON lines, its 80 lines were each rejected.
+    events = [run_event(f"padded_{i}", outputs=[f"t{i}"]) for i in range(3)]
+    archive = tmp_path / "padded.json"
+    archive.write_text(" " * 5_000 + "\n" + json.dumps(events, indent=2))
+    async with make_database() as url:
+        summary = backfill(spark, progress, url, [str(archive)], tmp_path)
+    assert (summary.valid, summary.rejected, summary.written.created) == (3, 0, 3)
 
 
 async def test_backfill_merges_into_a_database_that_has_data(

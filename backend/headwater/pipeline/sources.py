@@ -32,7 +32,9 @@ ArchiveRow = tuple[int, int | None, int | None, str]
 _TEXT_INPUT = "org.apache.hadoop.mapreduce.lib.input.TextInputFormat"
 # One split per file: line numbers are then counted by the task that reads the whole file.
 _ONE_SPLIT = {"mapreduce.input.fileinputformat.split.minsize": str(2**62)}
-_WHITESPACE = frozenset(b" \t\r\n\xef\xbb\xbf")  # with the bytes of a UTF-8 byte order mark
+_BLANKS = b" \t\r\n\xef\xbb\xbf"  # with the bytes of a UTF-8 byte order mark
+# Bytes read at a time while looking for a file's first non-blank byte.
+_SNIFF_BYTES = 64 * 1024
 
 
 class ArchiveNotFoundError(Exception):
@@ -101,15 +103,13 @@ def _walk(fs: Any, status: Any) -> Iterator[Any]:
 
 
 def _starts_with_array(fs: Any, codecs: Any, path: Any) -> bool:
-    """Whether the first non-blank byte is ``[`` (a JSON array file) rather than ``{`` (JSON lines)."""
+    """Whether the first non-blank byte is ``[`` (a JSON array file) rather than ``{`` (JSON lines),
+    however many blanks come first (an indented array may begin with thousands)."""
     stream = _open_decompressed(fs, codecs, path)
     try:
-        for _ in range(4096):
-            byte: int = stream.read()  # java.io.InputStream.read: a byte, or -1 at the end
-            if byte < 0:
-                return False
-            if byte not in _WHITESPACE:
-                return byte == ord("[")
+        while chunk := bytes(stream.readNBytes(_SNIFF_BYTES)):  # a Java byte[], copied once
+            if rest := chunk.lstrip(_BLANKS):
+                return rest[0] == ord("[")
         return False
     finally:
         stream.close()

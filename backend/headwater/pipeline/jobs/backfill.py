@@ -61,11 +61,25 @@ def checked_schema() -> StructType:
     )
 
 
+# Hadoop's text reader, which reads JSON-lines files, puts U+FFFD in place of bytes that are not
+# UTF-8: a line holding it was not UTF-8 (a server refuses such a body), unless a producer wrote
+# that character itself, which JSON lets it write as the escape instead. Stored, such names would
+# differ from what was sent, and different ones could become one.
+_REPLACED = "\ufffd"
+_NOT_UTF8 = (
+    "not valid UTF-8: the line holds bytes that are not UTF-8 (or U+FFFD itself, which JSON can "
+    "write as \\ufffd)"
+)
+
+
 def check_rows(rows: Iterable[ArchiveRow]) -> Iterator[tuple[Any, ...]]:
     """Decode and validate each row; an array on one line is checked event by event."""
     for file_index, line, item, text in rows:
         if not text.strip():
             yield file_index, line, item, BLANK, None, None, None, None, None
+            continue
+        if item is None and _REPLACED in text:
+            yield file_index, line, item, REJECTED, _NOT_UTF8, [("$", _NOT_UTF8)], None, None, text
             continue
         try:
             raw = decode_json(text, "line")
