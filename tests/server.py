@@ -107,8 +107,8 @@ def running_headwater(
         HEADWATER_API_KEY=api_key,
         HEADWATER_POOL_MIN_SIZE="1",
         HEADWATER_POOL_MAX_SIZE="4",
-        **settings,
     )
+    env.update(settings)
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "headwater.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],

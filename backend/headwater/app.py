@@ -27,6 +27,7 @@ from headwater.api.graphql.stalled import guard_websockets
 from headwater.api.metrics import MetricsController, request_metrics
 from headwater.api.parameters import refuse_nul_parameters, refuse_undecodable_url
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
+from headwater.api.read_turns import ReadTurns
 from headwater.api.rest.catalog import catalog_handlers, keep_encoded_slashes
 from headwater.api.rest.column_lineage import get_column_lineage
 from headwater.api.rest.governance import governance_handlers
@@ -120,6 +121,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.pool = await create_pool(settings, settings.database_url or "")
+        app.state.read_turns = ReadTurns(
+            settings.lineage_reads_at_once, settings.pool_acquire_timeout_ms / 1000
+        )
         # Quick statements that gate or describe the server: API key lookups (every request once
         # its key's cache runs out), readiness and /metrics. On the shared pool they queued behind
         # long lineage reads, so a server busy reading refused posts and reported itself unready.

@@ -73,6 +73,8 @@ class Settings:
     max_body_values: int = 2_000_000
     max_lineage_depth: int = 100
     max_lineage_nodes: int = 10_000
+    # Lineage reads a server process builds at once (api/read_turns.py); the others wait their turn.
+    lineage_reads_at_once: int = 2
     alias_rules_file: Path | None = None
     # The governance policy (TOML): levels, classifying tags, masking and rules; None: the default.
     policies_file: Path | None = None
@@ -169,6 +171,9 @@ class Settings:
             max_body_values=get_int("HEADWATER_MAX_BODY_VALUES", defaults.max_body_values),
             max_lineage_depth=get_int("HEADWATER_MAX_LINEAGE_DEPTH", defaults.max_lineage_depth),
             max_lineage_nodes=get_int("HEADWATER_MAX_LINEAGE_NODES", defaults.max_lineage_nodes),
+            lineage_reads_at_once=get_int(
+                "HEADWATER_LINEAGE_READS_AT_ONCE", defaults.lineage_reads_at_once, low=1
+            ),
             alias_rules_file=Path(rules) if rules else None,
             policies_file=Path(env["HEADWATER_POLICIES"]) if env.get("HEADWATER_POLICIES") else None,
             metrics_open=env.get("HEADWATER_METRICS_OPEN", "").lower() in ("1", "true", "yes"),

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from litestar import Litestar
     from litestar.handlers import ASGIRouteHandler
-    from litestar.types import Receive, Scope, Send
+    from litestar.types import HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, Scope, Send
 
 PATH = "/mcp"
 INSTRUCTIONS = """Headwater holds OpenLineage lineage: datasets, the jobs that read and write them,
@@ -91,8 +91,14 @@ async def _no_event_stream(send: Send) -> None:
         (b"allow", b"POST"),
         (b"content-length", str(len(_NO_EVENT_STREAM)).encode()),
     ]
-    await send({"type": "http.response.start", "status": 405, "headers": headers})
-    await send({"type": "http.response.body", "body": _NO_EVENT_STREAM})
+    start: HTTPResponseStartEvent = {"type": "http.response.start", "status": 405, "headers": headers}
+    body: HTTPResponseBodyEvent = {
+        "type": "http.response.body",
+        "body": _NO_EVENT_STREAM,
+        "more_body": False,
+    }
+    await send(start)
+    await send(body)
 
 
 class HttpEndpoint:

@@ -102,7 +102,7 @@ async def walk_or_problem(
     try:
         when = check_walk(depth, maximum, as_of)
         cap = max_nodes(settings, max_nodes_asked)
-        async with info.context.pool.acquire() as conn:
+        async with info.context.state.read_turns.turn(), info.context.pool.acquire() as conn:
             graph = await fetch(
                 conn, [node_id], depth=depth, direction=direction.value, as_of=when, max_nodes=cap
             )

@@ -152,11 +152,11 @@ def _check_document_length(decoded: object) -> None:
 # for seconds. Clients use counters or UUIDs.
 MAX_OPERATION_ID_CHARS = 256
 # What each field of an operation's payload must be, as the JSON types' names.
-_PAYLOAD_FIELDS = {
-    "query": (str,),
-    "variables": (dict, type(None)),
-    "operationName": (str, type(None)),
-    "extensions": (dict, type(None)),
+_PAYLOAD_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "query": ((str,), "a string"),
+    "variables": ((dict, type(None)), "an object"),
+    "operationName": ((str, type(None)), "a string"),
+    "extensions": ((dict, type(None)), "an object"),
 }
 
 
@@ -183,10 +183,10 @@ def _check_message_shape(message: object) -> None:
     payload = message.get("payload")
     if not isinstance(payload, dict):
         raise InvalidRequestError(f"a {kind} message's payload must be a JSON object")
-    for field, types in _PAYLOAD_FIELDS.items():
+    for field, (types, expected) in _PAYLOAD_FIELDS.items():
         if field in payload and not isinstance(payload[field], types):
             raise InvalidRequestError(
-                f"a {kind} message's payload.{field} must be {_json_kind(types[0]())}, not "
+                f"a {kind} message's payload.{field} must be {expected}, not "
                 f"{_json_kind(payload[field])}"
             )
     if not isinstance(payload.get("query"), str):

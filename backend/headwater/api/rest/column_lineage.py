@@ -87,8 +87,10 @@ async def get_column_lineage(
     walk = check_direction(direction)
     when = parse_as_of(as_of)
     cap = max_nodes(settings, max_nodes_asked)
-    async with pool.acquire() as conn:
-        graph = await fetch_column_lineage(
-            conn, node_id, depth=depth, direction=walk, as_of=when, max_nodes=cap
-        )
-    return json_response(encode_column_graph(graph))
+    async with state.read_turns.turn():
+        async with pool.acquire() as conn:
+            graph = await fetch_column_lineage(
+                conn, node_id, depth=depth, direction=walk, as_of=when, max_nodes=cap
+            )
+        body = encode_column_graph(graph)
+    return json_response(body)

@@ -192,19 +192,21 @@ async def get_lineage(
     when = parse_as_of(as_of)
     kept_type = check_node_type(node_type)
     cap = max_nodes(settings, max_nodes_asked)
-    async with pool.acquire() as conn:
-        graph = await fetch_lineage(
-            conn,
-            node_id,
-            depth=depth,
-            direction=walk,
-            as_of=when,
-            max_nodes=cap,
-            namespaces=namespace,
-            node_type=kept_type,
-            cache=cache_for(state),
-        )
-    return json_response(b'{"graph":%b,"truncated":%b}' % (encode_nodes(graph), _flag(graph.truncated)))
+    async with state.read_turns.turn():
+        async with pool.acquire() as conn:
+            graph = await fetch_lineage(
+                conn,
+                node_id,
+                depth=depth,
+                direction=walk,
+                as_of=when,
+                max_nodes=cap,
+                namespaces=namespace,
+                node_type=kept_type,
+                cache=cache_for(state),
+            )
+        body = b'{"graph":%b,"truncated":%b}' % (encode_nodes(graph), _flag(graph.truncated))
+    return json_response(body)
 
 
 @get(
@@ -240,25 +242,24 @@ async def get_lineage_path(
     depth = check_depth(max_depth, settings.max_lineage_depth)
     walk = check_direction(direction)
     when = parse_as_of(as_of)
-    async with pool.acquire() as conn:
-        found = await fetch_paths(
-            conn,
-            from_id,
-            to_id,
-            direction=walk,
-            max_depth=depth,
-            search_depth=settings.max_lineage_depth,
-            max_nodes=settings.max_lineage_nodes,
-            as_of=when,
-            cache=cache_for(state),
-        )
-    return json_response(
-        b'{"paths":%b,"graph":%b,"truncated":%b,"connected":%b,"depth":%b}'
-        % (
+    async with state.read_turns.turn():
+        async with pool.acquire() as conn:
+            found = await fetch_paths(
+                conn,
+                from_id,
+                to_id,
+                direction=walk,
+                max_depth=depth,
+                search_depth=settings.max_lineage_depth,
+                max_nodes=settings.max_lineage_nodes,
+                as_of=when,
+                cache=cache_for(state),
+            )
+        body = b'{"paths":%b,"graph":%b,"truncated":%b,"connected":%b,"depth":%b}' % (
             _encoder.encode(found.paths),
             encode_nodes(found.graph),
             _flag(found.truncated),
             _encoder.encode(found.connected),
             _encoder.encode(found.depth),
         )
-    )
+    return json_response(body)
