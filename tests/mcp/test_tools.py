@@ -263,10 +263,16 @@ async def test_sql_lineage_is_what_headwater_sql_lineage_prints(sessions: Sessio
     async with sessions() as session:
         answer = await call(session, "sql_lineage", sql=sql, dialect="postgres")
         broken = await call(session, "sql_lineage", sql="selec 1")
+        called = await call(session, "sql_lineage", sql="CALL refresh_totals()", dialect="postgres")
     assert {k: answer[k] for k in ("inputs", "outputs", "columns")} == extract_lineage(
         sql, "postgres"
     ).to_dict()
     assert broken["errors"] == ["unrecognized statement 'selec' at line 1, column 1"]
+    # What the SQL does but lineage does not follow is said, as `headwater sql-lineage` says it.
+    assert called["warnings"] == [
+        str(w) for w in extract_lineage("CALL refresh_totals()", "postgres").warnings
+    ]
+    assert called["warnings"]
 
 
 async def test_sql_lineage_with_a_schema_expands_star(sessions: Sessions) -> None:

@@ -155,3 +155,7 @@ class SqlLineageAnswer(BaseModel):
     outputs: list[str]
     columns: list[ColumnEdge]
     errors: list[str] = Field(description="Statements that are not valid SQL, with line and column")
+    warnings: list[str] = Field(
+        description="What was read but not followed (a procedure call, dynamic SQL, a statement "
+        "whose lineage cannot be derived), with line and column"
+    )

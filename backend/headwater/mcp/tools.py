@@ -710,12 +710,14 @@ async def sql_lineage(
         outputs=lineage_["outputs"],
         columns=[ColumnEdge(**c) for c in lineage_["columns"]],
         errors=[str(e) for e in result.errors],
+        warnings=[str(w) for w in result.warnings],
     )
     return _answer(
         answer,
         f"Reads {', '.join(answer.inputs) or 'nothing'}; writes {', '.join(answer.outputs) or 'nothing'}; "
         f"{len(answer.columns)} column edge(s)"
         + (f"; {len(answer.errors)} error(s): {answer.errors[0]}" if answer.errors else "")
+        + (f"; {len(answer.warnings)} warning(s): {answer.warnings[0]}" if answer.warnings else "")
         + ".",
     )
 
