@@ -19,7 +19,6 @@ import multiprocessing as mp
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -28,22 +27,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.benchmarks.lineage import create_database
+from tests.factories import run_event
 from tests.server import running_headwater
 
 HUB = "/api/v1/lineage?nodeId=dataset:postgres://warehouse:5432:dim.hub_0&depth=100"
-
-
-def probe_event(i: int) -> dict[str, Any]:
-    return {
-        "eventType": "COMPLETE",
-        "eventTime": "2026-11-30T10:00:00Z",
-        "producer": "https://github.com/headwater/benchmarks",
-        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/definitions/RunEvent",
-        "run": {"runId": str(uuid.uuid4())},
-        "job": {"namespace": "probe", "name": f"probe_{i % 7}"},
-        "inputs": [{"namespace": "probe", "name": "in"}],
-        "outputs": [{"namespace": "probe", "name": f"out_{i % 7}"}],
-    }
 
 
 def read_in_loop(url: str, readers: int, until: float, out: Any) -> None:
@@ -70,7 +57,8 @@ def probe(url: str, until: float, out: Any) -> None:
         i = 0
         while time.monotonic() < until:
             started = time.monotonic()
-            status = client.post("/api/v1/lineage", json=probe_event(i)).status_code
+            event = run_event(f"probe_{i % 7}", inputs=["in"], outputs=[f"out_{i % 7}"])
+            status = client.post("/api/v1/lineage", json=event).status_code
             posts.append((time.monotonic() - started, status))
             started = time.monotonic()
             client.get("/healthz")
