@@ -10,17 +10,20 @@ derived.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
 
 from headwater.ingest.normalize import (
+    MAX_EVENT_COLUMN_EDGES,
     AliasRule,
     ColumnEdgeDef,
     DatasetDef,
     NormalizedEvent,
     identities_for,
 )
-from headwater.ingest.validate import too_long
+from headwater.ingest.validate import MAX_EVENT_DATASETS, too_long
 from headwater.lineage.node_ids import MAX_FIELD_NAME_BYTES, MAX_NAME_BYTES, MAX_NAMESPACE_BYTES
 from headwater.sql_lineage import SqlLineage, extract_lineage
 from headwater.sql_lineage.model import ColumnLineage
@@ -118,48 +121,94 @@ def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]
     and what the SQL runs that was not followed (called procedures, dynamic SQL).
 
     The work is linear in the size of the SQL and the event, and SQL over ``MAX_SQL_CHARS`` is not
-    parsed at all.
+    parsed at all. What the SQL derives counts against what one event may make Headwater write,
+    with what the event reports: past it, the rest is left out with a warning.
     """
     if not event.sql or (not event.inputs and not event.outputs):
         return []
     if len(event.sql) > MAX_SQL_CHARS:
         return [f"the SQL is {len(event.sql)} characters long; at most {MAX_SQL_CHARS} are parsed"]
     lineage = _lineage(event.sql, sql_dialect(event), event_schema(event))
-    errors = [str(e) for e in [*lineage.errors, *lineage.warnings]]
+    errors = [_escaped(str(e)) for e in [*lineage.errors, *lineage.warnings]]
     resolver = _Resolver(event, rules)
-    for table in lineage.inputs:
-        resolver.dataset(table, output=False)
+    # Outputs first: past the datasets one event may name, the tables left out are inputs.
     for table in lineage.outputs:
         resolver.dataset(table, output=True)
+    for table in lineage.inputs:
+        resolver.dataset(table, output=False)
+    reported = sum(len(d.column_edges) + len(d.derived_column_edges) for d in event.outputs)
+    edges = _EdgeAllowance(max(0, MAX_EVENT_COLUMN_EDGES - reported))
     for column in lineage.columns:
-        _add_column_edges(resolver, column)
+        _add_column_edges(resolver, column, edges)
+    return errors + _left_out(resolver, edges)
+
+
+def _left_out(resolver: _Resolver, edges: _EdgeAllowance) -> list[str]:
+    """Warnings for what the SQL gives that is not added to the event, and why."""
+    warnings = []
+    if resolver.unstorable:
+        warnings.append(
+            f"{len(resolver.unstorable)} names the SQL gives hold U+0000 or half of a UTF-16 "
+            "surrogate pair, which PostgreSQL cannot store, and were left out: "
+            + _first_few(resolver.unstorable)
+        )
+    if resolver.over_limit:
+        warnings.append(
+            f"{len(resolver.over_limit):,} of the tables the SQL names were left out, with their "
+            f"column edges: one event names at most {MAX_EVENT_DATASETS:,} datasets"
+        )
+    if edges.left_out:
+        warnings.append(
+            f"{edges.left_out:,} column edges derived from the SQL were left out: one event makes "
+            f"at most {MAX_EVENT_COLUMN_EDGES:,}"
+        )
     if resolver.too_long:
-        errors.append(
+        warnings.append(
             f"{resolver.too_long} table names are longer than a dataset name may be "
             f"({MAX_NAMESPACE_BYTES} bytes of namespace, {MAX_NAME_BYTES} of name)"
         )
     if resolver.unreadable_paths:
-        paths = sorted(resolver.unreadable_paths)
-        shown = ", ".join(repr(p[:200]) for p in paths[:3])
-        errors.append(
-            f"{len(paths)} file paths are not URIs and were left out: {shown}"
-            + (", ..." if len(paths) > 3 else "")
+        warnings.append(
+            f"{len(resolver.unreadable_paths)} file paths are not URIs and were left out: "
+            + _first_few(resolver.unreadable_paths)
         )
-    return errors
+    return warnings
 
 
-def _add_column_edges(resolver: _Resolver, column: ColumnLineage) -> None:
+def _escaped(message: str) -> str:
+    """A message with what PostgreSQL cannot store (U+0000 in a name it quotes) escaped as Python
+    writes it, ``\\x00``: the run's warnings keep the message, and the event was refused for it."""
+    return _UNSTORABLE.sub(lambda found: ascii(found.group())[1:-1], message)
+
+
+def _first_few(texts: set[str]) -> str:
+    """The first three texts in order, each as a Python literal of at most 200 characters."""
+    ordered = sorted(texts)
+    return ", ".join(repr(t[:200]) for t in ordered[:3]) + (", ..." if len(ordered) > 3 else "")
+
+
+@dataclass
+class _EdgeAllowance:
+    """The column edges the SQL may still add to the event, and how many it made past them."""
+
+    left: int
+    left_out: int = 0
+
+
+def _add_column_edges(resolver: _Resolver, column: ColumnLineage, edges: _EdgeAllowance) -> None:
     out_table, _, out_field = column.output.rpartition(".")
     output = resolver.dataset(out_table, output=True) if out_table else None
-    if output is None or not out_field or too_long(out_field, MAX_FIELD_NAME_BYTES):
+    if output is None or not resolver.storable_field(out_field):
         return
     for source in column.inputs:
         in_table, _, in_field = source.rpartition(".")
         source_def = resolver.dataset(in_table, output=False) if in_table else None
-        if source_def is None or not in_field or in_field == "*":
+        if source_def is None or in_field == "*" or not resolver.storable_field(in_field):
             continue
-        if too_long(in_field, MAX_FIELD_NAME_BYTES):
+        if edges.left == 0:
+            edges.left_out += 1
             continue
+        edges.left -= 1
         output.derived_column_edges.append(
             ColumnEdgeDef(
                 out_field,
@@ -180,6 +229,10 @@ def _transformation(kind: str) -> str:
 
 def _last_part(name: str) -> str:
     return name.rpartition(".")[2]
+
+
+# What SQL escapes decode to (`\0`, `\u0000`, `\ud800`) and PostgreSQL's text cannot hold.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class _Resolver:
@@ -210,6 +263,10 @@ class _Resolver:
             self._index(d)
         self.matches: dict[str, dict[str, DatasetDef | None]] = {}
         self.too_long = 0
+        # Names PostgreSQL cannot store, and the datasets past those one event may name: left out.
+        self.unstorable: set[str] = set()
+        self.datasets_left = MAX_EVENT_DATASETS - len(reported)
+        self.over_limit: set[tuple[str, str, bool]] = set()
         # file paths the SQL names that are not URIs (an unbalanced "[" or "]"), left out
         self.unreadable_paths: set[str] = set()
 
@@ -266,9 +323,17 @@ class _Resolver:
         listed = self.listed[output]
         if (namespace, name) in listed:
             return listed[(namespace, name)]
+        unstorable = [n for n in (namespace, name) if _UNSTORABLE.search(n)]
+        if unstorable:
+            self.unstorable.update(unstorable)
+            return None
         if too_long(namespace, MAX_NAMESPACE_BYTES) or too_long(name, MAX_NAME_BYTES):
             self.too_long += 1
             return None
+        if self.datasets_left <= 0:
+            self.over_limit.add((namespace, name, output))
+            return None
+        self.datasets_left -= 1
         d = DatasetDef(
             namespace=namespace,
             name=name,
@@ -284,3 +349,13 @@ class _Resolver:
         for _, nm, _ in d.identities:
             self.matches.pop(_last_part(nm.lower()), None)
         return d
+
+    def storable_field(self, name: str) -> bool:
+        """Whether a column name the SQL gives can be stored as a field (else, if only for what
+        PostgreSQL cannot hold, it is noted to be named in a warning)."""
+        if not name or too_long(name, MAX_FIELD_NAME_BYTES):
+            return False
+        if _UNSTORABLE.search(name):
+            self.unstorable.add(name)
+            return False
+        return True

@@ -24,7 +24,7 @@ from sqlglot.dialects.bigquery import BigQuery
 from sqlglot.dialects.tsql import TSQL
 from sqlglot.tokenizer_core import Token, TokenType
 
-from headwater.sql_lineage.dialects import tokenize
+from headwater.sql_lineage.dialects import readable_tokens
 from headwater.sql_lineage.model import SqlError
 from headwater.sql_lineage.rewrites import matching_paren
 
@@ -208,6 +208,8 @@ class Flattened:
     statements: list[list[Token]]
     warnings: list[SqlError]
     records: dict[int, set[str]] = field(default_factory=dict)
+    # Bodies and dynamic SQL that cannot be read (a quote never closed): what is wrong, and where.
+    errors: list[SqlError] = field(default_factory=list)
     # The variables (lower-cased) declared where each statement runs (by index in `statements`):
     # a bare name in its query that is one of these is the variable rather than a column, unless a
     # table is known to have such a column.
@@ -218,7 +220,13 @@ def split_statements(tokens: list[Token], sql: str, dialect: Dialect) -> Flatten
     """The statements to parse, in order, with the control flow of blocks dropped, and warnings."""
     flattener = _Flattener(sql, dialect)
     flattener.script(flattener.client_commands(tokens))
-    return Flattened(flattener.out, flattener.warnings, flattener.records, flattener.scopes)
+    return Flattened(
+        flattener.out,
+        flattener.warnings,
+        records=flattener.records,
+        variables=flattener.scopes,
+        errors=flattener.errors,
+    )
 
 
 def without_client_delimiters(sql: str) -> str:
@@ -318,6 +326,7 @@ class _Flattener:
     dialect: Dialect
     out: list[list[Token]] = field(default_factory=list)
     warnings: list[SqlError] = field(default_factory=list)
+    errors: list[SqlError] = field(default_factory=list)
     # Inside a procedure body or block: control words, assignments and calls are understood.
     procedural: bool = False
     # In a declaration section (after DECLARE or a routine's AS/IS, before BEGIN).
@@ -377,9 +386,20 @@ class _Flattener:
     # Tokens ------------------------------------------------------------------------------
 
     def _tokens_at(self, start: int, text: str) -> list[Token]:
-        """`text`, found at offset `start` of the SQL, as tokens located in the SQL."""
+        """`text`, found at offset `start` of the SQL, as tokens located in the SQL; when a token
+        of it cannot be read, an error located there and the tokens of the statements before."""
         line = self.sql.count("\n", 0, start)
         col = start - self.sql.rfind("\n", 0, start) - 1
+        tokens, unreadable = readable_tokens(text, self.dialect)
+        if unreadable is not None and unreadable.line is not None and unreadable.col is not None:
+            self.errors.append(
+                SqlError(
+                    unreadable.message,
+                    unreadable.line + line,
+                    unreadable.col + col if unreadable.line == 1 else unreadable.col,
+                    unreadable.highlight,
+                )
+            )
         return [
             Token(
                 t.token_type,
@@ -390,7 +410,7 @@ class _Flattener:
                 t.end + start,
                 t.comments,
             )
-            for t in tokenize(text, self.dialect)
+            for t in tokens
         ]
 
     def _uncommand(self, chunk: list[Token]) -> list[Token]:
@@ -465,7 +485,9 @@ class _Flattener:
 
     def _do(self, tokens: list[Token]) -> list[Token] | None:
         if len(tokens) > 1 and tokens[1].token_type in _STRINGS:
-            self._body(tokens[1])  # PostgreSQL's DO $$ … $$: an anonymous block
+            # PostgreSQL's DO $$ … $$ [LANGUAGE l]: an anonymous block
+            if not self._other_language(tokens, "this block"):
+                self._body(tokens[1])
             return []
         return tokens[1:] if self.procedural else None  # WHILE … DO
 
@@ -564,7 +586,7 @@ class _Flattener:
         if "EVENT" in head or ("TRIGGER" in head and _find(tokens, {"EACH"}) is not None):
             return self._event(tokens) if "EVENT" in head else self._row_trigger(tokens)
         self.variables = set()  # a routine's names are its own
-        if self._other_language(tokens):
+        if self._other_language(tokens, "this routine"):
             return []
         for i, token in enumerate(tokens):
             if token.token_type in _STRINGS and i > 0 and _word(tokens[i - 1]) == "AS":
@@ -588,15 +610,16 @@ class _Flattener:
         self._parameters(tokens, opening)
         return body
 
-    def _other_language(self, tokens: list[Token]) -> bool:
-        """Whether a routine's body is in another language than SQL (a warning says so)."""
+    def _other_language(self, tokens: list[Token], what: str) -> bool:
+        """Whether the body of a routine or block is in another language than SQL (a warning
+        says so)."""
         language = _find(tokens, {"LANGUAGE"})
         if language is None or language + 1 >= len(tokens):
             return False
         name = tokens[language + 1].text
         if name.lower() in _SQL_LANGUAGES:
             return False
-        self._warn(tokens[0], f"the body of this routine is in {name}: its lineage is not derived")
+        self._warn(tokens[0], f"the body of {what} is in {name}: its lineage is not derived")
         return True
 
     def _row_trigger(self, tokens: list[Token]) -> list[Token]:

@@ -14,6 +14,8 @@ from sqlglot.dialects.trino import Trino
 from sqlglot.errors import ErrorLevel, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
+from headwater.sql_lineage.model import SqlError, located
+
 if TYPE_CHECKING:
     from sqlglot.parser import Parser
     from sqlglot.tokens import Tokenizer
@@ -181,6 +183,38 @@ def tokenize(sql: str, dialect: Dialect) -> list[Token]:
     if found is None:
         found = tokenizers[type(dialect)] = dialect.tokenizer()
     return found.tokenize(sql)
+
+
+_MISSING_DELIMITER = re.compile(r"^Missing (\S+) from (\d+):(\d+)$")
+
+
+def readable_tokens(sql: str, dialect: Dialect) -> tuple[list[Token], SqlError | None]:
+    """The tokens of `sql`; when one cannot be read (a quote never closed), the tokens of the
+    statements before the one it interrupts, which still count, and the error, located in `sql`."""
+    try:
+        return tokenize(sql, dialect), None
+    except TokenError as error:
+        failure, offset = _token_error(error, sql)
+    try:
+        head = tokenize(sql[:offset], dialect)
+    except TokenError:
+        return [], failure
+    last = max((i for i, t in enumerate(head) if t.token_type == TokenType.SEMICOLON), default=-1)
+    return head[: last + 1], failure
+
+
+def _token_error(error: TokenError, sql: str) -> tuple[SqlError, int]:
+    """The error and the offset where the token that could not be read starts."""
+    # The tokenizer's own error is the cause; compiled by mypyc (sqlglot[c]), sqlglot raises
+    # `from` it without setting __cause__, and it is only the context.
+    missing = _MISSING_DELIMITER.match(str(error.__cause__ or error.__context__ or ""))
+    if missing:
+        offset = int(missing.group(3))
+        delimiter = missing.group(1)
+        failure = located(f"no closing {delimiter} for the {delimiter}", sql, offset, delimiter)
+        return failure, offset
+    offset = min(error.end if error.end is not None else len(sql), len(sql))
+    return located("unreadable SQL", sql, offset, sql[offset : offset + 1]), offset
 
 
 def statement_parser(dialect: Dialect) -> Parser:

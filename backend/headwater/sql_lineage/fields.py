@@ -4,7 +4,7 @@ the accumulation of one expression's refs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from sqlglot import exp
 
@@ -110,6 +110,30 @@ def merge(left: list[Field], right: list[Field], *, by_name: bool) -> list[Field
         )
     merged.extend(others.values())
     return merged
+
+
+def merge_chain(first: list[Field], branches: Iterable[tuple[list[Field], bool]]) -> list[Field]:
+    """The fields of set operations chained on their left (`a UNION b UNION c …`): `merge` with
+    each branch in turn (by name when its flag says so), the refs of each column gathered in one
+    set rather than copied at every branch, which for thousands of branches took seconds."""
+    names = [f.name for f in first]
+    refs = [set(f.refs) for f in first]
+    kinds = [f.kind for f in first]
+    for right, by_name in branches:
+        if by_name or len(right) != len(names):
+            merged = merge(_fields(names, refs, kinds), right, by_name=True)
+            names = [f.name for f in merged]
+            refs = [set(f.refs) for f in merged]
+            kinds = [f.kind for f in merged]
+            continue
+        for i, f in enumerate(right):
+            refs[i].update(f.refs)
+            kinds[i] = max(kinds[i], f.kind)
+    return _fields(names, refs, kinds)
+
+
+def _fields(names: list[str], refs: list[set[Ref]], kinds: list[int]) -> list[Field]:
+    return [Field(n, frozenset(r), k) for n, r, k in zip(names, refs, kinds, strict=True)]
 
 
 def values_fields(values: exp.Values) -> list[Field]:

@@ -34,6 +34,13 @@ class SqlError:
         return f"{self.message} at line {self.line}, column {self.col}"
 
 
+def located(message: str, sql: str, offset: int, text: str) -> SqlError:
+    """An error about `text`, which starts at `offset` of `sql`, at its line and column there."""
+    line = sql.count("\n", 0, offset) + 1
+    col = offset - sql.rfind("\n", 0, offset)
+    return SqlError(message=message, line=line, col=col, highlight=text or None)
+
+
 @dataclass(frozen=True, slots=True)
 class ColumnLineage:
     """One written column and the source columns its value is computed from."""

@@ -5,22 +5,34 @@ Statements inside procedures and blocks are split out of them first (see `blocks
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from headwater.sql_lineage.blocks import split_statements, without_client_delimiters
-from headwater.sql_lineage.dialects import HeadwaterAthena, get_dialect, statement_parser, tokenize
-from headwater.sql_lineage.model import SqlError
+from headwater.sql_lineage.dialects import (
+    HeadwaterAthena,
+    get_dialect,
+    readable_tokens,
+    statement_parser,
+)
+from headwater.sql_lineage.model import SqlError, located
 from headwater.sql_lineage.rewrites import moves_data, normalize, rewrite_statement
 
 if TYPE_CHECKING:
     from sqlglot.dialects.dialect import Dialect
     from sqlglot.parser import Parser
+
+# sqlglot logs a warning for each statement it keeps as an opaque Command: a script of 6,500
+# `CREATE TASK … AS INSERT …` wrote 6,500 lines (720 KB) to the server's log. What such a statement
+# means for lineage is in the result's errors and warnings (the run's, at ingest), so only sqlglot's
+# errors reach the log.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 # Statements sqlglot leaves as an opaque Command although they move data: lineage would be
 # silently missing, so they are reported instead of skipped like SET or GRANT.
@@ -30,7 +42,6 @@ _WRITING_COMMANDS = {"INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "REPLACE",
 # parenthesis may open a query or an expression, so what follows it decides.
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.VALUES, TokenType.TABLE}
 
-_MISSING_DELIMITER = re.compile(r"^Missing (\S+) from (\d+):(\d+)$")
 # sqlglot puts a token's repr in some messages, and a class's in others; users need only a word.
 _TOKEN_REPR = re.compile(
     r"<Token token_type: [^,]+, text: (.*?), line: \d+, col: \d+, start: \d+, end: \d+, "
@@ -77,10 +88,13 @@ def parse_script(sql: str, dialect: str | None) -> ParsedScript:
     sql = without_client_delimiters(sql)
     result = ParsedScript(sql)
     target = get_dialect(dialect)
-    tokens = _tokenize(sql, target, result.errors)
+    tokens, unreadable = readable_tokens(sql, target)
+    if unreadable is not None:
+        result.errors.append(unreadable)
     parser = statement_parser(target)
     flattened = split_statements(tokens, sql, target)
     result.warnings = flattened.warnings
+    result.errors.extend(flattened.errors)
     for index, chunk in enumerate(flattened.statements):
         before = len(result.statements)
         _parse_chunk(chunk, sql, target, parser, result)
@@ -90,42 +104,6 @@ def parse_script(sql: str, dialect: str | None) -> ParsedScript:
             for statement in range(before, len(result.statements)):
                 result.variables[statement] = flattened.variables[index]
     return result
-
-
-def _tokenize(sql: str, dialect: Dialect, errors: list[SqlError]) -> list[Token]:
-    try:
-        return tokenize(sql, dialect)
-    except TokenError as error:
-        failure, offset = _token_error(error, sql)
-        errors.append(failure)
-        # The statements before the bad one still count: tokenize up to it and drop the
-        # statement it interrupts.
-        try:
-            head = tokenize(sql[:offset], dialect)
-        except TokenError:
-            return []
-        last = max((i for i, t in enumerate(head) if t.token_type == TokenType.SEMICOLON), default=-1)
-        return head[: last + 1]
-
-
-def _token_error(error: TokenError, sql: str) -> tuple[SqlError, int]:
-    """The error and the offset where the token that could not be read starts."""
-    # The tokenizer's own error is the cause; compiled by mypyc (sqlglot[c]), sqlglot raises
-    # `from` it without setting __cause__, and it is only the context.
-    missing = _MISSING_DELIMITER.match(str(error.__cause__ or error.__context__ or ""))
-    if missing:
-        offset = int(missing.group(3))
-        delimiter = missing.group(1)
-        failure = _located(f"no closing {delimiter} for the {delimiter}", sql, offset, delimiter)
-        return failure, offset
-    offset = min(error.end if error.end is not None else len(sql), len(sql))
-    return _located("unreadable SQL", sql, offset, sql[offset : offset + 1]), offset
-
-
-def _located(message: str, sql: str, offset: int, text: str) -> SqlError:
-    line = sql.count("\n", 0, offset) + 1
-    col = offset - sql.rfind("\n", 0, offset)
-    return SqlError(message=message, line=line, col=col, highlight=text or None)
 
 
 def _parse_chunk(
@@ -194,7 +172,7 @@ def _starts_statement(token: Token, dialect: Dialect, parser: Parser) -> bool:
 
 
 def _at(token: Token, sql: str, message: str) -> SqlError:
-    return _located(message, sql, token.start, token.text)
+    return located(message, sql, token.start, token.text)
 
 
 def _quote(text: str) -> str:
@@ -232,7 +210,7 @@ def _parse_error(error: ParseError, chunk: list[Token], sql: str, parser: Parser
         if detail[1:2].islower():
             detail = detail[0].lower() + detail[1:]
         message = f"{detail}, near {text}"
-    return _located(message, sql, token.start, token.text)
+    return located(message, sql, token.start, token.text)
 
 
 def _expected(description: str) -> str | None:

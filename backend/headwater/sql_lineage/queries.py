@@ -10,6 +10,7 @@ depends on the rows it counts: `t.*` for a table, the columns of a derived table
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import TYPE_CHECKING, cast
 
 from sqlglot import exp
@@ -19,7 +20,7 @@ from headwater.sql_lineage.fields import (
     alias_fields,
     children,
     is_star,
-    merge,
+    merge_chain,
     pivot_alias,
     pivot_fields,
     pivot_relation,
@@ -102,10 +103,7 @@ class QueryEvaluator:
         if isinstance(node, exp.Select):
             return self._select(node, ctes, outer)
         if isinstance(node, exp.SetOperation):
-            ctes = self.with_ctes(node, ctes, outer)
-            left = self.query(node.this, ctes, outer)
-            right = self.query(node.expression, ctes, outer)
-            return merge(left, right, by_name=bool(node.args.get("by_name")))
+            return self._set_operation(node, ctes, outer)
         if isinstance(node, exp.Values):
             return self._values(node, ctes, outer)
         if isinstance(node, exp.Table):
@@ -114,6 +112,23 @@ class QueryEvaluator:
             return [f for source in scope.star_sources() for f in source.expand()]
         self.expression(node, Scope(parent=outer), ctes)
         return []
+
+    def _set_operation(self, node: exp.SetOperation, ctes: Ctes, outer: Scope | None) -> list[Field]:
+        """UNION, INTERSECT, EXCEPT. A chain of them nests on its left, a level for each branch:
+        it is walked down that side in a loop, as recursion would stop at Python's limit (the
+        lineage of an INSERT of a UNION ALL of 987 branches was lost)."""
+        levels: list[tuple[exp.SetOperation, Ctes]] = []
+        current: exp.Expr = node
+        while isinstance(current, exp.SetOperation):
+            ctes = self.with_ctes(current, ctes, outer)
+            levels.append((current, ctes))
+            current = current.this
+        first = self.query(current, ctes, outer)
+        branches = (
+            (self.query(operation.expression, own_ctes, outer), bool(operation.args.get("by_name")))
+            for operation, own_ctes in reversed(levels)
+        )
+        return merge_chain(first, branches)
 
     def _values(self, values: exp.Values, ctes: Ctes, outer: Scope | None) -> list[Field]:
         """A VALUES list's columns: constants, but a scalar subquery in a row reads its table."""
@@ -184,9 +199,11 @@ class QueryEvaluator:
         return fields
 
     def _join(self, scope: Scope, join: exp.Join, ctes: Ctes) -> None:
-        before = set(scope.sources)
+        before = len(scope.sources)
         self.add_source(scope, join.this, ctes)
-        added = [k for k in scope.sources if k not in before]
+        # The sources the join added are the last ones (a source is never removed): taken from
+        # the end, so that a FROM of thousands of joins is not read again for each of them.
+        added = list(islice(reversed(scope.sources), len(scope.sources) - before))[::-1]
         if join.is_semi_or_anti_join:
             scope.hidden.update(added)
         for column in join.args.get("using") or []:

@@ -17,6 +17,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from sqlglot.errors import SqlglotError
+
 from headwater.sql_lineage.catalog import Catalog, Schema
 from headwater.sql_lineage.dialects import has_lateral_aliases
 from headwater.sql_lineage.model import TRANSFORMATIONS, ColumnLineage, SqlError, SqlLineage
@@ -68,7 +70,13 @@ def _extract_lineage(sql: str, dialect: str | None = None, schema: Schema | None
         source columns it is computed from, an error for each statement that did not parse,
         and a warning for each part not followed (a called procedure, dynamic SQL).
     """
-    parsed = parse_script(sql, dialect)
+    try:
+        parsed = parse_script(sql, dialect)
+    except SqlglotError:
+        # Every error of sqlglot's that parsing foresees is located where it is; one it does not
+        # is still an error of the SQL, never an exception for the caller: ingest would lose the
+        # event, a command its other statements.
+        return SqlLineage(errors=[SqlError("the SQL cannot be read")])
     catalog = Catalog(schema)
     chain = _Chain()
     errors = list(parsed.errors)

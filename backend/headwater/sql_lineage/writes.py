@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from headwater.sql_lineage.names import key
-from headwater.sql_lineage.scope import STAR, Field
+from headwater.sql_lineage.scope import STAR, Field, Ref
 
 
 @dataclass(slots=True)
@@ -34,14 +34,21 @@ def map_columns(fields: list[Field], targets: list[str] | None) -> dict[str, Fie
     A `*` over a table whose columns are not known cannot be lined up with a column list, so
     then the fields keep their own names and the star its `*`.
     """
-    mapped: dict[str, Field] = {}
     if targets is None or any(f.name == STAR for f in fields[: len(targets)]):
         pairs = [(f.name, f) for f in fields]
     else:
         pairs = list(zip(targets, fields, strict=False))
+    # Fields of one name (the stars of a FROM of thousands of tables) are gathered first and
+    # made one field once: `assign` for each would copy the refs gathered so far every time.
+    names: dict[str, str] = {}
+    refs: dict[str, set[Ref]] = {}
+    kinds: dict[str, int] = {}
     for name, f in pairs:
-        assign(mapped, name, f)
-    return mapped
+        k = key(name)
+        names.setdefault(k, name)
+        refs.setdefault(k, set()).update(f.refs)
+        kinds[k] = max(kinds.get(k, f.kind), f.kind)
+    return {k: Field(name, frozenset(refs[k]), kinds[k]) for k, name in names.items()}
 
 
 def known_names(mapped: dict[str, Field]) -> list[str] | None:
