@@ -130,7 +130,7 @@ def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]
         return [f"the SQL is {len(event.sql)} characters long; at most {MAX_SQL_CHARS} are parsed"]
     lineage = _lineage(event.sql, sql_dialect(event), event_schema(event))
     errors = [_escaped(str(e)) for e in [*lineage.errors, *lineage.warnings]]
-    resolver = _Resolver(event, rules)
+    resolver = _Resolver(event, rules, session_prefix(event))
     # Outputs first: past the datasets one event may name, the tables left out are inputs.
     for table in lineage.outputs:
         resolver.dataset(table, output=True)
@@ -235,6 +235,19 @@ def _last_part(name: str) -> str:
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
+def session_prefix(event: NormalizedEvent) -> tuple[str, ...]:
+    """The catalog and schema a Trino query's session was in (recorded by the Trino bridge in the
+    run facet ``trino_query_context``): what its unqualified table names are in. Empty when the event
+    does not say."""
+    context = event.run_facets.get("trino_query_context")
+    if not isinstance(context, dict):
+        return ()
+    catalog, schema = context.get("catalog"), context.get("schema")
+    if not isinstance(catalog, str) or not catalog:
+        return ()
+    return (catalog, schema) if isinstance(schema, str) and schema else (catalog,)
+
+
 class _Resolver:
     """Maps SQL table names to the event's datasets, adding derived ones where needed.
 
@@ -243,9 +256,13 @@ class _Resolver:
     identities sharing it.
     """
 
-    def __init__(self, event: NormalizedEvent, rules: list[AliasRule]) -> None:
+    def __init__(
+        self, event: NormalizedEvent, rules: list[AliasRule], session: tuple[str, ...] = ()
+    ) -> None:
         self.event = event
         self.rules = rules
+        # The catalog and schema the SQL's session was in, when known: unqualified names are in it.
+        self.session = session
         reported = [*event.inputs, *event.outputs]
         self.namespaces = sorted({d.namespace for d in reported})
         # Unknown names are qualified like the datasets the producer reported.
@@ -298,6 +315,11 @@ class _Resolver:
                 return None
             namespace = f"{parts.scheme}://{parts.netloc}" if parts.netloc else (parts.scheme or "file")
             return self._add(namespace, parts.path or table, output=output)
+        parts = table.split(".")
+        if self.session and len(parts) <= len(self.session):
+            # The SQL's own rule: `t` is the session's catalog.schema.t, `s.t` its catalog.s.t, and
+            # no other table of that name.
+            table = ".".join([*self.session[: len(self.session) + 1 - len(parts)], *parts])
         found = self._match(table)
         if found is not None:
             return self._add(found.namespace, found.name, output=output)

@@ -157,6 +157,27 @@ async def test_without_trino_column_lineage_it_is_derived_from_the_sql(client, c
     ]
 
 
+async def test_unqualified_sql_names_are_in_the_sessions_catalog_and_schema(client, conn):
+    # Trino's metadata cut short (jsonLengthLimitExceeded) names only the output: what the SQL
+    # names without a catalog or schema is in the session's, hive.sales (the context of the event),
+    # not elsewhere, and never a bare name.
+    event = query_completed(
+        "INSERT INTO hive.mart.totals SELECT r.region, sum(o.amount) AS total"
+        " FROM orders o JOIN region_map r ON o.region_id = r.id"
+        " JOIN staging.extras x ON x.id = o.id GROUP BY r.region",
+        output="hive.mart.totals",
+    )
+    event["ioMetadata"]["output"]["jsonLengthLimitExceeded"] = True
+    assert (event["context"]["catalog"], event["context"]["schema"]) == ("hive", "sales")
+    assert (await client.post(URL, json=event)).status_code == 201
+    reads = {d for _, d, kind in await table_edges(conn) if kind == "READ"}
+    assert reads == {
+        f"{TRINO}:hive.sales.orders",
+        f"{TRINO}:hive.sales.region_map",
+        f"{TRINO}:hive.staging.extras",
+    }
+
+
 async def test_array_of_events(client, conn):
     first = query_completed(
         "INSERT INTO hive.s.b SELECT x FROM hive.s.a",

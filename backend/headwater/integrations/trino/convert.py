@@ -179,6 +179,9 @@ class _Builder:
             remote_client_address=c.remote_client_address,
             user_agent=c.user_agent,
             trace_token=c.trace_token,
+            # The session's: what the query's unqualified table names are in.
+            catalog=c.catalog,
+            schema=c.schema,
         )
         return facets
 
