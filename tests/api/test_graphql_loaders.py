@@ -11,6 +11,7 @@ from litestar.datastructures import State
 from headwater.api.graphql.context import Context
 from headwater.api.graphql.loaders import Loaders
 from headwater.api.graphql.schema import schema
+from headwater.api.read_turns import ReadTurns
 from headwater.db.queries import QUERIES
 from tests.factories import dataset, run_event
 
@@ -77,7 +78,9 @@ async def fan_out(client, width):
 
 async def statements_for(pool, settings, query, **variables):
     counting = CountingPool(pool)
-    context = Context(state=State({"pool": counting, "settings": settings}), loaders=Loaders(counting))
+    turns = ReadTurns(settings.lineage_reads_at_once, 5)
+    state = State({"pool": counting, "settings": settings, "read_turns": turns})
+    context = Context(state=state, loaders=Loaders(counting))
     result = await schema.execute(query, variable_values=variables, context_value=context)
     assert result.errors is None, result.errors
     return result.data, counting.statements

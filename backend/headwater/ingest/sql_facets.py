@@ -315,11 +315,11 @@ class _Resolver:
                 return None
             namespace = f"{parts.scheme}://{parts.netloc}" if parts.netloc else (parts.scheme or "file")
             return self._add(namespace, parts.path or table, output=output)
-        parts = table.split(".")
-        if self.session and len(parts) <= len(self.session):
+        named = table.split(".")
+        if self.session and len(named) <= len(self.session):
             # The SQL's own rule: `t` is the session's catalog.schema.t, `s.t` its catalog.s.t, and
             # no other table of that name.
-            table = ".".join([*self.session[: len(self.session) + 1 - len(parts)], *parts])
+            table = ".".join([*self.session[: len(self.session) + 1 - len(named)], *named])
         found = self._match(table)
         if found is not None:
             return self._add(found.namespace, found.name, output=output)
