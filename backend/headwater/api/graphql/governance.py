@@ -10,6 +10,7 @@ import strawberry
 
 from headwater.api.graphql.context import Info
 from headwater.api.graphql.types.common import JSON, InvalidInput, NotFound, problem_from_error
+from headwater.api.graphql.types.paging import check_page_size
 from headwater.api.parameters import violation_cursor
 from headwater.errors import AppError
 from headwater.governance import classifications
@@ -168,6 +169,7 @@ class GovernanceQuery:
             str | None, strawberry.argument(description="The last id of the previous page.")
         ] = None,
     ) -> list[PolicyViolation]:
+        check_page_size(first, classifications.MAX_PAGE)
         after_id = violation_cursor(after)
         async with info.context.pool.acquire() as conn:
             found = await classifications.list_violations(

@@ -1,10 +1,18 @@
-"""Limits on what one operation may ask: depth, aliases, tokens and an estimated cost.
+"""Limits on what one operation may ask: its fields, number literals, depth, aliases, tokens and
+an estimated cost.
 
 The cost counts the objects an operation may resolve: a list multiplies what is under it by its
 page size (``first`` or ``limit``, else a guess of 10), so nested pages are expensive and a wide
-but flat query is cheap. A lineage answer's lists count as many objects as its node cap
-(``maxNodes``, else the server's HEADWATER_MAX_LINEAGE_NODES): that is what a deep walk fills.
-Scalars are free: they come with their object.
+but flat query is cheap. A page (a connection, a lineage answer, search results) costs at least
+what the server reads for it, whatever is asked of it: its page size, a lineage answer its node cap
+(``maxNodes``, else the server's HEADWATER_MAX_LINEAGE_NODES), which its lists also count as. A
+count, a search or a find reads every row that matches: each costs ``SCAN_COST``. Introspection is
+counted as any other field. Scalars are free: they come with their object.
+
+A list without a page size (a dataset's fields, the namespaces) is guessed at 10 items, but may hold
+100,000. So the estimate is settled as the operation runs: each such list is charged for every item
+past the guess and credited for every one short of it, as its items are completed, and the
+operation is refused once its cost passes the budget (``BudgetedLists``).
 
 Every walk over an operation expands its fragment spreads, and a fragment may spread another
 several times: thirty fragments each spreading the next twice are a document of under 1 KB that
@@ -14,26 +22,39 @@ wherever it is spread (depth, aliases and cost all compose), and stays linear in
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from functools import cache
 from typing import Any
 
 from graphql import (
+    ExecutionResult,
     FieldNode,
+    FloatValueNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
     GraphQLList,
     GraphQLNonNull,
+    GraphQLObjectType,
     GraphQLSchema,
+    GraphQLUnionType,
     InlineFragmentNode,
     IntValueNode,
+    ListValueNode,
     OperationDefinitionNode,
+    SchemaMetaFieldDef,
     SelectionSetNode,
+    TypeMetaFieldDef,
     ValidationContext,
     ValidationRule,
     VariableNode,
+    Visitor,
     get_named_type,
+    value_from_ast_untyped,
+    visit,
 )
+from graphql.execution import Executor
+from graphql.pyutils import AwaitableOrValue, is_iterable
 from strawberry.extensions import AddValidationRules, MaxTokensLimiter
 from strawberry.extensions.base_extension import SchemaExtension
 
@@ -44,18 +65,35 @@ MAX_DEPTH = 15
 MAX_ALIASES = 30
 MAX_TOKENS = 5_000
 MAX_COST = 20_000
+# Fields of a document, counted as written (not expanded). Validation compares the fields of a
+# selection that share a name two by two, on the event loop: 700 `jobs { nodes { id } }` held it
+# for 1.2 s, 100 of them (300 fields) for up to 0.15 s. The console's largest query has 50 fields,
+# GraphiQL's schema query 72, and none of the tests' more than 80.
+MAX_FIELDS = 300
+# Characters of a number literal. No argument takes one longer than a 64-bit float printed in full,
+# and graphql-core reads an integer of more than 4,300 digits as an error of its own.
+MAX_NUMBER_CHARS = 100
 LIST_GUESS = 10
+# What a count, a search or a find costs: it reads every row that matches, however few it answers,
+# so one operation may make at most 25 of them.
+SCAN_COST = MAX_COST // 25
+# The least a lineage walk costs, however small its node cap: its roots are looked up and a walk
+# begun (thirty walks of one node take 0.13 s).
+MIN_WALK_COST = 100
 _PAGE_ARGS = ("first", "limit")
 _CAP_ARG = "maxNodes"
 _CAPPED_FIELDS = ("lineage", "columnLineage")  # the server cuts their maxNodes to its own cap
+_SCANS = ("search", "find", "totalCount")
+# Fields that read the history of each node id they are given, whatever their page size.
+_NODE_LIST_ARGS = {"suspectChanges": "nodeIds"}
 
 
 class QueryTooComplexError(InvalidRequestError):
     code = "query_too_complex"
 
-    def __init__(self, cost: str, maximum: int) -> None:
+    def __init__(self, cost: str, maximum: int, cause: str = "") -> None:
         super().__init__(
-            f"The operation may resolve about {cost} objects; the maximum is {maximum}. "
+            f"The operation may resolve about {cost} objects{cause}; the maximum is {maximum}. "
             "Ask for smaller pages, fewer nested lists or a smaller lineage maxNodes."
         )
 
@@ -166,6 +204,59 @@ class OperationShapeLimiter(ValidationRule):
             )
 
 
+class _DocumentSize(Visitor):
+    """How many fields a document holds, as written, and its number literals longer than any
+    argument takes, by line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields = 0
+        self.long_numbers: list[tuple[int, int]] = []
+
+    def enter_field(self, *_: Any) -> None:
+        self.fields += 1
+
+    def enter_int_value(self, node: IntValueNode, *_: Any) -> None:
+        self._number(node)
+
+    def enter_float_value(self, node: FloatValueNode, *_: Any) -> None:
+        self._number(node)
+
+    def _number(self, node: IntValueNode | FloatValueNode) -> None:
+        if len(node.value) > MAX_NUMBER_CHARS:
+            self.long_numbers.append((node.loc.start_token.line if node.loc else 0, len(node.value)))
+
+
+class DocumentLimiter(SchemaExtension):
+    """Refuse a document of more than ``MAX_FIELDS`` fields (``too_many_fields``), or with a number
+    literal of more than ``MAX_NUMBER_CHARS`` characters, instead of validating it."""
+
+    def on_validate(self) -> Iterator[None]:
+        ctx = self.execution_context
+        if ctx.graphql_document is not None and ctx.pre_execution_errors is None:
+            size = _DocumentSize()
+            visit(ctx.graphql_document, size)
+            # Reported as validation reports its errors (over HTTP and websockets alike), which
+            # also skips validation.
+            if size.fields > MAX_FIELDS:
+                ctx.pre_execution_errors = [
+                    GraphQLError(
+                        f"The document holds {size.fields:,} fields; the maximum is {MAX_FIELDS}. "
+                        "Ask for fewer, or send them in several operations.",
+                        extensions={"code": "too_many_fields"},
+                    )
+                ]
+            elif size.long_numbers:
+                line, length = size.long_numbers[0]
+                ctx.pre_execution_errors = [
+                    GraphQLError(
+                        f"The number on line {line} is {length:,} characters long; no argument "
+                        f"takes one of more than {MAX_NUMBER_CHARS}."
+                    )
+                ]
+        yield
+
+
 # GraphQL's Int: a variable outside it is refused when the operation's variables are coerced,
 # after this estimate, with GraphQL's own message; until then it is no page size.
 _INT_RANGE = range(-(2**31), 2**31)
@@ -188,30 +279,70 @@ def _page_size(node: FieldNode, field: Any, variables: dict[str, Any], node_cap:
     return None
 
 
-def _factor(page: int | None, is_list: bool, paged: bool) -> int:
-    """How many times a field's selection is resolved per parent object."""
-    if page is not None:
-        return page
-    return LIST_GUESS if is_list and not paged else 1
+def _list_length(node: FieldNode, argument: str, variables: dict[str, Any]) -> int:
+    """How many values a list argument holds (a single value stands for a list of one)."""
+    for arg in node.arguments or ():
+        if arg.name.value == argument:
+            if isinstance(arg.value, ListValueNode):
+                return len(arg.value.values)
+            if isinstance(arg.value, VariableNode):
+                value = variables.get(arg.value.name.value)
+                return len(value) if isinstance(value, list) else 1
+            return 1
+    return 0
 
 
-def operation_cost(
-    schema: GraphQLSchema,
-    selection_set: SelectionSetNode,
-    parent: Any,
-    fragments: dict[str, FragmentDefinitionNode],
-    variables: dict[str, Any],
-    node_cap: int = DEFAULT_MAX_NODES,
-) -> int:
-    """The estimated number of objects resolved under an operation's ``selection_set`` (scalars are
-    free); ``node_cap`` is the server's cap on lineage answers."""
-    return _Cost(schema, fragments, variables, node_cap).of(selection_set, parent, paged=False)
+def _operation_variables(op: OperationDefinitionNode, sent: dict[str, Any]) -> dict[str, Any]:
+    """The variables an operation runs with: those sent, else their defaults in the operation."""
+    defaults = {
+        d.variable.name.value: value_from_ast_untyped(d.default_value)
+        for d in op.variable_definitions or ()
+        if d.default_value is not None
+    }
+    return {**defaults, **sent}
+
+
+@cache
+def _page_types(schema: GraphQLSchema) -> frozenset[str]:
+    """The types only ever answered by a field taking a page size (a connection, a lineage graph,
+    search results): their lists are the page, as long as its page size."""
+    paged: set[str] = set()
+    unpaged: set[str] = set()
+    for parent in schema.type_map.values():
+        if not isinstance(parent, GraphQLObjectType):
+            continue
+        for field in parent.fields.values():
+            output = field.type.of_type if isinstance(field.type, GraphQLNonNull) else field.type
+            named = get_named_type(field.type)
+            answers = named.types if isinstance(named, GraphQLUnionType) else (named,)
+            takes_page = any(arg in field.args for arg in (*_PAGE_ARGS, _CAP_ARG))
+            is_page = takes_page and not isinstance(output, GraphQLList)
+            (paged if is_page else unpaged).update(t.name for t in answers)
+    return frozenset(paged - unpaged)
+
+
+_INTROSPECTION_ROOTS = {"__schema": SchemaMetaFieldDef, "__type": TypeMetaFieldDef}
+
+
+def _field_definition(schema: GraphQLSchema, parent: Any, name: str) -> Any:
+    """A field of ``parent``, introspection's too; None for __typename or an unknown field."""
+    if parent is schema.query_type and name in _INTROSPECTION_ROOTS:
+        return _INTROSPECTION_ROOTS[name]
+    return (getattr(parent, "fields", None) or {}).get(name)
 
 
 class _Cost:
-    """The cost walk of ``operation_cost``. A selection's cost is proportional to how many times
-    it is resolved, so each fragment is costed once for one parent object (per ``paged``) and
-    multiplied wherever it is spread."""
+    """The estimated number of objects an operation resolves (scalars are free).
+
+    A selection's cost is what it resolves for one parent object, in two parts: ``per_item``, what
+    it resolves for each item of the page its parent is (the lists of a connection or a lineage
+    graph, which its page size multiplies), and ``once``, the rest. Each fragment is costed once and
+    added wherever it is spread.
+
+    For the operation to be charged what it really resolves as it runs, ``guessed_lists`` keeps,
+    for each list costed at ``LIST_GUESS`` items, what one of its items costs, and ``null_costs``
+    what each field that may be null was costed.
+    """
 
     def __init__(
         self,
@@ -221,92 +352,207 @@ class _Cost:
         node_cap: int,
     ) -> None:
         self.schema = schema
-        self.fragments = fragments
+        self.page_types = _page_types(schema)
         self.variables = variables
         self.node_cap = node_cap
-        # (fragment name, paged) -> its cost for one parent object, each costed after the
-        # fragments it spreads; one not costed (unknown, or in a cycle) costs nothing
-        self._fragment_costs: dict[tuple[str, bool], int] = {}
+        # id(field node) -> the cost of one item of the list it asks for
+        self.guessed_lists: dict[int, int] = {}
+        # id(field node) -> its cost for one parent object, when it may be null
+        self.null_costs: dict[int, int] = {}
+        # fragment name -> its (per_item, once), each costed after the fragments it spreads; one
+        # not costed (unknown, or in a cycle) costs nothing
+        self._fragment_costs: dict[str, tuple[int, int]] = {}
         for name in _fragments_in_order(fragments):
             fragment = fragments[name]
             target = schema.get_type(fragment.type_condition.name.value)
-            for paged in (False, True):
-                self._fragment_costs[(name, paged)] = self.of(fragment.selection_set, target, paged)
+            self._fragment_costs[name] = self.of(fragment.selection_set, target)
 
-    def of(self, selection_set: SelectionSetNode, parent: Any, paged: bool) -> int:
-        """The objects resolved under ``selection_set`` for one ``parent`` object.
+    def operation(self, op: OperationDefinitionNode) -> int:
+        per_item, once = self.of(op.selection_set, self.schema.get_root_type(op.operation))
+        return per_item + once
 
-        ``paged`` says the parent field took a page size, so the list under it (a connection's
-        ``nodes``, a lineage graph's ``nodes`` and ``edges``) is that page and is not multiplied
-        again.
-        """
-        total = 0
+    def of(self, selection_set: SelectionSetNode, parent: Any) -> tuple[int, int]:
+        """(per_item, once) of ``selection_set`` for one ``parent`` object."""
+        per_item = once = 0
         for sel in selection_set.selections:
             if isinstance(sel, FieldNode):
-                total += self._field(sel, parent, paged)
+                item, fixed = self._field(sel, parent)
             elif isinstance(sel, InlineFragmentNode):
                 target = (
                     self.schema.get_type(sel.type_condition.name.value) if sel.type_condition else parent
                 )
-                total += self.of(sel.selection_set, target, paged)
+                item, fixed = self.of(sel.selection_set, target)
             elif isinstance(sel, FragmentSpreadNode):
-                total += self._fragment_costs.get((sel.name.value, paged), 0)
-        return total
+                item, fixed = self._fragment_costs.get(sel.name.value, (0, 0))
+            per_item, once = per_item + item, once + fixed
+        return per_item, once
 
-    def _field(self, sel: FieldNode, parent: Any, paged: bool) -> int:
-        fields = getattr(parent, "fields", None) or {}
-        field = fields.get(sel.name.value)
+    def _field(self, sel: FieldNode, parent: Any) -> tuple[int, int]:
+        name = sel.name.value
+        field = _field_definition(self.schema, parent, name)
+        scans = SCAN_COST if name in _SCANS else 0
         if field is None or sel.selection_set is None:
-            return 0  # __typename, introspection and scalars
+            return 0, scans  # scalars, a count, __typename, or a field validation refused
         output = field.type.of_type if isinstance(field.type, GraphQLNonNull) else field.type
         page = _page_size(sel, field, self.variables, self.node_cap)
-        if page is not None and sel.name.value in _CAPPED_FIELDS:
+        if page is not None and name in _CAPPED_FIELDS:
             page = min(page, self.node_cap)
-        times = max(_factor(page, isinstance(output, GraphQLList), paged), 1)
-        # A list is its items; a paged object (a connection, a lineage answer) is its items too.
-        own = times if isinstance(output, GraphQLList) else int(page is None)
-        below = self.of(
-            sel.selection_set,
-            get_named_type(field.type),
-            paged=page is not None and not isinstance(output, GraphQLList),
-        )
-        return own + times * below
+        page = None if page is None else max(page, 1)
+        item, fixed = self.of(sel.selection_set, get_named_type(field.type))
+        if isinstance(output, GraphQLList):
+            each = 1 + item + fixed  # an item, and what is under it
+            if page is None and getattr(parent, "name", None) in self.page_types:
+                return each, 0  # the items of the page: as many as its page size
+            if page is None:
+                self.guessed_lists[id(sel)] = each
+            cost = (page or LIST_GUESS) * each
+        elif page is None:
+            cost = 1 + item + fixed
+        else:
+            # A page: what the server reads for it (its page, every node id it is given, at least
+            # MIN_WALK_COST for a walk) whatever is asked of it, or the items it answers if more;
+            # then what it answers once, and its scan.
+            reads = max(page, _list_length(sel, _NODE_LIST_ARGS.get(name, ""), self.variables))
+            if name in _CAPPED_FIELDS:
+                reads = max(reads, MIN_WALK_COST)
+            cost = max(reads, page * item) + fixed + scans
+        if not isinstance(field.type, GraphQLNonNull):
+            self.null_costs[id(sel)] = cost
+        return 0, cost
+
+
+def _node_cap(context: Any) -> int:
+    settings = getattr(context, "settings", None)
+    return settings.max_lineage_nodes if settings is not None else DEFAULT_MAX_NODES
 
 
 class CostLimiter(SchemaExtension):
-    """Refuse an operation whose estimated cost is above ``max_cost`` (needs the variables)."""
-
-    def __init__(self, max_cost: int = MAX_COST) -> None:
-        self.max_cost = max_cost
+    """Refuse an operation whose estimated cost is above ``MAX_COST`` (needs the variables)."""
 
     def on_execute(self) -> Iterator[None]:
         ctx = self.execution_context
         document = ctx.graphql_document
         if document is not None:
-            schema = ctx.schema._schema
             fragments = {
                 d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
             }
-            settings = getattr(ctx.context, "settings", None)
-            node_cap = settings.max_lineage_nodes if settings is not None else DEFAULT_MAX_NODES
             for op in document.definitions:
                 if not isinstance(op, OperationDefinitionNode):
                     continue
                 if ctx.operation_name and op.name and op.name.value != ctx.operation_name:
                     continue
-                root = schema.get_root_type(op.operation)
-                cost = operation_cost(
-                    schema, op.selection_set, root, fragments, ctx.variables or {}, node_cap=node_cap
-                )
-                if cost > self.max_cost:
-                    raise QueryTooComplexError(_figure(cost), self.max_cost)
+                variables = _operation_variables(op, ctx.variables or {})
+                cost = _Cost(ctx.schema._schema, fragments, variables, _node_cap(ctx.context))
+                estimate = cost.operation(op)
+                if estimate > MAX_COST:
+                    raise QueryTooComplexError(_figure(estimate), MAX_COST)
         yield
+
+
+class BudgetedLists(Executor[Any]):
+    """An executor that settles the cost estimate as the operation runs, so that the budget bounds
+    what it really resolves.
+
+    A list the estimate guessed at ``LIST_GUESS`` items is charged what an item of it costs for
+    each item past that, as its items are completed, and credited for each it falls short; a field
+    that is null is credited what it was costed. So a list of 100,000 is refused after the few
+    thousand items that pass the budget (lazily built, it is not even built), and the operation is
+    answered with that one error, as if it had been refused before it ran.
+    """
+
+    _cost = 0  # the estimate, as it runs
+    _guessed_lists: dict[int, int]
+    _null_costs: dict[int, int]
+    _refusal: QueryTooComplexError | None = None
+
+    def execute_operation(self, serially: bool | None = None) -> AwaitableOrValue[Any]:
+        cost = _Cost(
+            self.schema,
+            self.fragment_definitions,
+            self.variable_values.coerced,
+            _node_cap(self.context_value),
+        )
+        self._cost = cost.operation(self.operation)
+        if cost.guessed_lists:
+            self._guessed_lists, self._null_costs = cost.guessed_lists, cost.null_costs
+            # Settling looks at every value completed: only an operation with a list of unknown
+            # length pays for it (a lineage answer of 10,000 nodes has none, and takes 5% less
+            # without).
+            self.complete_value = self._complete_value_settled  # type: ignore[method-assign]
+            self.complete_list_value = self._complete_list_value_charged  # type: ignore[method-assign]
+        result = super().execute_operation(serially)
+        if self.is_awaitable(result):
+
+            async def refused_if_over_budget() -> Any:
+                return self._refused_if_over_budget(await result)
+
+            return refused_if_over_budget()
+        return self._refused_if_over_budget(result)
+
+    def _complete_value_settled(
+        self,
+        return_type: Any,
+        field_details_list: Any,
+        info: Any,
+        path: Any,
+        result: Any,
+        position_context: Any,
+    ) -> AwaitableOrValue[Any]:
+        if result is None and not isinstance(path.key, int):  # a field, not an item of a list
+            self._spend(-self._costed(field_details_list, self._null_costs), "")
+        return super().complete_value(
+            return_type, field_details_list, info, path, result, position_context
+        )
+
+    def _complete_list_value_charged(
+        self,
+        return_type: GraphQLList[Any],
+        field_details_list: Any,
+        info: Any,
+        path: Any,
+        result: Any,
+        position_context: Any,
+    ) -> AwaitableOrValue[list[Any]]:
+        item_cost = self._costed(field_details_list, self._guessed_lists)
+        if item_cost and is_iterable(result):
+            where = ".".join(str(key) for key in path.as_list())
+            result = self._charged(result, item_cost, where)
+        return super().complete_list_value(
+            return_type, field_details_list, info, path, result, position_context
+        )
+
+    @staticmethod
+    def _costed(field_details_list: Any, figures: dict[int, int]) -> int:
+        """What ``figures`` hold for a field (the sum for fields merged into one)."""
+        return sum(figures.get(id(details.node), 0) for details in field_details_list)
+
+    def _charged(self, items: Iterable[Any], item_cost: int, where: str) -> Iterator[Any]:
+        count = 0
+        for item in items:
+            count += 1
+            if count > LIST_GUESS:
+                self._spend(item_cost, f" once `{where}` holds {count:,} items")
+            yield item
+        self._spend(-max(LIST_GUESS - count, 0) * item_cost, "")
+
+    def _spend(self, amount: int, cause: str) -> None:
+        self._cost += amount
+        if self._cost > MAX_COST:
+            if self._refusal is None:
+                self._refusal = QueryTooComplexError(_figure(self._cost), MAX_COST, cause)
+            raise self._refusal
+
+    def _refused_if_over_budget(self, result: Any) -> Any:
+        if self._refusal is None:
+            return result
+        return ExecutionResult(None, [GraphQLError(self._refusal.message, original_error=self._refusal)])
 
 
 def limit_extensions() -> list[Any]:
     """Factories of the schema extensions that bound an operation (one instance per operation)."""
     return [
         lambda: MaxTokensLimiter(MAX_TOKENS),
+        DocumentLimiter,
         lambda: AddValidationRules([OperationShapeLimiter]),
         CostLimiter,
     ]

@@ -236,7 +236,7 @@ class Query(GovernanceQuery):
         query: str,
         kinds: Annotated[
             list[FindKind] | None,
-            strawberry.argument(description="What to look for; every kind when null."),
+            strawberry.argument(description="What to look for; every kind when null, none when empty."),
         ] = None,
         namespace: str | None = None,
         tag: Annotated[
@@ -251,7 +251,11 @@ class Query(GovernanceQuery):
             raise InvalidRequestError("The search text is empty.")
         if offset < 0:
             raise InvalidRequestError(f"`offset` must not be negative, got {offset}.")
-        wanted: list[FoundKind] = [FindKind(k).value for k in dict.fromkeys(kinds or list(FindKind))]
+        if kinds is None:
+            kinds = list(FindKind)
+        elif not kinds:
+            return FindResult(total_count=0, hits=[])
+        wanted: list[FoundKind] = [FindKind(k).value for k in dict.fromkeys(kinds)]
         async with info.context.pool.acquire() as conn:
             found, total = await find_nodes(
                 conn, query, kinds=wanted, namespace=namespace, tag=tag, limit=first, offset=offset

@@ -6,8 +6,11 @@ GraphiQL is our own page (graphiql.html) whose assets are served from the packag
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from typing import Any
 
-from cross_web import LitestarRequestAdapter
+from cross_web import HTTPException, LitestarRequestAdapter
+from litestar import Request, Response
+from litestar.exceptions import HTTPException as LitestarHTTPException
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.litestar import make_graphql_controller
 from strawberry.litestar.controller import LitestarWebSocketAdapter
@@ -19,8 +22,9 @@ from headwater.api.graphql.arguments import RefuseNulArguments
 from headwater.api.graphql.context import Context, LoadersPerOperation, context_getter
 from headwater.api.graphql.errors import HeadwaterSchema
 from headwater.api.graphql.graphiql import ENDPOINT, graphiql_html
-from headwater.api.graphql.limits import limit_extensions
+from headwater.api.graphql.limits import BudgetedLists, limit_extensions
 from headwater.api.graphql.mutations import Mutation
+from headwater.api.graphql.operations import OperationNameRequired
 from headwater.api.graphql.queries import Query
 from headwater.api.graphql.subscriptions import SharedRenderingExecutor, Subscription, encode_message
 from headwater.api.rest.body import (
@@ -41,13 +45,19 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 # a MB here: a 30 MB comment held every other request for 5 s. Real documents are a few KB.
 MAX_DOCUMENT_CHARS = 256 * 1024
 
+
+class _Executor(BudgetedLists, SharedRenderingExecutor):
+    """Each operation held to the cost budget as its lists are completed; a change rendered once
+    for every subscriber asking the same of it."""
+
+
 schema = HeadwaterSchema(
     query=Query,
     mutation=Mutation,
     subscription=Subscription,
-    extensions=[*limit_extensions(), RefuseNulArguments, LoadersPerOperation],
+    extensions=[*limit_extensions(), OperationNameRequired, RefuseNulArguments, LoadersPerOperation],
     config=StrawberryConfig(disable_field_suggestions=True),
-    execution_context_class=SharedRenderingExecutor,
+    execution_context_class=_Executor,
 )
 
 _StrawberryController = make_graphql_controller(
@@ -105,6 +115,31 @@ class GraphQLController(_StrawberryController):  # type: ignore[misc,valid-type]
     def encode_json(self, data: object) -> str | bytes:
         # A change sent to many subscribers is encoded once for them all.
         return encode_message(data, super().encode_json)
+
+    async def execute_request(
+        self, request: Request[Any, Any, Any], context: Any, root_value: Any
+    ) -> Response[Any]:
+        # strawberry answers what it cannot take as a request (no query, an unknown operation name,
+        # a content type it does not read, `variables` that are no object) in plain text: as any
+        # other error of the API, it is problem details with a code.
+        try:
+            response: Response[Any] = await self.run(request, context=context, root_value=root_value)
+        except HTTPException as exc:
+            raise LitestarHTTPException(status_code=exc.status_code, detail=exc.reason) from None
+        return response
+
+    def parse_json(self, data: str | bytes) -> object:
+        decoded = super().parse_json(data)
+        # A POST body comes as bytes (GET's variables and extensions as text, which may be null).
+        # strawberry reads a request out of whatever a body holds, and fails on null, a number or
+        # a string; an array would be several operations, and batching is off.
+        if isinstance(data, bytes) and not isinstance(decoded, dict):
+            kind = _json_kind(decoded)
+            raise InvalidRequestError(
+                f"A GraphQL request body must be a JSON object, not {kind}.",
+                [FieldError("$", f"{kind}, not an object")],
+            )
+        return decoded
 
     def decode_json(self, data: str | bytes) -> object:
         # A 64 MB body of `[]` would decode into gigabytes of lists: count before decoding. Then

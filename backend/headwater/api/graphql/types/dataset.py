@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Iterator
 from typing import cast
 
 import strawberry
@@ -60,14 +61,18 @@ class DatasetVersion(CatalogVersion):
     def from_record(cls, r: DatasetVersionRecord) -> DatasetVersion:
         return cls(**cls.shared_values(r), storage_version=r.storage_version)
 
-    @strawberry.field(description="The schema of this version (null when no run reported one).")
-    def fields(self) -> list[SchemaField] | None:
+    @strawberry.field(
+        description="The schema of this version (null when no run reported one).",
+        graphql_type=list[SchemaField] | None,
+    )
+    def fields(self) -> Iterator[SchemaField] | None:
+        # Built as the answer takes them, like a dataset's fields.
         if self.record.schema_fields is None:
             return None
-        return [
+        return (
             SchemaField(name=f.get("name", ""), type=f.get("type"), description=f.get("description"))
             for f in self.record.schema_fields
-        ]
+        )
 
     created_by_run = node.created_by_run_field("The run that first wrote this version.")
 
@@ -94,12 +99,13 @@ class Dataset(CatalogNode, shape=catalog.DATASETS, version_type=DatasetVersion):
     owners = strawberry.field(resolver=node.owners, description=OWNERS_DESCRIPTION)
     deleted = strawberry.field(resolver=node.deleted)
 
-    @strawberry.field(description="The current schema, in order.")
-    async def fields(self, info: Info) -> list[DatasetField]:
-        return [
-            DatasetField.from_record(f)
-            for f in await info.context.loaders.fields.load(self.record.dataset_uuid)
-        ]
+    @strawberry.field(description="The current schema, in order.", graphql_type=list[DatasetField])
+    async def fields(self, info: Info) -> Iterator[DatasetField]:
+        # Built as the answer takes them: a schema may hold 100,000 fields, and an operation that
+        # is refused once it has taken those its budget allows builds no more (limits.py).
+        return map(
+            DatasetField.from_record, await info.context.loaders.fields.load(self.record.dataset_uuid)
+        )
 
     tags = strawberry.field(resolver=node.tags)
     current_version = node.current_version_field(DatasetVersion, "The version of its latest write.")

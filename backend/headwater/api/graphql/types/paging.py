@@ -12,6 +12,7 @@ import base64
 import binascii
 import datetime as dt
 import json
+import math
 import uuid
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
@@ -135,9 +136,21 @@ def decode_node_cursor(cursor: str, order: CatalogOrder) -> NodeKey:
         if tag != order.value:
             raise InvalidCursorError(cursor)
         value = _sort_value(cursor, order, raw)
-    if not isinstance(namespace, str) or not isinstance(name, str):
+    if not _is_stored_text(namespace) or not _is_stored_text(name):
         raise InvalidCursorError(cursor)
     return NodeKey(namespace, name, value)
+
+
+def _is_stored_text(raw: Any) -> bool:
+    """Whether a cursor's value is text a name can be: PostgreSQL text holds no U+0000, and UTF-8
+    no lone surrogate (JSON's escapes make both)."""
+    if not isinstance(raw, str) or "\x00" in raw:
+        return False
+    try:
+        raw.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _sort_value(cursor: str, order: CatalogOrder, raw: Any) -> float | dt.datetime | None:
@@ -146,9 +159,12 @@ def _sort_value(cursor: str, order: CatalogOrder, raw: Any) -> float | dt.dateti
             return None
         if isinstance(raw, int | float) and not isinstance(raw, bool):
             try:
-                return float(raw)
+                heat = float(raw)
             except OverflowError:
                 pass
+            else:
+                if math.isfinite(heat):  # JSON's NaN and Infinity are no heat
+                    return heat
     else:
         return cursor_time(cursor, raw)
     raise InvalidCursorError(cursor)
