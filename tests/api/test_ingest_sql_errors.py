@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.factories import dataset, run_event, sql_facet
@@ -161,18 +163,22 @@ async def test_a_warning_naming_what_postgresql_cannot_store_says_it_escaped(cli
     ]
 
 
-async def test_tables_the_sql_names_count_against_the_datasets_one_event_may_name(client, conn):
-    # 5,200 tables joined: the event reports 2 datasets, so the SQL adds 4,998 and 202 are left out.
-    sql = "INSERT INTO shop.public.revenue SELECT 1 FROM a0 " + " ".join(
-        f"JOIN a{i} ON 1=1" for i in range(1, 5_200)
-    )
-    event = run_event(
+def orders_to_revenue(sql: str) -> dict[str, Any]:
+    """A run reporting shop.public.orders read and shop.public.revenue written, by ``sql``."""
+    return run_event(
         "dag.task",
         job_facets=sql_facet(sql),
         inputs=[dataset("shop.public.orders", PG)],
         outputs=[dataset("shop.public.revenue", PG)],
     )
-    response = await client.post("/api/v1/lineage", json=event)
+
+
+async def test_tables_the_sql_names_count_against_the_datasets_one_event_may_name(client, conn):
+    # 5,200 tables joined: the event reports 2 datasets, so the SQL adds 4,998 and 202 are left out.
+    sql = "INSERT INTO shop.public.revenue SELECT 1 FROM a0 " + " ".join(
+        f"JOIN a{i} ON 1=1" for i in range(1, 5_200)
+    )
+    response = await client.post("/api/v1/lineage", json=orders_to_revenue(sql))
     assert response.status_code == 201, response.text
     assert response.json()["warnings"] == [
         {
@@ -186,13 +192,7 @@ async def test_tables_the_sql_names_count_against_the_datasets_one_event_may_nam
 
 async def test_column_edges_the_sql_derives_count_against_those_one_event_may_make(client, conn):
     sql = "INSERT INTO revenue (x) SELECT " + "+".join(f"q{i}" for i in range(20_300)) + " FROM orders"
-    event = run_event(
-        "dag.task",
-        job_facets=sql_facet(sql),
-        inputs=[dataset("shop.public.orders", PG)],
-        outputs=[dataset("shop.public.revenue", PG)],
-    )
-    response = await client.post("/api/v1/lineage", json=event)
+    response = await client.post("/api/v1/lineage", json=orders_to_revenue(sql))
     assert response.status_code == 201, response.text
     assert response.json()["warnings"] == [
         {
