@@ -33,8 +33,8 @@ _TEXT_INPUT = "org.apache.hadoop.mapreduce.lib.input.TextInputFormat"
 # One split per file: line numbers are then counted by the task that reads the whole file.
 _ONE_SPLIT = {"mapreduce.input.fileinputformat.split.minsize": str(2**62)}
 _BLANKS = b" \t\r\n\xef\xbb\xbf"  # with the bytes of a UTF-8 byte order mark
-# Bytes read at a time while looking for a file's first non-blank byte.
-_SNIFF_BYTES = 64 * 1024
+# Bytes read one by one, then at a time, while looking for a file's first non-blank byte.
+_SNIFF_BYTES = 4096
 
 
 class ArchiveNotFoundError(Exception):
@@ -107,6 +107,15 @@ def _starts_with_array(fs: Any, codecs: Any, path: Any) -> bool:
     however many blanks come first (an indented array may begin with thousands)."""
     stream = _open_decompressed(fs, codecs, path)
     try:
+        # A byte at a time first: reading ahead would reach the end of a short file, and of a
+        # truncated compressed one fail here instead of where the read names the file.
+        for _ in range(_SNIFF_BYTES):
+            byte: int = stream.read()  # java.io.InputStream.read: a byte, or -1 at the end
+            if byte < 0:
+                return False
+            if byte not in _BLANKS:
+                return byte == ord("[")
+        # Then in blocks, past any number of blanks.
         while chunk := bytes(stream.readNBytes(_SNIFF_BYTES)):  # a Java byte[], copied once
             if rest := chunk.lstrip(_BLANKS):
                 return rest[0] == ord("[")
