@@ -583,7 +583,7 @@ def test_sql_nested_deeper_than_a_thread_stack_holds_is_stored_with_a_warning(se
     )
     response = post(server, e)
     assert response.status_code == 201, response.text
-    assert response.json()["warnings"][0]["message"].startswith("SQL lineage not derived: ")
+    assert response.json()["warnings"][0]["message"].startswith("SQL lineage: ")
     assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
 
 

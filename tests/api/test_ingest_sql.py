@@ -294,7 +294,7 @@ async def test_unparseable_sql_is_a_warning_not_a_failure(client, conn):
     warning = response.json()["warnings"][0]
     assert warning["path"] == "$.job.facets.sql.query"
     assert warning["message"] == (
-        "SQL lineage not derived: expected a table name but found 'WHERE' at line 1, column 25"
+        "SQL lineage: expected a table name but found 'WHERE' at line 1, column 25"
     )
     assert await conn.fetchval("SELECT count(*) FROM lineage_edges") == 2
 

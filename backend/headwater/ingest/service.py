@@ -192,7 +192,7 @@ def prepare_events(events: list[ValidEvent], alias_rules: list[AliasRule]) -> li
     for event in events:
         n = normalize_event(event, alias_rules)
         for error in derive_from_sql(n, alias_rules):
-            n.warnings.append(FieldError("$.job.facets.sql.query", f"SQL lineage not derived: {error}"))
+            n.warnings.append(FieldError("$.job.facets.sql.query", f"SQL lineage: {error}"))
         if len(n.warnings) > MAX_WARNINGS:
             more = len(n.warnings) - MAX_WARNINGS + 1
             n.warnings[MAX_WARNINGS - 1 :] = [FieldError("$", f"{more:,} more warnings not listed")]
