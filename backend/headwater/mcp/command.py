@@ -13,6 +13,7 @@ import logging
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+from headwater.api.read_turns import ReadTurns
 from headwater.db.pool import create_pool
 from headwater.lineage.documents import DocumentCache
 from headwater.mcp.server import build_server
@@ -42,7 +43,8 @@ async def _serve(settings: Settings, url: str) -> None:
     async def reads(_: MCPServer[Reads]) -> AsyncIterator[Reads]:
         pool = await create_pool(settings, url)
         try:
-            yield Reads(pool, settings, DocumentCache())
+            turns = ReadTurns(settings.lineage_reads_at_once, settings.pool_acquire_timeout_ms / 1000)
+            yield Reads(pool, settings, DocumentCache(), turns)
         finally:
             await pool.close()
 

@@ -135,6 +135,8 @@ class HttpEndpoint:
     @asynccontextmanager
     async def lifespan(self, app: Litestar) -> AsyncIterator[None]:
         """Run the session manager while the app runs; after the lifespan that opens the pool."""
-        self._reads = Reads(app.state.pool, app.state.settings, cache_for(app.state))
+        self._reads = Reads(
+            app.state.pool, app.state.settings, cache_for(app.state), app.state.read_turns
+        )
         async with self.manager.run():
             yield

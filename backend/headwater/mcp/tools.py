@@ -8,6 +8,7 @@ message says what to do next: an unknown node comes with the nearest names searc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import uuid
@@ -20,6 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
+from headwater.api.read_turns import ReadTurns
 from headwater.api.rest.catalog import datasets_json, jobs_json, runs_json
 from headwater.api.rest.catalog.routing import MAX_OFFSET
 from headwater.api.rest.lineage import parse_as_of
@@ -69,11 +71,13 @@ _RUN_STATES = {"FAIL": "RUN_FAILED", "ABORT": "RUN_FAILED"}
 
 @dataclass(frozen=True)
 class Reads:
-    """What the tools read with: the pool, the settings (caps), the node document cache."""
+    """What the tools read with: the pool, the settings (caps), the node document cache, and the
+    turns lineage walks take (shared with REST and GraphQL under `serve`)."""
 
     pool: asyncpg.Pool
     settings: Settings
     cache: DocumentCache
+    turns: ReadTurns
 
 
 NodeId = Annotated[
@@ -170,17 +174,22 @@ class _Reading:
     """A connection for one tool call; expected failures become tool errors with next steps.
 
     ``node_id`` is the node the call asks about: when it is unknown, the error suggests near names.
+    A call that ``walks`` lineage waits for its turn first (api/read_turns.py).
     """
 
-    def __init__(self, reads: Reads, node_id: str | None = None) -> None:
+    def __init__(self, reads: Reads, node_id: str | None = None, *, walks: bool = False) -> None:
         self.reads = reads
         self.node_id = node_id
-        self._acquired: Any = None
+        self.walks = walks
+        self._held = contextlib.AsyncExitStack()
         self.conn: asyncpg.Connection
 
     async def __aenter__(self) -> asyncpg.Connection:
-        self._acquired = self.reads.pool.acquire()
-        self.conn = await self._acquired.__aenter__()
+        async with contextlib.AsyncExitStack() as held:
+            if self.walks:
+                await held.enter_async_context(self.reads.turns.turn())
+            self.conn = await held.enter_async_context(self.reads.pool.acquire())
+            self._held = held.pop_all()
         return self.conn
 
     async def __aexit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
@@ -196,7 +205,7 @@ class _Reading:
             if isinstance(error, AppError):
                 raise ToolError(error.message) from error
         finally:
-            await self._acquired.__aexit__(kind, error, tb)
+            await self._held.__aexit__(kind, error, tb)
 
 
 def _check_depth(reads: Reads, depth: int) -> int:
@@ -484,7 +493,7 @@ async def lineage(
     depth = _check_depth(reads, depth)
     when = _as_of(as_of)
     cap = _cap(reads, max_nodes)
-    async with _Reading(reads, node_id) as conn:
+    async with _Reading(reads, node_id, walks=True) as conn:
         graph = await _walk(
             reads,
             conn,
@@ -580,7 +589,7 @@ async def impact_of_change(
             "impact_of_change starts from a dataset or a column; for a job, use lineage with "
             "direction DOWNSTREAM."
         )
-    async with _Reading(reads, node_id) as conn:
+    async with _Reading(reads, node_id, walks=True) as conn:
         graph = await _walk(reads, conn, node_id, direction="DOWNSTREAM", depth=depth, max_nodes=cap)
     paths = shortest_paths(graph.root, graph.edges)
     impacted = [n for n in graph.nodes if n.id != graph.root]
@@ -639,7 +648,7 @@ async def root_cause(
     when = _as_of(since) or dt.datetime.now(dt.UTC) - dt.timedelta(days=7)
     if not node_id.startswith("dataset:"):
         raise ToolError("root_cause starts from a dataset: dataset:NAMESPACE:NAME (search finds it).")
-    async with _Reading(reads, node_id) as conn:
+    async with _Reading(reads, node_id, walks=True) as conn:
         graph = await _walk(reads, conn, node_id, direction="UPSTREAM", depth=depth, max_nodes=cap)
         distance = {n.id: n.distance for n in graph.nodes}
         changes, total = await fetch_suspect_changes(
