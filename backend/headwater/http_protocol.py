@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import sys
 import termios
 import weakref
@@ -68,6 +69,42 @@ _HEAD_TOO_LARGE_RESPONSE = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/problem+json\r\n"
     b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_HEAD_TOO_LARGE), _HEAD_TOO_LARGE)
 )
+
+
+def _problem_response(status: int, reason: str, code: str, title: str, detail: str) -> bytes:
+    body = json.dumps(
+        {
+            "type": f"urn:headwater:problem:{code}",
+            "title": title,
+            "status": status,
+            "detail": detail,
+            "code": code,
+        }
+    ).encode()
+    return (
+        b"HTTP/1.1 %d %s\r\ncontent-type: application/problem+json\r\ncontent-length: %d\r\n"
+        b"connection: close\r\n\r\n%s" % (status, reason.encode(), len(body), body)
+    )
+
+
+# What the HTTP parser refuses (uvicorn answers it in plain text): a URL longer than it reads
+# (64 KiB), or anything else that is not HTTP/1.1.
+_URL_TOO_LONG_RESPONSE = _problem_response(
+    414,
+    "URI Too Long",
+    "uri_too_long",
+    "URI too long",
+    "The request's URL is longer than 64 KiB, the most this server reads; send long lists of "
+    "values in a body (GraphQL variables, a POST).",
+)
+_NOT_HTTP_RESPONSE = _problem_response(
+    400,
+    "Bad Request",
+    "invalid_http_request",
+    "Invalid HTTP request",
+    "The request is not valid HTTP/1.1.",
+)
+_PARSED_URL_BYTES = 65_535
 
 # The open connections of this process (websockets excepted), and the sweep that checks them.
 _watched: weakref.WeakSet[DeadlineProtocol] = weakref.WeakSet()
@@ -140,6 +177,14 @@ class DeadlineProtocol(HttpToolsProtocol):
             _watched.discard(self)
             self.transport.write(_HEAD_TOO_LARGE_RESPONSE)
             self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        """What the parser refused, as a problem document as every other error is."""
+        self.logger.debug("refused a request from %s: %s", self._peer(), msg)
+        # The URL so far: the parser stops at its limit.
+        too_long = len(getattr(self, "url", b"")) >= _PARSED_URL_BYTES - 1024
+        self.transport.write(_URL_TOO_LONG_RESPONSE if too_long else _NOT_HTTP_RESPONSE)
+        self.transport.close()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

@@ -165,6 +165,24 @@ def test_headers_larger_than_the_limit_get_a_431_at_once(server):
     )
 
 
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "code"),
+    [
+        (b"GET /graphql?query=" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+        (b"HELLO THERE\r\n\r\n", 400, "invalid_http_request"),
+    ],
+    ids=["url of 70 KB", "not http"],
+)
+def test_what_the_http_parser_refuses_is_a_problem_document(server, request_bytes, status, code):
+    with connect(server) as sock:
+        sock.sendall(request_bytes)
+        _, answer = until_closed(sock, limit=10)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status), answer[:200]
+    assert b"content-type: application/problem+json" in head
+    assert json.loads(body)["code"] == code
+
+
 def test_headers_within_the_limit_and_pipelined_bodies_are_served(server):
     with connect(server) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 60_000 + b"\r\n\r\n")
