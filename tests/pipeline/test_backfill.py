@@ -15,7 +15,11 @@ from litestar.testing import AsyncTestClient
 from headwater.app import create_app
 from headwater.pipeline.backfill import BackfillOptions, run_backfill
 from headwater.pipeline.export import ExportOptions, run_export
-from headwater.pipeline.sources import ArchiveUnreadableError
+from headwater.pipeline.sources import (
+    ArchiveUnreadableError,
+    find_archive_files,
+    find_unreadable_archive,
+)
 from headwater.settings import Settings
 from tests.client import post_all
 from tests.factories import at, mixed_history, rid, run_event
@@ -178,6 +182,21 @@ async def test_a_truncated_gzip_archive_is_named_and_nothing_is_written(
         f"{cut.resolve().as_uri().replace('file:///', 'file:/')} cannot be read to its end"
     )
     assert "Nothing was written" in message
+
+
+def test_a_compressed_array_too_large_to_read_whole_is_named(spark, tmp_path):
+    # After a read failed, the driver says which file it was: here an array past the limit, which
+    # each task refuses to inflate further.
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b"[" + b" " * 300_000 + b"]"))
+    files = find_archive_files(spark, [str(bomb)])
+    error = find_unreadable_archive(spark, files, array_limit=100_000)
+    assert files[0].is_array
+    assert str(error).startswith(
+        f"{bomb.resolve().as_uri().replace('file:///', 'file:/')} is a JSON array of more than "
+        "100,000 bytes (decompressed), which is read whole"
+    )
+    assert find_unreadable_archive(spark, files, array_limit=400_000) is None
 
 
 async def test_an_array_file_after_thousands_of_blanks_is_read_as_an_array(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,21 @@ class ArchiveNotFoundError(Exception):
 
 
 class ArchiveUnreadableError(Exception):
-    """An archive file that cannot be read to its end: a truncated or corrupt gzip or bz2 file."""
+    """An archive file that cannot be read to its end: a truncated or corrupt gzip or bz2 file, or
+    a JSON-array file larger than a task reads whole (``ARRAY_FILE_MAX_BYTES``)."""
+
+
+# A JSON-array file is read whole by one task and decoded at once (its events then take several
+# times its size): past this, decompressed, it is refused, naming the file. A 1.5 MB .json.gz of
+# 1.5 GB took the backfill to 3.2 GB of memory. JSON-lines files are read a line at a time.
+ARRAY_FILE_MAX_BYTES = 256 * 1024 * 1024
+
+
+def _too_large(path: str, limit: int) -> ArchiveUnreadableError:
+    return ArchiveUnreadableError(
+        f"{path} is a JSON array of more than {limit:,} bytes (decompressed), which is read whole: "
+        "write it as JSON lines, one event a line, or split it. Nothing was written."
+    )
 
 
 @dataclass(frozen=True)
@@ -81,13 +96,11 @@ def find_archive_files(spark: SparkSession, paths: list[str]) -> list[ArchiveFil
         for status in sorted(statuses, key=lambda s: s.getPath().toString()):
             for file_status in _walk(fs, status):
                 file_path = file_status.getPath()
-                found.append(
-                    (
-                        file_path.toString(),
-                        file_status.getLen(),
-                        _starts_with_array(fs, codecs, file_path),
-                    )
-                )
+                is_array = _starts_with_array(fs, codecs, file_path)
+                size = file_status.getLen()
+                if is_array and codecs.getCodec(file_path) is None and size > ARRAY_FILE_MAX_BYTES:
+                    raise _too_large(file_path.toString(), ARRAY_FILE_MAX_BYTES)
+                found.append((file_path.toString(), size, is_array))
     return [ArchiveFile(i, p, size, is_array) for i, (p, size, is_array) in enumerate(found)]
 
 
@@ -125,26 +138,29 @@ def _starts_with_array(fs: Any, codecs: Any, path: Any) -> bool:
 
 
 def find_unreadable_archive(
-    spark: SparkSession, files: list[ArchiveFile]
+    spark: SparkSession, files: list[ArchiveFile], array_limit: int = ARRAY_FILE_MAX_BYTES
 ) -> ArchiveUnreadableError | None:
-    """The first compressed file that cannot be decompressed to its end, as an error naming it and
-    why; None when every one can. Each is read through (in the JVM, one call a file): meant for
-    after a read has failed, whose error does not say which file it was reading."""
+    """The first compressed file that cannot be decompressed to its end, or is a JSON array larger
+    than ``array_limit`` once decompressed, as an error naming it and why; None when there is none.
+    Each is read through (in the JVM, one call a file): meant for after a read has failed, whose
+    error does not say which file it was reading."""
     jvm, conf, codecs = _hadoop(spark)
     for f in files:
         path = jvm.org.apache.hadoop.fs.Path(f.path)
         if codecs.getCodec(path) is None:
             continue
+        stream = _open_decompressed(path.getFileSystem(conf), codecs, path)
         try:
-            stream = _open_decompressed(path.getFileSystem(conf), codecs, path)
-            jvm.org.apache.hadoop.io.IOUtils.copyBytes(
-                stream, jvm.java.io.OutputStream.nullOutputStream(), 1 << 16, True
-            )
+            size: int = stream.transferTo(jvm.java.io.OutputStream.nullOutputStream())
         except Exception as exc:  # py4j's error, carrying the Java one
             return ArchiveUnreadableError(
                 f"{f.path} cannot be read to its end ({_java_cause(exc)}): a truncated or corrupt "
                 "compressed file. Nothing was written; repair or remove it and run again."
             )
+        finally:
+            stream.close()
+        if f.is_array and size > array_limit:
+            return _too_large(f.path, array_limit)
     return None
 
 
@@ -189,12 +205,20 @@ def _line_rows(file_index: int, lines: Iterator[tuple[int, str]]) -> Iterator[Ar
         yield file_index, number, None, text
 
 
-def _array_rows(file_index: int, path: str, content: bytes) -> Iterator[ArchiveRow]:
-    """The events of a JSON-array file; a file that is not a JSON array is one row, rejected later."""
+def _array_rows(
+    file_index: int, path: str, content: bytes, limit: int = ARRAY_FILE_MAX_BYTES
+) -> Iterator[ArchiveRow]:
+    """The events of a JSON-array file; a file that is not a JSON array is one row, rejected later.
+    Decompressed at most to ``limit`` bytes: a larger file fails the task (the driver then names it,
+    see ``find_unreadable_archive``)."""
     if path.endswith(".gz"):
-        content = gzip.decompress(content)
+        with gzip.GzipFile(fileobj=io.BytesIO(content)) as gz:
+            content = gz.read(limit + 1)
     elif path.endswith(".bz2"):
-        content = bz2.decompress(content)
+        with bz2.BZ2File(io.BytesIO(content)) as bz:
+            content = bz.read(limit + 1)
+    if len(content) > limit:
+        raise _too_large(path, limit)
     try:
         items = msgspec.json.decode(content)
     except (msgspec.DecodeError, RecursionError):
