@@ -23,7 +23,7 @@ from typing import Any, Literal
 import msgspec
 
 from headwater import times
-from headwater.errors import FieldError, InvalidEventError
+from headwater.errors import AppError, FieldError, InvalidEventError
 from headwater.lineage.node_ids import MAX_NAME_BYTES, MAX_NAMESPACE_BYTES
 
 # Errors listed in one answer, over all the events of a request; the others are only counted.
@@ -330,6 +330,39 @@ def validate_event(raw: Any, prefix: str = "$", max_errors: int = MAX_ERRORS) ->
         content_hash=hashlib.sha256(sorted_json).digest(),
         size=len(sorted_json),
     )
+
+
+T = typing.TypeVar("T")
+
+
+def all_or_none(
+    items: list[Any],
+    check: typing.Callable[[int, Any, int], T],
+    refusal: type[AppError],
+    noun: str,
+) -> list[T]:
+    """``check(index, item, errors it may still list)`` of every item, or, when any is refused
+    (``refusal`` or InvalidEventError), ``refusal`` listing what is wrong in all of them: at most
+    ``MAX_ERRORS``, the items after that unchecked, since nothing will be stored."""
+    checked: list[T] = []
+    errors: list[FieldError] = []
+    omitted, invalid, unchecked = 0, 0, 0
+    for i, item in enumerate(items):
+        if len(errors) >= MAX_ERRORS:
+            unchecked = len(items) - i
+            break
+        try:
+            checked.append(check(i, item, MAX_ERRORS - len(errors)))
+        except (refusal, InvalidEventError) as exc:
+            errors.extend(exc.errors)
+            omitted += exc.omitted
+            invalid += 1
+    if invalid:
+        rest = f", {unchecked} more not checked" if unchecked else ""
+        raise refusal(
+            f"{invalid} of {len(items)} {noun} are invalid{rest}; none was stored.", errors, omitted
+        )
+    return checked
 
 
 def too_long(value: str, limit: int) -> str | None:

@@ -13,8 +13,8 @@ from litestar.datastructures import State
 from headwater.api.metrics import EVENTS
 from headwater.api.rest.body import EVENT_BATCH_BODY, EVENT_OR_EVENTS_BODY, read_json_body
 from headwater.api.rest.catalog.routing import problems
-from headwater.errors import AppError, FieldError, InvalidEventError, PayloadTooLargeError
-from headwater.ingest.validate import MAX_ERRORS, ValidEvent, validate_event
+from headwater.errors import AppError, InvalidEventError, PayloadTooLargeError
+from headwater.ingest.validate import MAX_ERRORS, ValidEvent, all_or_none, validate_event
 
 T = TypeVar("T")
 
@@ -67,7 +67,7 @@ def _failed_event(index: int, exc: AppError) -> dict[str, Any]:
 OFF_LOOP_EVENTS = 32
 
 
-async def _validated(check: Callable[[list[Any]], T], raw: list[Any]) -> T:
+async def checked(check: Callable[[list[Any]], T], raw: list[Any]) -> T:
     """``check(raw)``, in a worker thread for a long array."""
     if len(raw) > OFF_LOOP_EVENTS:
         return await asyncio.to_thread(check, raw)
@@ -76,27 +76,15 @@ async def _validated(check: Callable[[list[Any]], T], raw: list[Any]) -> T:
 
 def _validate_all_or_none(raw: list[Any]) -> list[ValidEvent]:
     """The events of an array, or a 400 listing what is wrong in any of them."""
-    events: list[ValidEvent] = []
-    errors: list[FieldError] = []
-    omitted, invalid, unchecked = 0, 0, 0
-    for i, item in enumerate(raw):
-        if len(errors) >= MAX_ERRORS:
-            # Nothing will be stored and no more errors listed: the rest is not checked.
-            unchecked = len(raw) - i
-            break
+
+    def validate(i: int, item: Any, errors_left: int) -> ValidEvent:
         try:
-            events.append(validate_event(item, f"$[{i}]", MAX_ERRORS - len(errors)))
-        except InvalidEventError as exc:
+            return validate_event(item, f"$[{i}]", errors_left)
+        except InvalidEventError:
             EVENTS.labels("UNKNOWN", "invalid").inc()
-            errors.extend(exc.errors)
-            omitted += exc.omitted
-            invalid += 1
-    if invalid:
-        rest = f", {unchecked} more not checked" if unchecked else ""
-        raise InvalidEventError(
-            f"{invalid} of {len(raw)} events are invalid{rest}; none was stored.", errors, omitted
-        )
-    return events
+            raise
+
+    return all_or_none(raw, validate, InvalidEventError, "events")
 
 
 def _validate_each(raw: list[Any]) -> tuple[list[tuple[int, ValidEvent]], list[dict[str, Any]]]:
@@ -145,7 +133,7 @@ async def post_lineage(request: Request[Any, Any, Any], state: State) -> Respons
                 f"one has {len(raw):,}. Post it in smaller arrays, or to /api/v1/lineage/batch, which "
                 "stores it in parts with a result for each event."
             )
-        events = await _validated(_validate_all_or_none, raw)
+        events = await checked(_validate_all_or_none, raw)
         if not events:
             raise InvalidEventError("The array is empty; expected at least one event.")
         results = await store_events(state, events)
@@ -176,7 +164,7 @@ async def post_lineage_batch(request: Request[Any, Any, Any], state: State) -> R
     raw = await read_json_body(request, settings.max_body_bytes, settings.max_body_values)
     if not isinstance(raw, list):
         raise InvalidEventError("A batch must be a JSON array of events.")
-    valid, failed = await _validated(_validate_each, raw)
+    valid, failed = await checked(_validate_each, raw)
     if valid:
         # Per-event results: a large batch may be committed in parts, so that it does not hold
         # every other request back while it is written; an event the database refuses fails alone.
