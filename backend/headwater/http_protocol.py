@@ -33,59 +33,49 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import sys
 import termios
 import weakref
 from typing import Any
 
+import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from headwater.api.problems import problem_body
 from headwater.settings import get_settings
 
 SWEEP_EVERY_S = 1.0
 
-# A problem document, as every other error is (headwater.api.problems).
-_TIMED_OUT = (
-    b'{"type":"urn:headwater:problem:request_timeout","title":"Request Timeout","status":408,'
-    b'"detail":"The request was not received in time; send it again.","code":"request_timeout"}'
-)
-_TIMED_OUT_RESPONSE = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/problem+json\r\n"
-    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_TIMED_OUT), _TIMED_OUT)
+
+def _problem_response(status: int, reason: str, code: str, title: str, detail: str) -> bytes:
+    """A whole HTTP response holding a problem document, as every other error is
+    (headwater.api.problems), for what the protocol answers before any app runs; it closes."""
+    body = msgspec.json.encode(problem_body(status, code, title, detail))
+    return (
+        b"HTTP/1.1 %d %s\r\ncontent-type: application/problem+json\r\ncontent-length: %d\r\n"
+        b"connection: close\r\n\r\n%s" % (status, reason.encode(), len(body), body)
+    )
+
+
+_TIMED_OUT_RESPONSE = _problem_response(
+    408,
+    "Request Timeout",
+    "request_timeout",
+    "Request Timeout",
+    "The request was not received in time; send it again.",
 )
 
 # Bytes of a request's line and headers. Counted a piece at a time as they arrive, so that a piece
 # that also ends the previous request (pipelined) is not counted: a head is refused once it is
 # longer than this, and certainly before it is this plus one piece (asyncio reads 256 KiB at most).
 MAX_HEAD_BYTES = 64 * 1024
-_HEAD_TOO_LARGE = (
-    b'{"type":"urn:headwater:problem:request_header_fields_too_large",'
-    b'"title":"Request Header Fields Too Large","status":431,'
-    b'"detail":"The request line and headers are larger than %d bytes.",'
-    b'"code":"request_header_fields_too_large"}' % MAX_HEAD_BYTES
+_HEAD_TOO_LARGE_RESPONSE = _problem_response(
+    431,
+    "Request Header Fields Too Large",
+    "request_header_fields_too_large",
+    "Request Header Fields Too Large",
+    f"The request line and headers are larger than {MAX_HEAD_BYTES} bytes.",
 )
-_HEAD_TOO_LARGE_RESPONSE = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/problem+json\r\n"
-    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_HEAD_TOO_LARGE), _HEAD_TOO_LARGE)
-)
-
-
-def _problem_response(status: int, reason: str, code: str, title: str, detail: str) -> bytes:
-    body = json.dumps(
-        {
-            "type": f"urn:headwater:problem:{code}",
-            "title": title,
-            "status": status,
-            "detail": detail,
-            "code": code,
-        }
-    ).encode()
-    return (
-        b"HTTP/1.1 %d %s\r\ncontent-type: application/problem+json\r\ncontent-length: %d\r\n"
-        b"connection: close\r\n\r\n%s" % (status, reason.encode(), len(body), body)
-    )
-
 
 # What the HTTP parser refuses (uvicorn answers it in plain text): a URL longer than it reads
 # (64 KiB), or anything else that is not HTTP/1.1.
