@@ -10,7 +10,6 @@ derived.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
@@ -23,7 +22,7 @@ from headwater.ingest.normalize import (
     NormalizedEvent,
     identities_for,
 )
-from headwater.ingest.validate import MAX_EVENT_DATASETS, too_long
+from headwater.ingest.validate import MAX_EVENT_DATASETS, UNSTORABLE_TEXT, too_long
 from headwater.lineage.node_ids import MAX_FIELD_NAME_BYTES, MAX_NAME_BYTES, MAX_NAMESPACE_BYTES
 from headwater.sql_lineage import SqlLineage, extract_lineage
 from headwater.sql_lineage.model import ColumnLineage
@@ -178,7 +177,7 @@ def _left_out(resolver: _Resolver, edges: _EdgeAllowance) -> list[str]:
 def _escaped(message: str) -> str:
     """A message with what PostgreSQL cannot store (U+0000 in a name it quotes) escaped as Python
     writes it, ``\\x00``: the run's warnings keep the message, and the event was refused for it."""
-    return _UNSTORABLE.sub(lambda found: ascii(found.group())[1:-1], message)
+    return UNSTORABLE_TEXT.sub(lambda found: ascii(found.group())[1:-1], message)
 
 
 def _first_few(texts: set[str]) -> str:
@@ -229,10 +228,6 @@ def _transformation(kind: str) -> str:
 
 def _last_part(name: str) -> str:
     return name.rpartition(".")[2]
-
-
-# What SQL escapes decode to (`\0`, `\u0000`, `\ud800`) and PostgreSQL's text cannot hold.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def session_prefix(event: NormalizedEvent) -> tuple[str, ...]:
@@ -345,7 +340,7 @@ class _Resolver:
         listed = self.listed[output]
         if (namespace, name) in listed:
             return listed[(namespace, name)]
-        unstorable = [n for n in (namespace, name) if _UNSTORABLE.search(n)]
+        unstorable = [n for n in (namespace, name) if UNSTORABLE_TEXT.search(n)]
         if unstorable:
             self.unstorable.update(unstorable)
             return None
@@ -377,7 +372,7 @@ class _Resolver:
         PostgreSQL cannot hold, it is noted to be named in a warning)."""
         if not name or too_long(name, MAX_FIELD_NAME_BYTES):
             return False
-        if _UNSTORABLE.search(name):
+        if UNSTORABLE_TEXT.search(name):
             self.unstorable.add(name)
             return False
         return True

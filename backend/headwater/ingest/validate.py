@@ -426,6 +426,11 @@ def _child(path: str, key: str | int) -> str:
     return f"{path}.{key}"
 
 
+# What PostgreSQL's text cannot hold: U+0000, and half of a UTF-16 surrogate pair (no UTF-8 has it).
+# Decoded JSON escapes make both (`\u0000`, `\ud800`), and so do SQL's.
+UNSTORABLE_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
 def _unstorable(text: str) -> str | None:
     # Lone surrogates need no check: the JSON decoder refuses them.
     return "contains U+0000, which PostgreSQL cannot store" if "\x00" in text else None

@@ -21,6 +21,7 @@ import strawberry
 
 from headwater import times
 from headwater.errors import InvalidRequestError, shown
+from headwater.ingest.validate import UNSTORABLE_TEXT
 from headwater.store import catalog
 from headwater.store.catalog import DatasetRecord, JobRecord, NodeFilter, NodeKey, NodeShape, page_key
 
@@ -142,15 +143,8 @@ def decode_node_cursor(cursor: str, order: CatalogOrder) -> NodeKey:
 
 
 def _is_stored_text(raw: Any) -> bool:
-    """Whether a cursor's value is text a name can be: PostgreSQL text holds no U+0000, and UTF-8
-    no lone surrogate (JSON's escapes make both)."""
-    if not isinstance(raw, str) or "\x00" in raw:
-        return False
-    try:
-        raw.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
+    """Whether a cursor's value is text a name can be (JSON's escapes make what none can)."""
+    return isinstance(raw, str) and not UNSTORABLE_TEXT.search(raw)
 
 
 def _sort_value(cursor: str, order: CatalogOrder, raw: Any) -> float | dt.datetime | None:
