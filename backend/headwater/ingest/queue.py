@@ -325,16 +325,21 @@ def _failure(_: _Request, exc: Exception) -> Exception:
     return exc
 
 
+def _database_reason(exc: asyncpg.PostgresError) -> str:
+    """PostgreSQL's reason for refusing, as every refusal quotes it."""
+    return f"{exc} (SQLSTATE {exc.sqlstate})"
+
+
 def _refusal(request: _Request, exc: Exception) -> Exception:
     """What a request stored all or none is answered when it failed alone: for the database's
     refusal of something it holds, a 4xx naming the reason (clients retry a 5xx, in vain here)."""
     if not isinstance(exc, asyncpg.PostgresError):
         return exc
     if len(request.events) == 1:
-        reason = f"The database refused the event: {exc} (SQLSTATE {exc.sqlstate})."
+        reason = f"The database refused the event: {_database_reason(exc)}."
     else:
         reason = (
-            f"The database refused an event of the array: {exc} (SQLSTATE {exc.sqlstate}); none of "
+            f"The database refused an event of the array: {_database_reason(exc)}; none of "
             f"its {len(request.events)} events was stored. Post them to /api/v1/lineage/batch for "
             "a result per event."
         )
@@ -345,7 +350,7 @@ def _refusal(request: _Request, exc: Exception) -> Exception:
 def _refused(event: PreparedEvent, exc: Exception) -> IngestResult:
     """The result of an event the database refused for a reason of its own."""
     if isinstance(exc, asyncpg.PostgresError):
-        reason = f"The database refused the event: {exc} (SQLSTATE {exc.sqlstate})."
+        reason = f"The database refused the event: {_database_reason(exc)}."
         log.warning("an event of a batch was refused: %s", reason)
     else:
         log.error("storing an event of a batch failed", exc_info=exc)
