@@ -24,7 +24,7 @@ import msgspec
 
 from headwater import times
 from headwater.errors import AppError, FieldError, InvalidEventError
-from headwater.lineage.node_ids import MAX_NAME_BYTES, MAX_NAMESPACE_BYTES
+from headwater.lineage.node_ids import MAX_NAME_BYTES, MAX_NAMESPACE_BYTES, utf8_length
 
 # Errors listed in one answer, over all the events of a request; the others are only counted.
 MAX_ERRORS = 100
@@ -367,7 +367,7 @@ def all_or_none(
 
 def too_long(value: str, limit: int) -> str | None:
     """Why a name cannot be stored, or None: it must fit in `limit` bytes of UTF-8."""
-    size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    size = utf8_length(value)
     return f"must be at most {limit} bytes in UTF-8, not {size}" if size > limit else None
 
 

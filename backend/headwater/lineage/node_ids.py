@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from headwater.errors import InvalidNodeIdError
+from headwater.errors import InvalidNodeIdError, shown
 
 # Longest identity parts, in UTF-8 bytes: a namespace and a name must fit together in one btree
 # index entry (2,704 bytes), with the other columns of the widest index over them. Ingest refuses
@@ -73,8 +73,14 @@ def split_candidates(
     return out
 
 
+def utf8_length(text: str) -> int:
+    """The bytes ``text`` takes in UTF-8, what the limits on names count."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def _fits(part: str, limit: int) -> bool:
-    return len(part) <= limit and (part.isascii() or len(part.encode("utf-8", "surrogatepass")) <= limit)
+    # A part has at least as many bytes as characters: most are ruled out without encoding them.
+    return len(part) <= limit and utf8_length(part) <= limit
 
 
 _LIMITS = (
@@ -95,9 +101,8 @@ def _check_length(node_id: str, rest: str, longest: int, limits: str) -> None:
 
 
 def _quoted(node_id: str) -> str:
-    if len(node_id) <= _QUOTED_CHARS:
-        return f"'{node_id}'"
-    return f"'{node_id[:_QUOTED_CHARS]}…' ({len(node_id):,} characters)"
+    quoted = f"'{shown(node_id, _QUOTED_CHARS)}'"
+    return quoted if len(node_id) <= _QUOTED_CHARS else f"{quoted} ({len(node_id):,} characters)"
 
 
 def format_node_id(node_type: NodeType, namespace: str, name: str) -> str:
