@@ -61,16 +61,15 @@ class Bundle:
 
     def router(self) -> Router:
         """GET (and so HEAD) ``url_path``/<file>."""
-        bundle = self
 
         @get("/{file_name:str}", include_in_schema=False, sync_to_thread=False)
         def serve_file(
             file_name: str,
             if_none_match: Annotated[str | None, HeaderParameter(name="if-none-match")] = None,
         ) -> Response[bytes]:
-            found = bundle.files.get(file_name)
+            found = self.files.get(file_name)
             if found is None:
-                raise NotFoundError(f"No such file in {bundle.url_path}.")
+                raise NotFoundError(f"No such file in {self.url_path}.")
             headers = {"etag": found.etag, "cache-control": _CACHE_CONTROL}
             if if_none_match is not None and not _tags(if_none_match).isdisjoint({found.etag, "*"}):
                 return Response(b"", status_code=304, headers=headers)

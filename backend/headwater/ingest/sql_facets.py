@@ -129,7 +129,7 @@ def derive_from_sql(event: NormalizedEvent, rules: list[AliasRule]) -> list[str]
         return [f"the SQL is {len(event.sql)} characters long; at most {MAX_SQL_CHARS} are parsed"]
     lineage = _lineage(event.sql, sql_dialect(event), event_schema(event))
     errors = [_escaped(str(e)) for e in [*lineage.errors, *lineage.warnings]]
-    resolver = _Resolver(event, rules, session_prefix(event))
+    resolver = _Resolver(event, rules, _session_prefix(event))
     # Outputs first: past the datasets one event may name, the tables left out are inputs.
     for table in lineage.outputs:
         resolver.dataset(table, output=True)
@@ -230,7 +230,7 @@ def _last_part(name: str) -> str:
     return name.rpartition(".")[2]
 
 
-def session_prefix(event: NormalizedEvent) -> tuple[str, ...]:
+def _session_prefix(event: NormalizedEvent) -> tuple[str, ...]:
     """The catalog and schema a Trino query's session was in (recorded by the Trino bridge in the
     run facet ``trino_query_context``): what its unqualified table names are in. Empty when the event
     does not say."""
