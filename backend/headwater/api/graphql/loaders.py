@@ -77,6 +77,8 @@ class NodeLoaders:
         self.versions = _loader_with_arg(pool, partial(catalog.fetch_node_versions, shape))
         self.version = _loader(pool, partial(catalog.fetch_versions_by_uuids, shape))
         self.tags = _loader(pool, partial(tags.fetch_node_tags, shape), list)
+        # namespace -> how many it holds, counted for every namespace of the operation at once
+        self.counts_by_namespace = _loader(pool, partial(catalog.count_nodes_by_namespaces, shape), int)
 
 
 class Loaders:

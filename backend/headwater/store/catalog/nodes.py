@@ -113,6 +113,14 @@ async def count_nodes(shape: NodeShape[R, V], conn: asyncpg.Connection, f: NodeF
     return int(await conn.fetchval(QUERIES["count_nodes"], shape.kind, *filter_args(f)))
 
 
+async def count_nodes_by_namespaces(
+    shape: NodeShape[R, V], conn: asyncpg.Connection, namespaces: list[str]
+) -> dict[str, int]:
+    """How many datasets or jobs (not deleted) each namespace holds; one without any is absent."""
+    rows = await conn.fetch(QUERIES["count_nodes_by_namespaces"], shape.kind, namespaces)
+    return {r["namespace"]: r["count"] for r in rows}
+
+
 async def fetch_node_versions(
     shape: NodeShape[R, V], conn: asyncpg.Connection, uuids: list[uuid.UUID], limit: int
 ) -> dict[uuid.UUID, list[V]]:
