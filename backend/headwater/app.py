@@ -24,6 +24,7 @@ from headwater.api.console.routes import console_page
 from headwater.api.graphql.graphiql import BUNDLE as GRAPHIQL_BUNDLE
 from headwater.api.graphql.schema import GraphQLController
 from headwater.api.graphql.stalled import guard_websockets
+from headwater.api.methods import allowed_methods
 from headwater.api.metrics import MetricsController, request_metrics
 from headwater.api.parameters import refuse_nul_parameters, refuse_undecodable_url
 from headwater.api.problems import app_error_handler, http_error_handler, unexpected_error_handler
@@ -75,12 +76,24 @@ def retry_after(seconds: int) -> Callable[[ASGIApp], ASGIApp]:
 
 def head_as_get(app: Litestar) -> Litestar:
     """HEAD is answered as GET is, without the body, on every route that takes GET (RFC 9110 asks
-    it of a server; monitors and link checkers send it): the routes declare GET only."""
+    it of a server; monitors and link checkers send it): the routes declare GET only. An OPTIONS
+    answer names every method of its path, HEAD included (``api.methods``)."""
     inner: ASGIApp = app.asgi_handler
 
     async def answer_head(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != ScopeType.HTTP or scope["method"] != "HEAD":
+        if scope["type"] != ScopeType.HTTP or scope["method"] not in ("HEAD", "OPTIONS"):
             await inner(scope, receive, send)
+            return
+        if scope["method"] == "OPTIONS":
+            allow = allowed_methods(app, scope["path"])
+
+            async def send_allowed(message: Message) -> None:
+                if message["type"] == "http.response.start" and allow and message["status"] == 204:
+                    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"allow"]
+                    message = {**message, "headers": [*headers, (b"allow", allow.encode())]}
+                await send(message)
+
+            await inner(scope, receive, send_allowed)
             return
 
         async def send_without_body(message: Message) -> None:

@@ -307,8 +307,25 @@ async def test_head_is_answered_as_get_without_the_body(client):
 async def test_a_method_a_path_does_not_take_is_a_405_naming_those_it_does(client):
     response = await client.post("/healthz")
     assert response.status_code == 405
-    assert response.headers["allow"] == "GET, OPTIONS"
-    assert response.json()["detail"] == "POST is not allowed on /healthz; it takes GET, OPTIONS."
+    assert response.headers["allow"] == "GET, HEAD, OPTIONS"
+    assert response.json()["detail"] == "POST is not allowed on /healthz; it takes GET, HEAD, OPTIONS."
+
+
+async def test_options_names_every_method_of_its_path(client):
+    # Litestar named only the methods of the handler registered first: POST on /api/v1/lineage,
+    # GET on /graphql, where the path takes both.
+    for path, methods in [
+        ("/api/v1/lineage", "GET, HEAD, OPTIONS, POST"),
+        ("/graphql", "GET, HEAD, OPTIONS, POST"),
+        ("/api/v1/lineage/batch", "OPTIONS, POST"),
+        ("/healthz", "GET, HEAD, OPTIONS"),
+        ("/api/v1/namespaces/", "GET, HEAD, OPTIONS"),
+    ]:
+        response = await client.options(path)
+        assert response.status_code == 204, path
+        assert response.headers["allow"] == methods, path
+        assert (await client.delete(path)).headers["allow"] == methods, path
+    assert (await client.options("/no/such/path")).status_code == 404
 
 
 async def test_allowed_values_are_named_as_the_parameter_takes_them(client):

@@ -11,6 +11,7 @@ import asyncpg
 from litestar import Response
 from litestar.exceptions import HTTPException, ValidationException
 
+from headwater.api.methods import listed
 from headwater.db.failures import is_database_unavailable
 from headwater.db.pool import PoolBusyError
 from headwater.errors import (
@@ -148,9 +149,9 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
         extra["errors"] = errors
         if errors:
             # Litestar's detail repeats the title and the whole URL: say what is wrong instead.
-            listed = "; ".join(f"{e['path']}: {e['message']}" for e in errors[:3])
+            named = "; ".join(f"{e['path']}: {e['message']}" for e in errors[:3])
             return problem(
-                400, "invalid_request", "Invalid request", f"Invalid parameters: {listed}", **extra
+                400, "invalid_request", "Invalid request", f"Invalid parameters: {named}", **extra
             )
     code = {
         400: "invalid_request",
@@ -162,6 +163,7 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
     allow = (exc.headers or {}).get("allow")
     if exc.status_code == 405 and allow:
         # Litestar names the methods the path takes: say them, and send them (RFC 9110 asks for it).
+        allow = listed(allow)
         detail = f"{request.method} is not allowed on {request.url.path}; it takes {allow}."
         return problem(405, code, "Method not allowed", detail, headers={"allow": allow})
     return problem(exc.status_code, code, str(exc.detail or "Error"), str(exc.detail), **extra)
