@@ -24,7 +24,7 @@ from sqlglot.dialects.bigquery import BigQuery
 from sqlglot.dialects.tsql import TSQL
 from sqlglot.tokenizer_core import Token, TokenType
 
-from headwater.sql_lineage.dialects import readable_tokens
+from headwater.sql_lineage.dialects import position_of, readable_tokens, tokens_moved_to
 from headwater.sql_lineage.model import SqlError
 from headwater.sql_lineage.rewrites import matching_paren
 
@@ -388,8 +388,7 @@ class _Flattener:
     def _tokens_at(self, start: int, text: str) -> list[Token]:
         """`text`, found at offset `start` of the SQL, as tokens located in the SQL; when a token
         of it cannot be read, an error located there and the tokens of the statements before."""
-        line = self.sql.count("\n", 0, start)
-        col = start - self.sql.rfind("\n", 0, start) - 1
+        line, col = position_of(self.sql, start)
         tokens, unreadable = readable_tokens(text, self.dialect)
         if unreadable is not None and unreadable.line is not None and unreadable.col is not None:
             self.errors.append(
@@ -400,18 +399,7 @@ class _Flattener:
                     unreadable.highlight,
                 )
             )
-        return [
-            Token(
-                t.token_type,
-                t.text,
-                t.line + line,
-                t.col + col if t.line == 1 else t.col,
-                t.start + start,
-                t.end + start,
-                t.comments,
-            )
-            for t in tokens
-        ]
+        return tokens_moved_to(tokens, self.sql, start)
 
     def _uncommand(self, chunk: list[Token]) -> list[Token]:
         """A statement sqlglot's tokenizer kept as one string after a word, in tokens.

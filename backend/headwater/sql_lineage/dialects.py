@@ -130,21 +130,31 @@ class HeadwaterAthena(Athena):
             tokens = tokenize(text, _HIVE)
         except TokenError:
             return chunk
-        line = sql.count("\n", 0, start)
-        col = start - sql.rfind("\n", 0, start) - 1
-        located = [
-            Token(
-                t.token_type,
-                t.text,
-                t.line + line,
-                t.col + col if t.line == 1 else t.col,
-                t.start + start,
-                t.end + start,
-                t.comments,
-            )
-            for t in tokens
-        ]
+        located = tokens_moved_to(tokens, sql, start)
         return [Token(TokenType.HIVE_TOKEN_STREAM, "", start=start, end=start), *located]
+
+
+def position_of(sql: str, start: int) -> tuple[int, int]:
+    """The lines of ``sql`` before offset ``start`` and the characters of its line before it: what
+    a position read in the text at ``start`` (line 1 and its columns, then later lines) moves by."""
+    return sql.count("\n", 0, start), start - sql.rfind("\n", 0, start) - 1
+
+
+def tokens_moved_to(tokens: list[Token], sql: str, start: int) -> list[Token]:
+    """Tokens read from the text at offset ``start`` of ``sql``, located in ``sql``."""
+    line, col = position_of(sql, start)
+    return [
+        Token(
+            t.token_type,
+            t.text,
+            t.line + line,
+            t.col + col if t.line == 1 else t.col,
+            t.start + start,
+            t.end + start,
+            t.comments,
+        )
+        for t in tokens
+    ]
 
 
 # Dialects where a select item may name an earlier item's alias (`SELECT a + 1 AS b, b * 2 AS c`);
