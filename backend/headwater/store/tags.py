@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from headwater.db.queries import QUERIES
-from headwater.errors import InvalidRequestError, NotFoundError
+from headwater.errors import InvalidRequestError, NotFoundError, shown
 from headwater.lineage.node_ids import format_node_id
 from headwater.store import catalog
 from headwater.store.changes import Change, insert_changes
@@ -19,14 +19,16 @@ if TYPE_CHECKING:
 
 R = TypeVar("R", catalog.DatasetRecord, catalog.JobRecord)
 
-_TAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,99}$")
+# Matched with fullmatch: ``$`` also matches before a final newline, which would let 'pii\n' in as a
+# second tag that looks like 'pii'.
+_TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]{0,99}")
 
 
 class DatasetFieldNotFoundError(NotFoundError):
     code = "dataset_field_not_found"
 
     def __init__(self, namespace: str, name: str, field: str) -> None:
-        super().__init__(f"Field '{field}' of dataset '{namespace}'.'{name}' not found.")
+        super().__init__(f"Field '{shown(field)}' of dataset '{namespace}'.'{name}' not found.")
 
 
 @dataclass(frozen=True)
@@ -46,9 +48,10 @@ def _tag(r: Any, tagged: bool = True) -> TagRecord:
 
 def check_tag_name(name: str) -> str:
     """A tag name: 1 to 100 letters, digits and ``_ . : / -``, starting with a letter or digit."""
-    if not _TAG_NAME.match(name):
+    if not _TAG_NAME.fullmatch(name):
         raise InvalidRequestError(
-            f"Invalid tag name '{name}': use 1 to 100 letters, digits or '_.:/-', starting with a letter or digit."
+            f"Invalid tag name '{shown(name)}': use 1 to 100 letters, digits or '_.:/-', starting "
+            "with a letter or digit."
         )
     return name
 
@@ -88,7 +91,11 @@ async def _tag_for(
     if create:
         return await put_tag(conn, name, description)
     row = await conn.fetchrow(QUERIES["fetch_tag_by_name"], name)
-    return None if row is None else _tag(row, tagged=False)
+    if row is None:
+        check_tag_name(name)  # a name no tag can have is a mistake worth naming
+        return None
+    # A stored tag stays removable whatever its name: one taken before the rules were this strict.
+    return _tag(row, tagged=False)
 
 
 async def set_node_tag(
@@ -109,7 +116,8 @@ async def set_node_tag(
     An unknown tag is created when added. Adding a tag already there, or removing one that is not,
     changes nothing and logs nothing.
     """
-    check_tag_name(tag)
+    if tagged:
+        check_tag_name(tag)
     async with conn.transaction():
         node = await catalog.fetch_node(shape, conn, namespace, name)
         if field is not None and not await conn.fetchval(
