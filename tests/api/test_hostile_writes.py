@@ -3,8 +3,14 @@ of megabytes quoted back, and two writes racing on the same rows."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
+
 import pytest
 
+from headwater.lineage.graph import resolve_root
+from headwater.lineage.node_ids import MAX_NAME_BYTES
+from headwater.store import manual_lineage
 from tests.client import gql, post_all
 from tests.factories import dataset, run_event
 
@@ -18,6 +24,11 @@ TAG = """mutation($name: String!, $tag: String!, $field: String) {
 UNTAG = """mutation($tag: String!) {
   untagDataset(namespace: "warehouse", name: "users", tag: $tag) {
     __typename ... on Dataset { tags { name } } ... on Problem { code message }
+  }
+}"""
+FLOW = """mutation($origin: ID!, $destination: ID!) {
+  addManualEdge(origin: $origin, destination: $destination) {
+    __typename ... on ManualEdge { changed } ... on Problem { code message }
   }
 }"""
 # An error quotes what was sent cut to this many characters, whatever its length.
@@ -64,3 +75,73 @@ async def test_errors_quote_a_tag_or_field_of_megabytes_cut_short(client):
         "code": "dataset_field_not_found",
         "message": f"Field '{'f' * QUOTED}…' of dataset 'warehouse'.'users' not found.",
     }
+
+
+async def refs(conn, *node_ids):
+    roots = [await resolve_root(conn, node_id) for node_id in node_ids]
+    found = await manual_lineage.fetch_node_refs(conn, [r.node_id for r in roots])
+    return [found[r.node_id] for r in roots]
+
+
+async def until_blocked_or_done(pool, conn, task):
+    """Once ``task`` (running on ``conn``) waits for a lock another transaction holds, or is done."""
+    pid = conn.get_server_pid()
+    async with pool.acquire() as watcher:
+        for _ in range(500):
+            if task.done() or await watcher.fetchval(
+                "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", pid
+            ):
+                return
+            await asyncio.sleep(0.01)
+    raise AssertionError("the write neither finished nor waited for a lock")
+
+
+async def test_a_flow_removed_while_another_into_the_same_dataset_is_added_keeps_the_added(client, db):
+    await post_all(client, [run_event(f"w{n}", outputs=[dataset(n)]) for n in ("a", "b", "c")])
+    at = dt.datetime.now(dt.UTC)
+    async with db.acquire() as remover, db.acquire() as adder:
+        a, b, c = await refs(
+            remover, "dataset:warehouse:a", "dataset:warehouse:b", "dataset:warehouse:c"
+        )
+        await manual_lineage.add_manual_edge(remover, a, c, description=None, at=at)
+        adding = adder.transaction()
+        await adding.start()
+        await manual_lineage.add_manual_edge(adder, b, c, description=None, at=at)
+        removal = asyncio.create_task(manual_lineage.remove_manual_edge(remover, a, c, at=at))
+        await until_blocked_or_done(db, remover, removal)
+        await adding.commit()
+        removed = await removal
+        assert removed.edges == [("dataset:warehouse:a", "job:warehouse:manual/c")]
+    upstream = await gql(
+        client,
+        'query { lineage(nodeId: "dataset:warehouse:c", depth: 2, direction: UPSTREAM) '
+        "{ ... on LineageGraph { edges { origin destination manual } } } }",
+    )
+    manual = [e for e in upstream["lineage"]["edges"] if e["manual"]]
+    assert sorted((e["origin"], e["destination"]) for e in manual) == [
+        ("dataset:warehouse:b", "job:warehouse:manual/c"),
+        ("job:warehouse:manual/c", "dataset:warehouse:c"),
+    ]
+
+
+async def test_a_flow_into_a_dataset_named_too_long_for_its_manual_job_is_refused(client, conn):
+    longest = "n" * (MAX_NAME_BYTES - len("manual/"))
+    too_long = longest + "n"
+    await post_all(client, [run_event("w", outputs=[dataset(too_long), dataset(longest), dataset("s")])])
+    refused = (
+        await gql(
+            client, FLOW, origin="dataset:warehouse:s", destination=f"dataset:warehouse:{too_long}"
+        )
+    )["addManualEdge"]
+    assert refused == {
+        "__typename": "InvalidInputError",
+        "code": "invalid_request",
+        "message": f"Dataset 'warehouse'.'{'n' * QUOTED}…' has too long a name for a manual job "
+        f"('manual/' and its name take {MAX_NAME_BYTES + 1:,} bytes in UTF-8, more than "
+        f"{MAX_NAME_BYTES:,}): declare the flow through a job, dataset -> job -> dataset.",
+    }
+    assert await conn.fetchval("SELECT count(*) FROM jobs WHERE manual") == 0
+    accepted = (
+        await gql(client, FLOW, origin="dataset:warehouse:s", destination=f"dataset:warehouse:{longest}")
+    )["addManualEdge"]
+    assert accepted == {"__typename": "ManualEdge", "changed": True}

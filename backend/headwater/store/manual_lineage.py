@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from headwater.db.queries import QUERIES
-from headwater.errors import AppError, InvalidRequestError, NotFoundError
-from headwater.lineage.node_ids import NodeType, format_node_id
-from headwater.store import catalog
+from headwater.errors import AppError, InvalidRequestError, NotFoundError, shown
+from headwater.lineage.node_ids import MAX_NAME_BYTES, NodeType, format_node_id, utf8_length
 from headwater.store.changes import Change, insert_changes
 
 if TYPE_CHECKING:
@@ -159,6 +158,14 @@ async def _manual_job(
     conn: asyncpg.Connection, destination: NodeRef, at: dt.datetime
 ) -> tuple[NodeRef, bool]:
     name = MANUAL_JOB_PREFIX + destination.name
+    if utf8_length(name) > MAX_NAME_BYTES:
+        # Longer than any job ingest takes: its node id would name nothing the API can look up.
+        raise InvalidRequestError(
+            f"Dataset '{shown(destination.namespace)}'.'{shown(destination.name)}' has too long a "
+            f"name for a manual job ('{MANUAL_JOB_PREFIX}' and its name take {utf8_length(name):,} "
+            f"bytes in UTF-8, more than {MAX_NAME_BYTES:,}): declare the flow through a job, "
+            "dataset -> job -> dataset."
+        )
     row = await conn.fetchrow(
         QUERIES["upsert_manual_job"],
         destination.namespace,
@@ -223,11 +230,14 @@ async def remove_manual_edge(
     async with conn.transaction():
         job = None
         if kind == "FLOW":
-            key = (destination.namespace, MANUAL_JOB_PREFIX + destination.name)
-            found = (await catalog.fetch_nodes_by_keys(catalog.JOBS, conn, [key])).get(key)
-            if found is None or not found.manual:
+            name = MANUAL_JOB_PREFIX + destination.name
+            # Locked before its reads are counted: a flow into the same dataset added meanwhile
+            # (which locks the job first too) would otherwise be left reading into a retired job
+            # that writes nowhere.
+            found = await conn.fetchrow(QUERIES["lock_manual_job"], destination.namespace, name)
+            if found is None:
                 raise ManualEdgeNotFoundError(origin.id, destination.id)
-            job = NodeRef(found.node_id, "JOB", found.job_uuid, found.namespace, found.name)
+            job = NodeRef(found["node_id"], "JOB", found["job_uuid"], destination.namespace, name)
             first = (origin, job)
         else:
             first = (origin, destination)

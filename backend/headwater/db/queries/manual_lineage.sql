@@ -16,6 +16,12 @@ ON CONFLICT (namespace, name) DO UPDATE SET
     deleted_at = CASE WHEN j.manual THEN NULL ELSE j.deleted_at END
 RETURNING j.job_uuid, j.node_id, j.manual, (xmax = 0) AS created;
 
+-- name: lock_manual_job
+-- The manual job ($1, $2), if there is one, locked until the transaction ends (as upsert_manual_job
+-- locks it): a flow removed and one added into the same dataset take turns.
+SELECT j.job_uuid, j.node_id FROM jobs j WHERE j.namespace = $1 AND j.name = $2 AND j.manual
+FOR NO KEY UPDATE;
+
 -- name: fetch_open_edge
 -- The open edge from $1 to $2, if any, and whether it is manual.
 SELECT e.edge_id, e.manual FROM lineage_edges e
