@@ -76,20 +76,20 @@ async def declare(
         level_label = policy.check_label(level)
         if level_label not in policy.levels:
             raise InvalidRequestError(
-                f"'{level}' is a tag, not a level: levels are {', '.join(policy.levels)}."
+                f"'{level_label}' is a tag, not a level: levels are {', '.join(policy.levels)}."
             )
         labels.add(level_label)
     for tag in tags:
         checked = policy.check_label(tag)
         if checked in policy.levels:
-            raise InvalidRequestError(f"'{tag}' is a level: set it as the level, not as a tag.")
+            raise InvalidRequestError(f"'{checked}' is a level: set it as the level, not as a tag.")
         labels.add(checked)
     if field_name == "":
         raise InvalidRequestError(
             "A field name must not be empty; leave it out to classify the dataset."
         )
     async with conn.transaction():
-        dataset = await store.fetch_dataset_identity(conn, namespace, name)
+        dataset = await store.fetch_dataset_identity(conn, namespace, name, lock=True)
         if field_name is not None and (
             dataset.dataset_uuid,
             field_name,

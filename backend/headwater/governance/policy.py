@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from headwater.errors import InvalidRequestError
+from headwater.errors import InvalidRequestError, shown
 
 DEFAULT_LEVELS = ("public", "internal", "confidential", "restricted")
 DEFAULT_TAGS = ("pii",)
@@ -126,7 +126,7 @@ class Policy:
         value = label.strip().lower()
         if value not in self.labels:
             raise InvalidRequestError(
-                f"Unknown classification '{label}': levels are {', '.join(self.levels)}; "
+                f"Unknown classification '{shown(label)}': levels are {', '.join(self.levels)}; "
                 f"tags are {', '.join(self.tags) or '(none)'} (HEADWATER_POLICIES)."
             )
         return value

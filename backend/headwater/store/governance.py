@@ -342,8 +342,13 @@ class DatasetIdentity:
     name: str
 
 
-async def fetch_dataset_identity(conn: asyncpg.Connection, namespace: str, name: str) -> DatasetIdentity:
-    row = await conn.fetchrow(QUERIES["fetch_governance_dataset_identity"], namespace, name)
+async def fetch_dataset_identity(
+    conn: asyncpg.Connection, namespace: str, name: str, *, lock: bool = False
+) -> DatasetIdentity:
+    """The dataset (namespace, name); with ``lock``, its row is locked until the transaction ends,
+    so that declarations on it replace one another instead of adding up."""
+    query = "lock_governance_dataset_identity" if lock else "fetch_governance_dataset_identity"
+    row = await conn.fetchrow(QUERIES[query], namespace, name)
     if row is None:
         raise DatasetNotFoundError(namespace, name)
     return DatasetIdentity(row["dataset_uuid"], row["namespace"], row["name"])

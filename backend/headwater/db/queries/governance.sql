@@ -175,6 +175,12 @@ WHERE v.violation_id = t.violation_id;
 -- name: fetch_governance_dataset_identity
 SELECT dataset_uuid, namespace, name FROM datasets WHERE namespace = $1 AND name = $2;
 
+-- name: lock_governance_dataset_identity
+-- As fetch_governance_dataset_identity, its row locked: two declarations on one dataset take turns
+-- (each deletes what the API declared before, which it would not see of one not yet committed).
+SELECT dataset_uuid, namespace, name FROM datasets WHERE namespace = $1 AND name = $2
+FOR NO KEY UPDATE;
+
 -- name: fetch_governance_dataset_declarations
 -- Every declaration on a dataset ($1) and its fields.
 SELECT field_name, source, label, declared_at FROM governance_declarations
