@@ -80,28 +80,28 @@ class DatasetNotFoundError(NotFoundError):
     code = "dataset_not_found"
 
     def __init__(self, namespace: str, name: str) -> None:
-        super().__init__(f"Dataset '{namespace}'.'{name}' not found.")
+        super().__init__(f"Dataset '{shown(namespace)}'.'{shown(name)}' not found.")
 
 
 class JobNotFoundError(NotFoundError):
     code = "job_not_found"
 
     def __init__(self, namespace: str, name: str) -> None:
-        super().__init__(f"Job '{namespace}'.'{name}' not found.")
+        super().__init__(f"Job '{shown(namespace)}'.'{shown(name)}' not found.")
 
 
 class RunNotFoundError(NotFoundError):
     code = "run_not_found"
 
     def __init__(self, run_id: str) -> None:
-        super().__init__(f"Run '{run_id}' not found.")
+        super().__init__(f"Run '{shown(run_id)}' not found.")
 
 
 class NodeNotFoundError(NotFoundError):
     code = "node_not_found"
 
     def __init__(self, node_id: str) -> None:
-        super().__init__(f"Node '{node_id}' not found.")
+        super().__init__(f"Node '{shown(node_id)}' not found.")
 
 
 class InvalidNodeIdError(InvalidRequestError):

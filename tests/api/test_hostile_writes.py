@@ -145,3 +145,22 @@ async def test_a_flow_into_a_dataset_named_too_long_for_its_manual_job_is_refuse
         await gql(client, FLOW, origin="dataset:warehouse:s", destination=f"dataset:warehouse:{longest}")
     )["addManualEdge"]
     assert accepted == {"__typename": "ManualEdge", "changed": True}
+
+
+async def test_an_unknown_node_of_megabytes_is_quoted_cut_in_its_error(client):
+    # A 3 MB name in deleteDataset, deleteJob or a node id was quoted whole: a 3 MB answer.
+    name = "x" * 3_000_000
+    deleted = await gql(
+        client,
+        'mutation($name: String!) { a: deleteDataset(namespace: "warehouse", name: $name) '
+        '{ ... on Problem { code message } } b: deleteJob(namespace: "pipelines", name: $name) '
+        "{ ... on Problem { code message } } }",
+        name=name,
+    )
+    for key, code in (("a", "dataset_not_found"), ("b", "job_not_found")):
+        assert deleted[key]["code"] == code
+        assert len(deleted[key]["message"]) < 3 * QUOTED, deleted[key]["message"][:300]
+        assert "x" * QUOTED + "…" in deleted[key]["message"]
+    response = await client.get(f"/api/v1/namespaces/warehouse/datasets/{'y' * 1_000}")
+    assert response.status_code == 404
+    assert len(response.text) < 1_000
