@@ -164,3 +164,25 @@ async def test_an_unknown_node_of_megabytes_is_quoted_cut_in_its_error(client):
     response = await client.get(f"/api/v1/namespaces/warehouse/datasets/{'y' * 1_000}")
     assert response.status_code == 404
     assert len(response.text) < 1_000
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"description": "us\\ud800ers"}', "\\ud800 at byte 19 of the body is half of a UTF-16"),
+        (b'{"description": "us\xffers"}', "not valid UTF-8: byte 19 of the body (0xff)"),
+        (b'{"description": "a"', "not valid JSON: Input data was truncated"),
+    ],
+)
+async def test_a_write_body_that_is_no_json_is_refused_saying_where(client, body, reason):
+    # The bodies Litestar decodes (tags, classifications) were "Input data was truncated" for a
+    # lone surrogate escape, and named no byte for one that is not UTF-8.
+    for path in ("/api/v1/tags/pii", "/api/v1/governance/classifications"):
+        response = await client.put(path, content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400, path
+        problem = response.json()
+        assert problem["title"] == "Invalid request"
+        assert problem["code"] == "invalid_request"
+        assert problem["detail"].startswith("The request body is not valid JSON: ")
+        assert reason in problem["detail"], problem["detail"]
+        assert problem["errors"][0]["path"] == "$"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 import asyncpg
 from litestar import Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.utils.scope.state import ScopeState
 
 from headwater.api.methods import listed
 from headwater.db.failures import is_database_unavailable
@@ -22,6 +23,7 @@ from headwater.errors import (
     InvalidRequestError,
     QueryTimeoutError,
 )
+from headwater.ingest.validate import UndecodableError, decode_json
 
 if TYPE_CHECKING:
     from litestar import Request
@@ -166,7 +168,24 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
         allow = listed(allow)
         detail = f"{request.method} is not allowed on {request.url.path}; it takes {allow}."
         return problem(405, code, "Method not allowed", detail, headers={"allow": allow})
+    if exc.status_code == 400 and (reason := _undecodable_body(request)) is not None:
+        detail = f"The request body is {reason}"
+        return problem(400, code, "Invalid request", detail, errors=[{"path": "$", "message": reason}])
     return problem(exc.status_code, code, str(exc.detail or "Error"), str(exc.detail), **extra)
+
+
+def _undecodable_body(request: Request[Any, Any, Any]) -> str | None:
+    """Why a body Litestar read and could not decode is no JSON, in the words ingest uses (which
+    byte, which escape); None if it was not read or is JSON. Litestar's own words name no position,
+    and a lone surrogate escape ("\\ud800") is "Input data was truncated" to it."""
+    body = ScopeState.from_scope(request.scope).body
+    if not isinstance(body, bytes) or not body:
+        return None
+    try:
+        decode_json(body)
+    except UndecodableError as exc:
+        return exc.reason
+    return None
 
 
 def _body_limit(request: Request[Any, Any, Any]) -> int | None:
