@@ -186,3 +186,15 @@ async def test_a_write_body_that_is_no_json_is_refused_saying_where(client, body
         assert problem["detail"].startswith("The request body is not valid JSON: ")
         assert reason in problem["detail"], problem["detail"]
         assert problem["errors"][0]["path"] == "$"
+
+
+async def test_a_tag_holding_a_slash_is_described_through_its_encoded_name(client):
+    # Tag names may hold "/": PUT /api/v1/tags/team%2Ffinance was a bare 404, where tagging a
+    # dataset with the same encoded name worked.
+    put = await client.put("/api/v1/tags/team%2Ffinance", json={"description": "Finance's"})
+    assert put.status_code == 200, put.text
+    assert put.json() == {"name": "team/finance", "description": "Finance's"}
+    assert (await client.get("/api/v1/tags")).json() == {
+        "tags": [{"name": "team/finance", "description": "Finance's"}]
+    }
+    assert (await client.put("/api/v1/tags/team/finance", json={})).status_code == 404

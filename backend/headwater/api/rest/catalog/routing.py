@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from litestar.types import ASGIApp, Receive, Scope, Send
 
 NAMESPACES_PREFIX = "/api/v1/namespaces/"
+# Paths whose segments are names, which may hold a "/" (sent encoded, as %2F).
+_NAMED_PREFIXES = (NAMESPACES_PREFIX, "/api/v1/tags/")
 MAX_LIMIT = 1000
 
 Limit = Annotated[
@@ -39,12 +41,13 @@ def _reencode(segment: str) -> str:
 
 
 def keep_encoded_slashes(app: Litestar) -> Litestar:
-    """Route /api/v1/namespaces/... on the raw path: an encoded ``/`` stays inside its segment."""
+    """Route /api/v1/namespaces/... and /api/v1/tags/... on the raw path: an encoded ``/`` stays
+    inside its segment (``name`` decodes it)."""
     inner: ASGIApp = app.asgi_handler
 
     async def handler(scope: Scope, receive: Receive, send: Send) -> None:
         raw = scope.get("raw_path") if scope["type"] == ScopeType.HTTP else None
-        if raw and scope["path"].startswith(NAMESPACES_PREFIX):
+        if raw and scope["path"].startswith(_NAMED_PREFIXES):
             path = raw.decode("latin-1").split("?", 1)[0]
             scope["path"] = "/".join(_reencode(s) for s in path.split("/"))
         await inner(scope, receive, send)

@@ -9,7 +9,7 @@ from litestar import get, put
 from litestar.datastructures import State
 
 from headwater.api.parameters import refuse_nul_fields
-from headwater.api.rest.catalog.routing import BODY_PROBLEMS, PROBLEMS
+from headwater.api.rest.catalog.routing import BODY_PROBLEMS, PROBLEMS, name
 from headwater.store import tags as tag_store
 
 
@@ -42,7 +42,8 @@ async def list_tags(state: State) -> dict[str, Any]:
 async def put_tag(state: State, tag: str, data: TagBody | None = None) -> dict[str, Any]:
     """Creates the tag if it is new; a description, when given, replaces the stored one."""
     async with state.pool.acquire() as conn:
-        return _tag_json(await tag_store.put_tag(conn, tag, data.description if data else None))
+        described = data.description if data else None
+        return _tag_json(await tag_store.put_tag(conn, name(tag), described))
 
 
 tag_handlers = [list_tags, put_tag]
