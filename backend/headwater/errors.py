@@ -11,6 +11,22 @@ def shown(text: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+# What a person may write to describe a tag or a manual edge: a paragraph or a few. Every tag
+# list repeats a tag's description, and a change announcing an edge its own to every subscriber:
+# a 60 MB description made every later tag list 60 MB.
+MAX_DESCRIPTION_CHARS = 10_000
+
+
+def checked_description(description: str | None, what: str) -> str | None:
+    """``description`` as given, or an invalid_request error saying how long ``what``'s may be."""
+    if description is not None and len(description) > MAX_DESCRIPTION_CHARS:
+        raise InvalidRequestError(
+            f"The description of {what} is {len(description):,} characters; the most it may have "
+            f"is {MAX_DESCRIPTION_CHARS:,}."
+        )
+    return description
+
+
 @dataclass(frozen=True)
 class FieldError:
     """One problem in a request body, located by its JSON path (``$.run.runId``)."""

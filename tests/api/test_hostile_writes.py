@@ -8,6 +8,7 @@ import datetime as dt
 
 import pytest
 
+from headwater.errors import MAX_DESCRIPTION_CHARS
 from headwater.lineage.graph import resolve_root
 from headwater.lineage.node_ids import MAX_NAME_BYTES
 from headwater.store import manual_lineage
@@ -198,3 +199,36 @@ async def test_a_tag_holding_a_slash_is_described_through_its_encoded_name(clien
         "tags": [{"name": "team/finance", "description": "Finance's"}]
     }
     assert (await client.put("/api/v1/tags/team/finance", json={})).status_code == 404
+
+
+async def test_a_description_longer_than_a_person_writes_is_refused(client):
+    # A 60 MB tag description was stored, and every tag list after it was 60 MB.
+    await post_all(client, [run_event("w", inputs=["crm"], outputs=[dataset("users")])])
+    long = "d" * (MAX_DESCRIPTION_CHARS + 1)
+    expected = f"{MAX_DESCRIPTION_CHARS + 1:,} characters; the most it may have is 10,000."
+    put = await client.put("/api/v1/tags/pii", json={"description": long})
+    assert put.status_code == 400
+    assert put.json()["detail"] == f"The description of a tag is {expected}"
+    tagged = await gql(
+        client,
+        'mutation($d: String) { tagDataset(namespace: "warehouse", name: "users", tag: "pii", '
+        "description: $d) { ... on Problem { code message } } }",
+        d=long,
+    )
+    assert tagged["tagDataset"] == {
+        "code": "invalid_request",
+        "message": f"The description of a tag is {expected}",
+    }
+    edge = await gql(
+        client,
+        'mutation($d: String) { addManualEdge(origin: "dataset:warehouse:crm", '
+        'destination: "dataset:warehouse:users", description: $d) { ... on Problem { code message } } }',
+        d=long,
+    )
+    assert edge["addManualEdge"] == {
+        "code": "invalid_request",
+        "message": f"The description of a manual edge is {expected}",
+    }
+    assert (await client.get("/api/v1/tags")).json() == {"tags": []}
+    fits = "d" * MAX_DESCRIPTION_CHARS
+    assert (await client.put("/api/v1/tags/pii", json={"description": fits})).status_code == 200

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from headwater.db.queries import QUERIES
-from headwater.errors import AppError, InvalidRequestError, NotFoundError, shown
+from headwater.errors import AppError, InvalidRequestError, NotFoundError, checked_description, shown
 from headwater.lineage.node_ids import MAX_NAME_BYTES, NodeType, format_node_id, utf8_length
 from headwater.store.changes import Change, insert_changes
 
@@ -197,6 +197,7 @@ async def add_manual_edge(
     LineageEdgeExistsError. A MANUAL_EDGE_ADDED change (and JOB_CREATED for a new manual job) is
     logged in the same transaction.
     """
+    checked_description(description, "a manual edge")
     kind = _edge_kind(origin, destination)
     changes: list[Change] = []
     async with conn.transaction():

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from headwater.db.queries import QUERIES
-from headwater.errors import InvalidRequestError, NotFoundError, shown
+from headwater.errors import InvalidRequestError, NotFoundError, checked_description, shown
 from headwater.lineage.node_ids import format_node_id
 from headwater.store import catalog
 from headwater.store.changes import Change, insert_changes
@@ -81,7 +81,8 @@ async def fetch_dataset_field_tags(
 
 async def put_tag(conn: asyncpg.Connection, name: str, description: str | None) -> TagRecord:
     """Create the tag if it is new; a given description replaces the stored one."""
-    row = await conn.fetchrow(QUERIES["upsert_tag"], check_tag_name(name), description)
+    described = checked_description(description, "a tag")
+    row = await conn.fetchrow(QUERIES["upsert_tag"], check_tag_name(name), described)
     return _tag(row, tagged=False)
 
 
