@@ -1,7 +1,8 @@
 """`headwater spark backfill`: load archives of OpenLineage events into the store.
 
 1. Read every file on the executors (``sources``), check each line with the server's validation and
-   content hash (``jobs.backfill.check_rows``); rejects go to a folder with file, line and reason.
+   content hash (``jobs.backfill.check_rows``); rejects go to a folder with file, line and reason,
+   with the lines longer than the server takes an event (``sources.LongLines``), which are not read.
 2. Drop events that repeat in the archive or are already in ``raw_events`` (by content hash).
 3. Range-partition the rest by (eventTime, position in the archive) and write the partitions one
    after another, each in batches of 2,000 events, a transaction each, through the server's own
@@ -25,10 +26,12 @@ from headwater.pipeline import db
 from headwater.pipeline.jobs import backfill as steps
 from headwater.pipeline.sources import (
     ArchiveFile,
+    LongLines,
     find_archive_files,
     find_unreadable_archive,
     read_archive,
 )
+from headwater.settings import get_settings
 from headwater.store import pipeline as pipeline_store
 
 if TYPE_CHECKING:
@@ -41,6 +44,10 @@ if TYPE_CHECKING:
 RAW_EVENT_READ = "fetch_raw_event_hashes"
 
 
+def _max_body_bytes() -> int:
+    return get_settings().max_body_bytes
+
+
 @dataclass(frozen=True)
 class BackfillOptions:
     paths: list[str]
@@ -50,6 +57,8 @@ class BackfillOptions:
     batch_size: int = 2000
     events_per_partition: int = 20_000
     dry_run: bool = False
+    # A longer line is rejected unread: by default the most the server takes in one request body.
+    max_line_bytes: int = field(default_factory=_max_body_bytes)
 
 
 @dataclass
@@ -86,7 +95,8 @@ def run_backfill(spark: SparkSession, options: BackfillOptions, progress: Progre
     progress.set_phase(
         "reading and validating events", f"({summary.files} files, {_size(summary.bytes)})"
     )
-    rows = read_archive(spark, files)
+    read = read_archive(spark, files, options.max_line_bytes)
+    rows = read.rows
     if len(files) < sc.defaultParallelism:
         # A single large archive is read by one task; spread the validation over every core.
         rows = rows.repartition(sc.defaultParallelism * 2)
@@ -104,21 +114,18 @@ def run_backfill(spark: SparkSession, options: BackfillOptions, progress: Progre
             if unreadable is not None:
                 raise unreadable from None
             raise
-        summary.rows = sum(counts.values())
+        long_lines = read.long_lines()
+        summary.rows = sum(counts.values()) + len(long_lines.lines)
         summary.blank = counts.get(steps.BLANK, 0)
-        summary.rejected = counts.get(steps.REJECTED, 0)
+        summary.rejected = counts.get(steps.REJECTED, 0) + len(long_lines.lines)
         summary.valid = counts.get(steps.VALID, 0)
         if summary.rejected:
             progress.set_phase("writing rejects", options.rejects_path)
-            _write_rejects(spark, checked, files, options.rejects_path)
+            rejected = _rejected(spark, checked, long_lines)
+            _write_rejects(spark, rejected, files, options.rejects_path)
             summary.rejects_path = options.rejects_path
             reasons = (
-                checked.where(F.col("status") == steps.REJECTED)
-                .groupBy("reason")
-                .count()
-                .orderBy(F.desc("count"), "reason")
-                .limit(5)
-                .collect()
+                rejected.groupBy("reason").count().orderBy(F.desc("count"), "reason").limit(5).collect()
             )
             summary.reject_reasons = [(r["reason"], r["count"]) for r in reasons]
 
@@ -189,11 +196,35 @@ def _write(
     summary.write_seconds = time.monotonic() - write_started
 
 
-def _write_rejects(spark: SparkSession, checked: DataFrame, files: list[ArchiveFile], path: str) -> None:
+def _rejected(spark: SparkSession, checked: DataFrame, long_lines: LongLines) -> DataFrame:
+    """The rejected rows, with the lines too long to read, all numbered as in their files."""
     from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import types as t
 
-    sources = spark.createDataFrame([(f.index, f.path) for f in files], "file_index int, source string")
     rejected = checked.where(F.col("status") == steps.REJECTED)
+    if not long_lines.lines:
+        return rejected
+
+    @F.udf(t.LongType(), useArrow=False)  # Arrow needs pandas, which the backfill does without
+    def line_number(file_index: int, line: int | None) -> int | None:
+        return None if line is None else long_lines.line_number(file_index, line)
+
+    reason = long_lines.reason
+    unread = spark.createDataFrame(
+        [
+            (file_index, line, None, steps.REJECTED, reason, [("$", reason)], None, None, None)
+            for file_index, line in long_lines.lines
+        ],
+        steps.checked_schema(),
+    )
+    renumbered = rejected.withColumn("line", line_number("file_index", "line"))
+    return renumbered.unionByName(unread)
+
+
+def _write_rejects(
+    spark: SparkSession, rejected: DataFrame, files: list[ArchiveFile], path: str
+) -> None:
+    sources = spark.createDataFrame([(f.index, f.path) for f in files], "file_index int, source string")
     steps.rejects_for_output(rejected, sources).coalesce(1).write.json(path)
 
 
