@@ -232,3 +232,30 @@ async def test_a_description_longer_than_a_person_writes_is_refused(client):
     assert (await client.get("/api/v1/tags")).json() == {"tags": []}
     fits = "d" * MAX_DESCRIPTION_CHARS
     assert (await client.put("/api/v1/tags/pii", json={"description": fits})).status_code == 200
+
+
+async def test_a_flow_removed_while_its_manual_job_gets_a_direct_input_keeps_the_job(client, db):
+    await post_all(client, [run_event(f"w{n}", outputs=[dataset(n)]) for n in ("a", "b", "c")])
+    at = dt.datetime.now(dt.UTC)
+    async with db.acquire() as remover, db.acquire() as adder:
+        a, c = await refs(remover, "dataset:warehouse:a", "dataset:warehouse:c")
+        await manual_lineage.add_manual_edge(remover, a, c, description=None, at=at)
+        b, job = await refs(adder, "dataset:warehouse:b", "job:warehouse:manual/c")
+        adding = adder.transaction()
+        await adding.start()
+        await manual_lineage.add_manual_edge(adder, b, job, description=None, at=at)
+        removal = asyncio.create_task(manual_lineage.remove_manual_edge(remover, a, c, at=at))
+        await until_blocked_or_done(db, remover, removal)
+        await adding.commit()
+        removed = await removal
+        assert removed.edges == [("dataset:warehouse:a", "job:warehouse:manual/c")]
+    upstream = await gql(
+        client,
+        'query { lineage(nodeId: "dataset:warehouse:c", depth: 2, direction: UPSTREAM) '
+        "{ ... on LineageGraph { edges { origin destination manual } } } }",
+    )
+    manual = [e for e in upstream["lineage"]["edges"] if e["manual"]]
+    assert sorted((e["origin"], e["destination"]) for e in manual) == [
+        ("dataset:warehouse:b", "job:warehouse:manual/c"),
+        ("job:warehouse:manual/c", "dataset:warehouse:c"),
+    ]

@@ -208,6 +208,11 @@ async def add_manual_edge(
             hops = [(origin, job), (job, destination)]
         else:
             job, hops = None, [(origin, destination)]
+            # An edge of a flow's manual job, declared directly, locks the job as a flow does: a
+            # flow's removal counting what the job reads meanwhile would retire it under this edge.
+            for end in (origin, destination):
+                if end.node_type == "JOB" and end.name.startswith(MANUAL_JOB_PREFIX):
+                    await conn.fetchrow(QUERIES["lock_manual_job"], end.namespace, end.name)
         opened = [(s.id, d.id) for s, d in hops if await _open_edge(conn, s, d, description, at)]
         if opened:
             changes.append(
