@@ -259,3 +259,19 @@ async def test_a_flow_removed_while_its_manual_job_gets_a_direct_input_keeps_the
         ("dataset:warehouse:b", "job:warehouse:manual/c"),
         ("job:warehouse:manual/c", "dataset:warehouse:c"),
     ]
+
+
+async def test_a_tag_body_with_a_key_it_does_not_take_is_refused(client):
+    # {"descrption": ...} answered 200 and changed nothing.
+    typo = await client.put("/api/v1/tags/pii", json={"descrption": "personal"})
+    assert typo.status_code == 400
+    assert "unknown field `descrption`" in typo.json()["detail"]
+    # What GET answers may be sent back as it is, its name the path's.
+    sent_back = await client.put("/api/v1/tags/pii", json={"name": "pii", "description": "personal"})
+    assert sent_back.json() == {"name": "pii", "description": "personal"}
+    renamed = await client.put("/api/v1/tags/pii", json={"name": "pci", "description": "cards"})
+    assert renamed.status_code == 400
+    assert renamed.json()["detail"].startswith("The body names the tag 'pci' and the path 'pii'")
+    assert (await client.get("/api/v1/tags")).json() == {
+        "tags": [{"name": "pii", "description": "personal"}]
+    }

@@ -10,13 +10,17 @@ from litestar.datastructures import State
 
 from headwater.api.parameters import refuse_nul_fields
 from headwater.api.rest.catalog.routing import BODY_PROBLEMS, PROBLEMS, name
+from headwater.errors import InvalidRequestError, shown
 from headwater.store import tags as tag_store
 
 
-class TagBody(msgspec.Struct):
-    """What PUT /api/v1/tags/{tag} may carry."""
+class TagBody(msgspec.Struct, forbid_unknown_fields=True):
+    """What PUT /api/v1/tags/{tag} may carry: its description, and its name as GET lists it (a
+    client may send back what it read), which must then be the path's. Any other key is refused:
+    a misspelt ``descrption`` would otherwise change nothing and answer 200."""
 
     description: str | None = None
+    name: str | None = None
 
     def __post_init__(self) -> None:
         refuse_nul_fields(self)
@@ -42,8 +46,14 @@ async def list_tags(state: State) -> dict[str, Any]:
 async def put_tag(state: State, tag: str, data: TagBody | None = None) -> dict[str, Any]:
     """Creates the tag if it is new; a description, when given, replaces the stored one."""
     async with state.pool.acquire() as conn:
+        tag_name = name(tag)
+        if data is not None and data.name is not None and data.name != tag_name:
+            raise InvalidRequestError(
+                f"The body names the tag '{shown(data.name)}' and the path '{shown(tag_name)}'; "
+                "a tag is renamed by no request: leave the body's name out or make it the path's."
+            )
         described = data.description if data else None
-        return _tag_json(await tag_store.put_tag(conn, name(tag), described))
+        return _tag_json(await tag_store.put_tag(conn, tag_name, described))
 
 
 tag_handlers = [list_tags, put_tag]
