@@ -2,7 +2,8 @@
 reference events and a small pipeline of our own, with every request to another host aborted:
 search, a dataset and a job page, walking lineage, the as-of slider bringing back a dropped input,
 a live change appearing in place, impact with its CSV, root cause, the API key prompt, names
-holding Unicode's bidirectional controls shown as stored, and loops drawn inside the view.
+holding Unicode's bidirectional controls shown as stored, names that only look alike told apart, and
+loops drawn inside the view.
 
 Each test saves a screenshot of its page; with HEADWATER_CONSOLE_SCREENSHOTS=<folder> the ones the
 README shows (backend/web/console/screenshots/) go there too."""
@@ -26,6 +27,7 @@ import httpx
 import pytest
 
 from tests.corpus import EVENTS
+from tests.factories import dataset
 from tests.pg import migrated_database
 from tests.server import HeadwaterServer, running_headwater
 from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, browser_missing
@@ -726,3 +728,59 @@ async def test_loops_are_drawn_as_loops_inside_the_view(
     column = await page.locator(node(SALES_FIELD)).evaluate(BOX)
     assert box[2] > column[2] + 10, (box, column)
     assert box[3] - box[1] > 10, (box, column)
+
+
+# Names that read as "orders" though each is another dataset: a zero-width space after it, a
+# Cyrillic o for its o, a space after it; and one with a newline, which HTML and SVG show as a space.
+LOOKALIKE_NAMESPACE = "lookalike"
+LOOKALIKES = {
+    "orders": "orders",
+    "orders\u200b": "orders\u27e8U+200B\u27e9",
+    "\u043erders": "\u27e8U+043E\u27e9rders",
+    "orders ": "orders\u27e8U+0020\u27e9",
+    "orders\nbackup": "orders\u27e8U+000A\u27e9backup",
+}
+LOOKALIKE_JOB = f"job:{LOOKALIKE_NAMESPACE}:copy_orders"
+
+
+@pytest.fixture(scope="module")
+def lookalike_names(console_server: HeadwaterServer) -> None:
+    datasets = [dataset(name, namespace=LOOKALIKE_NAMESPACE) for name in LOOKALIKES]
+    events = run(
+        "copy_orders",
+        dt.datetime.now(dt.UTC),
+        datasets[:1],
+        datasets[1:],
+        namespace=LOOKALIKE_NAMESPACE,
+    )
+    post_events(console_server.url, events)
+
+
+async def test_names_that_only_look_alike_are_told_apart(
+    console: Console, lookalike_names: None, shots: Path
+) -> None:
+    page = console.page
+    await console.open(f"/?q=rders&kind=DATASET&ns={LOOKALIKE_NAMESPACE}")
+    hits = page.locator("#hits .hit-name")
+    await expect(hits).to_have_count(len(LOOKALIKES), timeout=TIMEOUT)
+    assert sorted(await hits.all_inner_texts()) == sorted(LOOKALIKES.values())
+    await page.screenshot(path=str(shots / "lookalike-search.png"))
+
+    # Its page and its links keep the name as stored.
+    zero_width = "orders\u200b"
+    await page.locator("#hits li").filter(has_text="U+200B").get_by_role("link").click()
+    await expect(page.get_by_role("heading", level=1)).to_have_text(
+        LOOKALIKES[zero_width], timeout=TIMEOUT
+    )
+    assert page.url.endswith(f"name={quote(zero_width)}")
+
+    # In the graph too: each label and tooltip is its own.
+    await console.open(f"/lineage?node={quote(LOOKALIKE_JOB, safe='')}")
+    labels = page.locator("[data-node^='dataset:'] text.label")
+    await expect(labels).to_have_count(len(LOOKALIKES), timeout=TIMEOUT)
+    assert sorted(await labels.all_text_contents()) == sorted(LOOKALIKES.values())
+    cyrillic = "\u043erders"
+    await expect(
+        page.locator(node(f"dataset:{LOOKALIKE_NAMESPACE}:{cyrillic}")).locator("title")
+    ).to_have_text(f"dataset:{LOOKALIKE_NAMESPACE}:{LOOKALIKES[cyrillic]}")
+    await page.screenshot(path=str(shots / "lookalike-graph.png"))

@@ -27,10 +27,10 @@ function routePath(points) {
   return d;
 }
 
-// A bidirectional control's marker (ui.jsx) or one code point: what clipping keeps whole.
-const UNIT = /\u27e8U\+[0-9A-F]{4}\u27e9|[\s\S]/gu;
+// A hidden character's marker (ui.jsx) or one code point: what clipping keeps whole.
+const UNIT = /\u27e8U\+[0-9A-F]{4,6}\u27e9|[\s\S]/gu;
 
-/** ``text`` as shown (its bidirectional controls as markers), cut from the front to ``max``
+/** ``text`` as shown (its hidden characters as markers), cut from the front to ``max``
  * characters; the end of a name is what tells names apart. */
 function clip(text, max) {
   const shown = visible(text);

@@ -96,7 +96,7 @@ export function ErrorBox({ error }) {
 // on over the text after the name. The console shows each as a marker naming its code point, and
 // keeps every name in an isolate of its own; what it sends back (URLs, queries, the CSV) keeps the
 // name as stored.
-const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/;
 const BIDI_NAMES = {
   "\u061C": "ARABIC LETTER MARK",
   "\u200E": "LEFT-TO-RIGHT MARK",
@@ -112,46 +112,114 @@ const BIDI_NAMES = {
   "\u2069": "POP DIRECTIONAL ISOLATE",
 };
 
-function codePoint(control) {
-  return `U+${control.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+// Characters that show as nothing, though a name holding one is another name: "orders\u200B" reads
+// as "orders". Format characters (zero-width spaces and joiners, the soft hyphen, the byte order
+// mark, tag characters; the bidirectional controls among them), controls, variation selectors and
+// the blank fillers of Hangul. In a name, whitespace other than one space between words is as
+// misleading: a newline or a tab shows as a space, and spaces before, after or after another space
+// as nothing.
+const INVISIBLE = "\\p{Cf}\\p{Cc}\\u034F\\u115F\\u1160\\u180B-\\u180F\\u3164\\uFE00-\\uFE0F\\uFFA0\\u{E0100}-\\u{E01EF}";
+const HIDDEN_IN_TEXT = new RegExp(`(?![\\t\\n\\r])[${INVISIBLE}]`, "gu");
+const HIDDEN_IN_NAME = new RegExp(`[${INVISIBLE}]|(?! )\\s|^ | $|(?<= ) `, "gu");
+
+// A word of a name mixing Latin, Greek and Cyrillic letters is a lookalike of another name:
+// "\u043Erders" (a Cyrillic o) reads as "orders". Its letters of the scripts it has fewer of are
+// shown as markers too.
+const SCRIPTS = [
+  ["Latin", /\p{Script=Latin}/u],
+  ["Cyrillic", /\p{Script=Cyrillic}/u],
+  ["Greek", /\p{Script=Greek}/u],
+];
+const WORD = /[\p{L}\p{M}\p{N}]+/gu;
+
+function lookalikes(value) {
+  const found = [];
+  for (const word of value.matchAll(WORD)) {
+    if (/^[\x00-\x7F]*$/.test(word[0])) continue;
+    const letters = [...word[0]];
+    const counts = SCRIPTS.map(([, script]) => letters.filter((c) => script.test(c)).length);
+    if (counts.filter(Boolean).length < 2) continue;
+    const most = counts.indexOf(Math.max(...counts)); // Latin first on a tie
+    let at = word.index;
+    for (const c of letters) {
+      const script = SCRIPTS.findIndex(([, s]) => s.test(c));
+      if (script >= 0 && script !== most) {
+        found.push({ at, char: c, why: `, a ${SCRIPTS[script][0]} letter among ${SCRIPTS[most][0]} ones` });
+      }
+      at += c.length;
+    }
+  }
+  return found;
 }
 
-function marker(control) {
-  return `\u27e8${codePoint(control)}\u27e9`;
+/** The characters of ``value`` a reader could not see or tell from others, in order: {at, char,
+ * why} (said after the code point). Free text (a description, code, an error message) keeps its whitespace; a name is read
+ * character by character. */
+function hiddenIn(value, isName) {
+  const found = [];
+  for (const m of value.matchAll(isName ? HIDDEN_IN_NAME : HIDDEN_IN_TEXT)) {
+    const why = BIDI_CONTROLS.test(m[0]) ? ` ${BIDI_NAMES[m[0]]}` : ", invisible or shown as a space";
+    found.push({ at: m.index, char: m[0], why });
+  }
+  if (!isName) return found;
+  return [...found, ...lookalikes(value)].sort((a, b) => a.at - b.at);
 }
 
-/** ``text`` with its bidirectional controls as markers, where only plain text goes: attributes,
- * SVG labels, options. */
-export function visible(text) {
-  return text === null || text === undefined ? "" : String(text).replace(BIDI_CONTROLS, marker);
+function codePoint(char) {
+  return `U+${char.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
 }
 
-/** ``text`` with each bidirectional control as a marker that says which it is, for text that
- * stands alone (code, JSON, an error message). */
-export function Shown({ text }) {
-  const value = text === null || text === undefined ? "" : String(text);
+function marker(char) {
+  return `\u27e8${codePoint(char)}\u27e9`;
+}
+
+function asText(text) {
+  return text === null || text === undefined ? "" : String(text);
+}
+
+/** A name with its hidden characters as markers, where only plain text goes: attributes, SVG
+ * labels, options. ``isName`` false: free text, which keeps its whitespace. */
+export function visible(text, isName = true) {
+  const value = asText(text);
+  let shown = "";
+  let at = 0;
+  for (const h of hiddenIn(value, isName)) {
+    shown += value.slice(at, h.at) + marker(h.char);
+    at = h.at + h.char.length;
+  }
+  return shown + value.slice(at);
+}
+
+function Marked({ value, isName }) {
   const parts = [];
   let at = 0;
-  for (const m of value.matchAll(BIDI_CONTROLS)) {
-    if (m.index > at) parts.push(value.slice(at, m.index));
+  for (const h of hiddenIn(value, isName)) {
+    if (h.at > at) parts.push(value.slice(at, h.at));
     // dir makes the marker an isolate of its own: it reads the same inside a right-to-left name.
     parts.push(
-      <span key={m.index} class="bidi-control" dir="ltr" title={`${codePoint(m[0])} ${BIDI_NAMES[m[0]]}`}>
-        {marker(m[0])}
+      <span key={h.at} class="bidi-control" dir="ltr" title={codePoint(h.char) + h.why}>
+        {marker(h.char)}
       </span>,
     );
-    at = m.index + 1;
+    at = h.at + h.char.length;
   }
   if (at < value.length) parts.push(value.slice(at));
   return <>{parts}</>;
 }
 
+/** ``text`` with each invisible character (a bidirectional control, a zero-width space) as a
+ * marker that says which it is, for text that stands alone (code, JSON, an error message). */
+export function Shown({ text }) {
+  return <Marked value={asText(text)} isName={false} />;
+}
+
 /** A name from an event (namespace, dataset, job, column, type, tag, owner, node id): isolated, so
- * that nothing in it reorders the text around it, and with its bidirectional controls shown. */
+ * that nothing in it reorders the text around it, with its hidden characters and lookalike letters
+ * shown. */
 export function Name({ text }) {
   return (
     <bdi class="name">
-      <Shown text={text} />
+      <Marked value={asText(text)} isName />
     </bdi>
   );
 }
@@ -186,7 +254,7 @@ export function Tags({ tags }) {
   return (
     <span class="tags">
       {tags.map((t) => (
-        <span class="tag" key={t.name} title={visible(t.description)}>
+        <span class="tag" key={t.name} title={visible(t.description, false)}>
           <Name text={t.name} />
         </span>
       ))}
