@@ -2,8 +2,8 @@
 reference events and a small pipeline of our own, with every request to another host aborted:
 search, a dataset and a job page, walking lineage, the as-of slider bringing back a dropped input,
 a live change appearing in place, impact with its CSV, root cause, the API key prompt, names
-holding Unicode's bidirectional controls shown as stored, names that only look alike told apart, and
-loops drawn inside the view.
+holding Unicode's bidirectional controls shown as stored, names that only look alike told apart, a
+megabyte of text in one word kept within the window, and loops drawn inside the view.
 
 Each test saves a screenshot of its page; with HEADWATER_CONSOLE_SCREENSHOTS=<folder> the ones the
 README shows (backend/web/console/screenshots/) go there too."""
@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from tests.corpus import EVENTS
-from tests.factories import dataset
+from tests.factories import PRODUCER, dataset
 from tests.pg import migrated_database
 from tests.server import HeadwaterServer, running_headwater
 from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, browser_missing
@@ -784,3 +784,59 @@ async def test_names_that_only_look_alike_are_told_apart(
         page.locator(node(f"dataset:{LOOKALIKE_NAMESPACE}:{cyrillic}")).locator("title")
     ).to_have_text(f"dataset:{LOOKALIKE_NAMESPACE}:{LOOKALIKES[cyrillic]}")
     await page.screenshot(path=str(shots / "lookalike-graph.png"))
+
+
+# What a careless producer may send as a description or an error message: a megabyte in one word.
+LONG_TEXT = "x" * 1_000_000
+LONG_DESCRIBED = "long.described"
+LONG_FAILING = "long_failing"
+
+# The page's scrollable size, as [width, height].
+PAGE_SIZE = "() => [document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+
+
+@pytest.fixture(scope="module")
+def long_texts(console_server: HeadwaterServer) -> None:
+    documentation = {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/DocumentationDatasetFacet.json",
+        "description": LONG_TEXT,
+    }
+    described = dataset(LONG_DESCRIBED, namespace=NAMESPACE, documentation=documentation)
+    events = run(LONG_FAILING, dt.datetime.now(dt.UTC), [], [described], state="FAIL", error=LONG_TEXT)
+    post_events(console_server.url, events)
+
+
+async def test_a_megabyte_of_text_in_one_word_keeps_the_page_readable(
+    console: Console, long_texts: None, shots: Path
+) -> None:
+    page = console.page
+    viewport = page.viewport_size
+    await console.open(f"/datasets?ns={NAMESPACE}&name={LONG_DESCRIBED}")
+    head = page.locator(".page-head")
+    show_all = head.get_by_role("button", name="show all 1,000,000 characters")
+    await expect(show_all).to_be_visible(timeout=TIMEOUT)
+    # The runs that wrote it, with the error, right below: the page is about a screen long, and no
+    # wider than the window (it was 8.8 million pixels wide).
+    runs = page.get_by_role("table", name="Runs")
+    await expect(runs.get_by_role("button", name="show all 1,000,000 characters")).to_be_visible()
+    width, height = await page.evaluate(PAGE_SIZE)
+    assert width <= viewport["width"], width
+    assert height < 3 * viewport["height"], height
+    await page.screenshot(path=str(shots / "long-text.png"))
+
+    # Asked for, the whole description, wrapped within the window.
+    await show_all.click()
+    await expect(show_all).to_have_count(0)
+    assert len(await head.inner_text()) > len(LONG_TEXT)
+    width, _ = await page.evaluate(PAGE_SIZE)
+    assert width <= viewport["width"], width
+
+    await console.open(f"/jobs?ns={NAMESPACE}&name={LONG_FAILING}")
+    runs = page.get_by_role("table", name="Runs")
+    await expect(runs.get_by_role("button", name="show all 1,000,000 characters")).to_be_visible(
+        timeout=TIMEOUT
+    )
+    width, height = await page.evaluate(PAGE_SIZE)
+    assert width <= viewport["width"], width
+    assert height < 3 * viewport["height"], height

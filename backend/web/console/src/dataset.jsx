@@ -1,7 +1,7 @@
 // A dataset: its schema with types and tags, versions with the runs that wrote them and what changed
 // between them, its facets and runs.
 import { Facets, NodeHead, NodePage, RunState, RunsTable, VersionChanges, jobLink } from "./node.jsx";
-import { Empty, Link, Name, Shown, Tags, when } from "./ui.jsx";
+import { Empty, Link, LongText, Name, Tags, when } from "./ui.jsx";
 
 const DATASET = `query($ns: String!, $name: String!) {
   dataset(namespace: $ns, name: $name) {
@@ -95,7 +95,7 @@ function Dataset({ node: ds }) {
                 <td class="mono">{f.type ? <Name text={f.type} /> : "\u2014"}</td>
                 <td><Tags tags={f.tags} /></td>
                 <td>
-                  <Shown text={f.description} />
+                  <LongText text={f.description} />
                 </td>
                 <td>
                   <Link href={`/lineage?node=${encodeURIComponent(`datasetField:${ds.namespace}:${ds.name}:${f.name}`)}`}>lineage</Link>{" "}

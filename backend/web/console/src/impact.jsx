@@ -4,7 +4,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { pageOf } from "./api.js";
 import { fetchGraph } from "./lineage.jsx";
-import { Empty, ErrorBox, Json, Link, Loading, Name, navigate, Shown, useAuthVersion, useQuery, useRoute, visible, when } from "./ui.jsx";
+import { Empty, ErrorBox, Json, Link, Loading, LongText, Name, navigate, useAuthVersion, useQuery, useRoute, visible, when } from "./ui.jsx";
 
 /** One shortest path from the root to each node, following edges forward (breadth first). */
 function pathsFrom(root, edges) {
@@ -260,7 +260,7 @@ function RunError({ runId }) {
   const message = data && data.run && data.run.errorMessage;
   return message ? (
     <p class="error-text">
-      <Shown text={message} />
+      <LongText text={message} />
     </p>
   ) : null;
 }

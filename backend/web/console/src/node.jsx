@@ -1,6 +1,6 @@
 // What the dataset and job pages do alike: look the node up from the URL, show the head of the
 // page, links to either, what changed from one version to the next, runs and their states, facets.
-import { Empty, ErrorBox, Json, Link, Loading, Name, Shown, Tags, duration, useQuery, useRoute, when } from "./ui.jsx";
+import { Empty, ErrorBox, Json, Link, Loading, LongText, Name, Tags, duration, useQuery, useRoute, when } from "./ui.jsx";
 
 /** The page of the ``kind`` ("dataset" or "job") named by ?ns=&name=: ``query`` asks for it, and
  * ``Page`` shows it once loaded (as its ``node``); until then, what is missing, loading or wrong. */
@@ -46,7 +46,7 @@ export function NodeHead({ kind, label = kind, node, links, changed, changedAt }
       </p>
       {node.description ? (
         <p>
-          <Shown text={node.description} />
+          <LongText text={node.description} />
         </p>
       ) : null}
       <nav class="page-actions" aria-label={`About this ${kind}`}>
@@ -101,7 +101,7 @@ export function RunsTable({ runs, showJob }) {
             <td>{when(r.endedAt)}</td>
             <td>{duration(r.durationMs)}</td>
             <td class="error-text">
-              <Shown text={r.errorMessage} />
+              <LongText text={r.errorMessage} />
             </td>
           </tr>
         ))}

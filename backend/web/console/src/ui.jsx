@@ -213,6 +213,28 @@ export function Shown({ text }) {
   return <Marked value={asText(text)} isName={false} />;
 }
 
+// A producer may send a description or an error message of megabytes, in one word: laid out whole
+// it pushes the rest of the page hundreds of thousands of pixels down.
+const LONG_TEXT = 2000;
+
+/** Free text from an event, its first LONG_TEXT characters until the reader asks for the rest. */
+export function LongText({ text }) {
+  const [whole, setWhole] = useState(false);
+  const value = asText(text);
+  if (whole || value.length <= LONG_TEXT) return <Shown text={value} />;
+  // Not between the two halves of a character outside the Basic Multilingual Plane.
+  const cut = /[\uD800-\uDBFF]/.test(value[LONG_TEXT - 1]) ? LONG_TEXT - 1 : LONG_TEXT;
+  return (
+    <>
+      <Shown text={value.slice(0, cut)} />
+      {"\u2026 "}
+      <button type="button" class="link" onClick={() => setWhole(true)}>
+        show all {value.length.toLocaleString("en")} characters
+      </button>
+    </>
+  );
+}
+
 /** A name from an event (namespace, dataset, job, column, type, tag, owner, node id): isolated, so
  * that nothing in it reorders the text around it, with its hidden characters and lookalike letters
  * shown. */
