@@ -79,21 +79,17 @@ async def test_a_list_longer_than_guessed_is_charged_as_it_is_answered(client):
     # The estimate guesses a list without a page size at 10 items; a schema may hold 100,000
     # fields (4.2 s and 6.8 MB for one, 14 GB for thirty aliases of it). Each item past the guess
     # is charged as it is answered, and the operation refused once it passes the budget.
-    wide = dataset("wide", fields=[f"c{i}" for i in range(2_500)])
+    wide = dataset("wide", fields=[f"c{i}" for i in range(25_000)])
     await post_all(client, [run_event("make_wide", outputs=[wide])])
     body = await execute(client, "{ " + WIDE + " }")
     assert body["data"] is None
     assert error_code(body) == "query_too_complex"
-    assert "once `dataset.fields` holds 1,8" in body["errors"][0]["message"]
+    assert re.search(r"once `dataset\.fields` holds 19,9\d\d items", body["errors"][0]["message"])
 
     started = time.perf_counter()
     body = await execute(client, aliased(30, WIDE))
-    assert time.perf_counter() - started < 1
+    assert time.perf_counter() - started < 2
     assert error_code(body) == "query_too_complex"
-
-    # What fits the budget is answered whole: 2,500 fields of names alone.
-    data = await gql(client, '{ dataset(namespace: "warehouse", name: "wide") { fields { name } } }')
-    assert len(data["dataset"]["fields"]) == 2_500
 
 
 async def test_a_list_shorter_than_guessed_or_null_leaves_room_for_the_rest(client):
@@ -338,3 +334,25 @@ async def test_the_consoles_queries_fit_the_limits(client):
         body = await execute(client, query, **console_values(query))
         codes = {e["extensions"]["code"] for e in body.get("errors", [])}
         assert not codes & LIMIT_CODES, (where, body["errors"])
+
+
+async def test_a_wide_dataset_with_its_fields_tags_is_answered(client):
+    # Each field's tags were charged at the guess of 10 as the fields were listed, before the
+    # empty ones were credited: a dataset of 883 fields with their tags, as the console asks for
+    # it, was refused. Lists under the items past a guess now charge what they hold.
+    columns = [f"c{i}" for i in range(5_000)]
+    await post_all(client, [run_event("w", outputs=[dataset("wide", fields=columns)])])
+    await gql(
+        client,
+        'mutation { tagDataset(namespace: "warehouse", name: "wide", tag: "pii", field: "c4999") { __typename } }',
+    )
+    query = (
+        '{ dataset(namespace: "warehouse", name: "wide") '
+        "{ fields { name type tags { name } } tags { name } } }"
+    )
+    fields = (await gql(client, query))["dataset"]["fields"]
+    assert len(fields) == 5_000
+    assert fields[-1] == {"name": "c4999", "type": "string", "tags": [{"name": "pii"}]}
+    # What a list holds is still charged: 10,000 items' worth past the budget is refused.
+    body = await execute(client, aliased(5, query.removeprefix("{ ").removesuffix(" }")))
+    assert error_code(body) == "query_too_complex"

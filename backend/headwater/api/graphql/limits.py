@@ -341,7 +341,10 @@ class _Cost:
 
     For the operation to be charged what it really resolves as it runs, ``guessed_lists`` keeps,
     for each list costed at ``LIST_GUESS`` items, what one of its items costs, and ``null_costs``
-    what each field that may be null was costed.
+    what each field that may be null was costed. An item past a list's guess was in no estimate,
+    nor are the lists guessed under it: ``light_costs`` keeps what such an item costs without those
+    lists' guesses (they charge what they hold, see ``BudgetedLists``), and ``null_guesses`` the
+    part of a field's null cost that is guesses of lists under it.
     """
 
     def __init__(
@@ -357,19 +360,35 @@ class _Cost:
         self.node_cap = node_cap
         # id(field node) -> the cost of one item of the list it asks for
         self.guessed_lists: dict[int, int] = {}
+        # id(field node) -> the cost of one item of the list it asks for, less the guesses of the
+        # lists guessed under it
+        self.light_costs: dict[int, int] = {}
         # id(field node) -> its cost for one parent object, when it may be null
         self.null_costs: dict[int, int] = {}
-        # fragment name -> its (per_item, once), each costed after the fragments it spreads; one
-        # not costed (unknown, or in a cycle) costs nothing
+        # id(field node) -> the part of its null cost that is guesses of lists under it
+        self.null_guesses: dict[int, int] = {}
+        # The guesses of the lists guessed under each field being costed, innermost last: a list
+        # (guessed or paged) or a page keeps those under it; any other field passes them on.
+        self._guesses: list[int] = []
+        # fragment name -> its (per_item, once) and the guesses of lists guessed in it, each costed
+        # after the fragments it spreads; one not costed (unknown, or in a cycle) costs nothing
         self._fragment_costs: dict[str, tuple[int, int]] = {}
+        self._fragment_guesses: dict[str, int] = {}
         for name in _fragments_in_order(fragments):
             fragment = fragments[name]
             target = schema.get_type(fragment.type_condition.name.value)
+            self._guesses.append(0)
             self._fragment_costs[name] = self.of(fragment.selection_set, target)
+            self._fragment_guesses[name] = self._guesses.pop()
 
     def operation(self, op: OperationDefinitionNode) -> int:
         per_item, once = self.of(op.selection_set, self.schema.get_root_type(op.operation))
         return per_item + once
+
+    def _pass_on(self, guesses: int) -> None:
+        """Add guesses of lists to those of the field being costed (none at the top)."""
+        if self._guesses:
+            self._guesses[-1] += guesses
 
     def of(self, selection_set: SelectionSetNode, parent: Any) -> tuple[int, int]:
         """(per_item, once) of ``selection_set`` for one ``parent`` object."""
@@ -384,6 +403,7 @@ class _Cost:
                 item, fixed = self.of(sel.selection_set, target)
             elif isinstance(sel, FragmentSpreadNode):
                 item, fixed = self._fragment_costs.get(sel.name.value, (0, 0))
+                self._pass_on(self._fragment_guesses.get(sel.name.value, 0))
             per_item, once = per_item + item, once + fixed
         return per_item, once
 
@@ -398,13 +418,22 @@ class _Cost:
         if page is not None and name in _CAPPED_FIELDS:
             page = min(page, self.node_cap)
         page = None if page is None else max(page, 1)
+        self._guesses.append(0)
         item, fixed = self.of(sel.selection_set, get_named_type(field.type))
+        guesses_under = self._guesses.pop()
+        keeps_guesses = isinstance(output, GraphQLList) or page is not None
+        if not keeps_guesses:
+            self._pass_on(guesses_under)
+            self.null_guesses[id(sel)] = guesses_under
         if isinstance(output, GraphQLList):
             each = 1 + item + fixed  # an item, and what is under it
             if page is None and getattr(parent, "name", None) in self.page_types:
                 return each, 0  # the items of the page: as many as its page size
             if page is None:
                 self.guessed_lists[id(sel)] = each
+                self.light_costs[id(sel)] = each - guesses_under
+                self._pass_on(LIST_GUESS * each)
+                self.null_guesses[id(sel)] = LIST_GUESS * each
             cost = (page or LIST_GUESS) * each
         elif page is None:
             cost = 1 + item + fixed
@@ -419,6 +448,14 @@ class _Cost:
         if not isinstance(field.type, GraphQLNonNull):
             self.null_costs[id(sel)] = cost
         return 0, cost
+
+
+def _enclosing_item(keys: list[Any]) -> tuple[Any, ...] | None:
+    """The path of the list item a value at ``keys`` is under, if any."""
+    for at in range(len(keys) - 1, -1, -1):
+        if isinstance(keys[at], int):
+            return tuple(keys[: at + 1])
+    return None
 
 
 def _node_cap(context: Any) -> int:
@@ -458,12 +495,21 @@ class BudgetedLists(Executor[Any]):
     that is null is credited what it was costed. So a list of 100,000 is refused after the few
     thousand items that pass the budget (lazily built, it is not even built), and the operation is
     answered with that one error, as if it had been refused before it ran.
+
+    An item past a list's guess is charged without the guesses of the lists guessed under it, and
+    those lists are then charged every item they hold, and credited nothing: the lists under the
+    first items were in the estimate, those under the others were not. (Charged their guesses
+    before the short ones were credited, a dataset's 883 fields with their tags were refused.)
     """
 
     _cost = 0  # the estimate, as it runs
     _guessed_lists: dict[int, int]
+    _light_costs: dict[int, int]
     _null_costs: dict[int, int]
+    _null_guesses: dict[int, int]
     _refusal: QueryTooComplexError | None = None
+    # The paths of the list items past their list's guess, and under such items
+    _unestimated: set[tuple[Any, ...]]
 
     def execute_operation(self, serially: bool | None = None) -> AwaitableOrValue[Any]:
         cost = _Cost(
@@ -475,6 +521,8 @@ class BudgetedLists(Executor[Any]):
         self._cost = cost.operation(self.operation)
         if cost.guessed_lists:
             self._guessed_lists, self._null_costs = cost.guessed_lists, cost.null_costs
+            self._light_costs, self._null_guesses = cost.light_costs, cost.null_guesses
+            self._unestimated = set()
             # Settling looks at every value completed: only an operation with a list of unknown
             # length pays for it (a lineage answer of 10,000 nodes has none, and takes 5% less
             # without).
@@ -499,7 +547,10 @@ class BudgetedLists(Executor[Any]):
         position_context: Any,
     ) -> AwaitableOrValue[Any]:
         if result is None and not isinstance(path.key, int):  # a field, not an item of a list
-            self._spend(-self._costed(field_details_list, self._null_costs), "")
+            credit = self._costed(field_details_list, self._null_costs)
+            if self._is_unestimated(path):
+                credit -= self._costed(field_details_list, self._null_guesses)
+            self._spend(-credit, "")
         return super().complete_value(
             return_type, field_details_list, info, path, result, position_context
         )
@@ -515,8 +566,8 @@ class BudgetedLists(Executor[Any]):
     ) -> AwaitableOrValue[list[Any]]:
         item_cost = self._costed(field_details_list, self._guessed_lists)
         if item_cost and is_iterable(result):
-            where = ".".join(str(key) for key in path.as_list())
-            result = self._charged(result, item_cost, where)
+            light = self._costed(field_details_list, self._light_costs)
+            result = self._charged(result, item_cost, light, path, self._is_unestimated(path))
         return super().complete_list_value(
             return_type, field_details_list, info, path, result, position_context
         )
@@ -526,14 +577,25 @@ class BudgetedLists(Executor[Any]):
         """What ``figures`` hold for a field (the sum for fields merged into one)."""
         return sum(figures.get(id(details.node), 0) for details in field_details_list)
 
-    def _charged(self, items: Iterable[Any], item_cost: int, where: str) -> Iterator[Any]:
+    def _is_unestimated(self, path: Any) -> bool:
+        """Whether a value at ``path`` is under a list item the estimate did not count."""
+        item = _enclosing_item(path.as_list())
+        return item is not None and item in self._unestimated
+
+    def _charged(
+        self, items: Iterable[Any], item_cost: int, light: int, path: Any, unestimated: bool
+    ) -> Iterator[Any]:
+        keys = path.as_list()
+        where = ".".join(str(key) for key in keys)
         count = 0
         for item in items:
+            if unestimated or count >= LIST_GUESS:
+                self._unestimated.add((*keys, count))
+                self._spend(light, f" once `{where}` holds {count + 1:,} items")
             count += 1
-            if count > LIST_GUESS:
-                self._spend(item_cost, f" once `{where}` holds {count:,} items")
             yield item
-        self._spend(-max(LIST_GUESS - count, 0) * item_cost, "")
+        if not unestimated:
+            self._spend(-max(LIST_GUESS - count, 0) * item_cost, "")
 
     def _spend(self, amount: int, cause: str) -> None:
         self._cost += amount
