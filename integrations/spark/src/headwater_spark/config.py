@@ -89,6 +89,51 @@ def _first(*values: Any) -> Any:
     return None
 
 
+def _number(
+    value: Any, name: str, kind: Callable[[str], float], minimum: float, *, inclusive: bool
+) -> Any:
+    """``value`` read as ``kind``; a ValueError naming the setting when it is not one, or is below
+    ``minimum`` (or equal to it, unless ``inclusive``)."""
+    try:
+        number = kind(str(value).strip())
+    except ValueError:
+        whole = "whole " if kind is int else ""
+        raise ValueError(f"{name} must be a {whole}number, not {value!r}") from None
+    if number < minimum or (number == minimum and not inclusive):
+        bound = f"at least {minimum:g}" if inclusive else f"more than {minimum:g}"
+        raise ValueError(f"{name} must be {bound}, not {value!r}")
+    return number
+
+
+def _http_url(url: str) -> str:
+    """``url`` without surrounding blanks; a ValueError saying what is wrong when it cannot be
+    posted to (a host with no scheme is the usual mistake)."""
+    from urllib.parse import urlsplit
+
+    cleaned = url.strip()
+    try:
+        parts = urlsplit(cleaned)
+        parts.port  # noqa: B018 - raises on a port that is not a number or out of range
+    except ValueError as exc:
+        raise ValueError(f"the lineage URL {url!r} is not valid: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"the lineage URL {url!r} needs http:// or https:// and a host, for example {DEFAULT_URL}"
+        )
+    return cleaned
+
+
+def _api_key(key: str | None) -> str | None:
+    """The key without surrounding blanks (a key file's last line break); a ValueError when a
+    control character is left, which no HTTP header may hold."""
+    if key is None:
+        return None
+    cleaned = key.strip()
+    if any(ord(char) < 32 or ord(char) == 127 for char in cleaned):
+        raise ValueError("the API key holds a line break or another control character")
+    return cleaned or None
+
+
 def _parent(conf: ConfGetter, ns_key: str, name_key: str, run_key: str) -> ParentRef | None:
     namespace, name, run_id = conf(ns_key), conf(name_key), conf(run_key)
     if namespace and name and run_id:
@@ -135,7 +180,9 @@ def resolve_config(
     """Each setting comes from the argument, else the Spark conf, else the environment.
 
     ``conf_items`` is the whole Spark conf, for the keys under spark.openlineage.transport.properties.
-    Raises ValueError when the Kafka transport is chosen without a topic or brokers.
+    Raises ValueError, saying which setting is wrong, when one cannot work: the Kafka transport
+    without a topic or brokers, a URL with no http(s) scheme or host, an API key with a line break,
+    a timeout of 0 or less, a negative flush timeout, a queue size below 1.
     """
     env = os.environ if env is None else env
     transport = str(_first(conf(CONF_TRANSPORT_TYPE), env.get(ENV_TRANSPORT_TYPE), "http")).lower()
@@ -152,10 +199,19 @@ def resolve_config(
         )
     timeout_ms = conf(CONF_TIMEOUT_MS)
     raw_compression = _first(compression, conf(CONF_COMPRESSION), "gzip")
+    http_url = str(_first(url, conf(CONF_URL), env.get(ENV_URL), DEFAULT_URL))
+    if transport == "http":
+        http_url = _http_url(http_url)
+    if timeout is not None:
+        request_timeout = _number(timeout, "timeout", float, 0, inclusive=False)
+    elif timeout_ms:
+        request_timeout = _number(timeout_ms, CONF_TIMEOUT_MS, float, 0, inclusive=False) / 1000
+    else:
+        request_timeout = 5.0
     return LineageConfig(
-        url=str(_first(url, conf(CONF_URL), env.get(ENV_URL), DEFAULT_URL)),
+        url=http_url,
         endpoint=str(_first(endpoint, conf(CONF_ENDPOINT), env.get(ENV_ENDPOINT), DEFAULT_ENDPOINT)),
-        api_key=_first(api_key, conf(CONF_API_KEY), env.get(ENV_API_KEY)),
+        api_key=_api_key(_first(api_key, conf(CONF_API_KEY), env.get(ENV_API_KEY))),
         namespace=str(
             _first(namespace, conf(CONF_NAMESPACE), env.get(ENV_NAMESPACE), DEFAULT_NAMESPACE)
         ),
@@ -163,9 +219,17 @@ def resolve_config(
         compression=None
         if str(raw_compression).lower() in ("none", "off", "false")
         else str(raw_compression),
-        timeout=float(_first(timeout, float(timeout_ms) / 1000 if timeout_ms else None, 5.0)),
-        queue_size=int(_first(queue_size, conf(CONF_QUEUE_SIZE), 1000)),
-        flush_timeout=float(_first(flush_timeout, conf(CONF_FLUSH_TIMEOUT), 10.0)),
+        timeout=request_timeout,
+        queue_size=_number(
+            _first(queue_size, conf(CONF_QUEUE_SIZE), 1000), "queue size", int, 1, inclusive=True
+        ),
+        flush_timeout=_number(
+            _first(flush_timeout, conf(CONF_FLUSH_TIMEOUT), 10.0),
+            "flush timeout",
+            float,
+            0,
+            inclusive=True,
+        ),
         parent=_parent(conf, CONF_PARENT_JOB_NAMESPACE, CONF_PARENT_JOB_NAME, CONF_PARENT_RUN_ID),
         root_parent=_parent(conf, CONF_ROOT_JOB_NAMESPACE, CONF_ROOT_JOB_NAME, CONF_ROOT_RUN_ID),
         transport=transport,

@@ -308,19 +308,23 @@ def enable_lineage(
             if str(conf.get("spark.openlineage.disabled", "false")).lower() == "true":
                 log.info("Lineage: spark.openlineage.disabled is true; not enabled")
                 return None
-            config = resolve_config(
-                lambda key: conf.get(key, None),
-                conf_items=dict(conf.getAll()),
-                url=url,
-                api_key=api_key,
-                namespace=namespace,
-                endpoint=endpoint,
-                app_name=app_name,
-                compression=compression,
-                timeout=timeout,
-                queue_size=queue_size,
-                flush_timeout=flush_timeout,
-            )
+            try:
+                config = resolve_config(
+                    lambda key: conf.get(key, None),
+                    conf_items=dict(conf.getAll()),
+                    url=url,
+                    api_key=api_key,
+                    namespace=namespace,
+                    endpoint=endpoint,
+                    app_name=app_name,
+                    compression=compression,
+                    timeout=timeout,
+                    queue_size=queue_size,
+                    flush_timeout=flush_timeout,
+                )
+            except ValueError as mistake:  # a setting the user can fix: one line, no traceback
+                log.warning("Lineage: not enabled, %s; the job runs without it", mistake)
+                return None
             lineage = SparkLineage(spark, config, transport)
             lineage.start()
             _active[app_id] = lineage
