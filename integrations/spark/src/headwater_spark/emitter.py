@@ -4,6 +4,9 @@ Records and events go through a bounded queue (full: dropped with a warning, nev
 worker groups nested executions (see ``model.Assembler``), turns records into events and posts them
 one at a time. A failed post is retried with backoff by the HTTP transport; while the server keeps
 failing, later events get a single attempt each so that a dead server cannot back the queue up.
+One thread sends every event, so no answer may hold it for long: a request gets ``timeout`` seconds
+as a whole, and a server's Retry-After is followed up to ``MAX_RETRY_AFTER``. An event the server
+refuses (a 4xx other than 408 and 429) is not sent again, and says why in the log once per status.
 
 Over Kafka, openlineage-python's KafkaTransport hands each event to the producer's own buffer (its
 retries, up to librdkafka's message.timeout.ms); a flush or the close waits, bounded like over
@@ -12,8 +15,11 @@ HTTP, until the broker has acknowledged every event.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -34,10 +40,96 @@ DEFAULT_RETRY: dict[str, Any] = {
     "allowed_methods": ["POST"],
 }
 NO_RETRY: dict[str, Any] = {**DEFAULT_RETRY, "total": 0, "connect": 0, "read": 0, "status": 0}
+# The longest Retry-After followed, in seconds. urllib3 follows up to 6 hours, four times an event,
+# and while it sleeps no later event is sent; past this the server is just failing for now.
+MAX_RETRY_AFTER = 10.0
+# Answers that say "not now" rather than "not this event".
+_TRY_LATER_STATUSES = frozenset({408, 429})
 
 
 class Transport(Protocol):
     def emit(self, event: Any) -> Any: ...
+
+
+class _AttemptDeadline:
+    """Ends an HTTP attempt still going ``seconds`` after it began. The transport's own timeout
+    bounds each wait for the next bytes, so a server answering a byte a second never times out and
+    would hold the sender, and every event after, for as long as it likes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def begin(self, connection: Any) -> None:
+        timer = threading.Timer(self.seconds, self._cut, args=(connection,))
+        timer.daemon = True
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = timer
+        timer.start()
+
+    def end(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _cut(self, connection: Any) -> None:
+        sock = getattr(connection, "sock", None)
+        if sock is None:
+            return
+        # The plain socket's shutdown, also under TLS: the blocked read returns at once.
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _bounded_adapter(retry: dict[str, Any], deadline: _AttemptDeadline) -> Any:
+    """A requests adapter whose attempts end at ``deadline`` and whose retries follow a server's
+    Retry-After up to MAX_RETRY_AFTER seconds, and never for a 413 (the same body is too large
+    again)."""
+    from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+    from urllib3.exceptions import InvalidHeader
+    from urllib3.util import Retry
+
+    class BoundedRetry(Retry):
+        RETRY_AFTER_STATUS_CODES = frozenset({429, 503})
+
+        def parse_retry_after(self, retry_after: str) -> float:
+            try:
+                seconds = super().parse_retry_after(retry_after)
+            except InvalidHeader:
+                return 0.0  # not a number of seconds nor a date: the usual backoff instead
+            return min(seconds, MAX_RETRY_AFTER)
+
+    class TimedHTTPConnection(HTTPConnection):
+        def request(self, *args: Any, **kwargs: Any) -> None:
+            deadline.begin(self)
+            super().request(*args, **kwargs)
+
+    class TimedHTTPSConnection(HTTPSConnection):
+        def request(self, *args: Any, **kwargs: Any) -> None:
+            deadline.begin(self)
+            super().request(*args, **kwargs)
+
+    class TimedHTTPConnectionPool(HTTPConnectionPool):
+        ConnectionCls = TimedHTTPConnection
+
+    class TimedHTTPSConnectionPool(HTTPSConnectionPool):
+        ConnectionCls = TimedHTTPSConnection
+
+    class BoundedAdapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {
+                "http": TimedHTTPConnectionPool,
+                "https": TimedHTTPSConnectionPool,
+            }
+
+    return BoundedAdapter(max_retries=BoundedRetry(**retry))
 
 
 def http_transports(
@@ -47,7 +139,8 @@ def http_transports(
     compression: str | None,
     timeout: float,
 ) -> tuple[Transport, Transport]:
-    """openlineage-python HTTP transports: one that retries with backoff, one that tries once."""
+    """openlineage-python HTTP transports: one that retries with backoff, one that tries once.
+    Each attempt gets ``timeout`` seconds in all."""
     from openlineage.client.transport.http import (
         ApiKeyTokenProvider,
         HttpCompression,
@@ -56,16 +149,28 @@ def http_transports(
         TokenProvider,
     )
 
+    class BoundedHttpTransport(HttpTransport):
+        def __init__(self, config: HttpConfig, deadline: _AttemptDeadline) -> None:
+            super().__init__(config)
+            self._deadline = deadline
+
+        def emit(self, event: Any) -> Any:
+            try:
+                return super().emit(event)
+            finally:
+                self._deadline.end()
+
     def make(retry: dict[str, Any]) -> Transport:
+        deadline = _AttemptDeadline(timeout)
         config = HttpConfig(
             url=url,
             endpoint=endpoint,
             timeout=timeout,
             auth=ApiKeyTokenProvider({"apiKey": api_key}) if api_key else TokenProvider({}),
             compression=HttpCompression(compression) if compression else None,
-            retry=retry,
+            adapter=_bounded_adapter(retry, deadline),
         )
-        return HttpTransport(config)
+        return BoundedHttpTransport(config, deadline)
 
     return make(DEFAULT_RETRY), make(NO_RETRY)
 
@@ -103,6 +208,7 @@ def kafka_transport(topic: str, properties: dict[str, str], key: str | None) -> 
 class EmitterStats:
     sent: int = 0
     failed: int = 0
+    refused: int = 0  # answered with a 4xx that says the event itself is wrong: not sent again
     dropped: int = 0
     actions: int = 0
     extraction_ms_total: float = 0.0
@@ -143,6 +249,8 @@ class Emitter:
         self._server_failing = False
         self._closed = False
         self._last_drop_warning = 0.0
+        self._refusals_logged: set[int] = set()
+        self._nul_warned = False
         self.stats = EmitterStats()
         self._thread = threading.Thread(target=self._run, name="headwater-lineage-emitter", daemon=True)
         self._thread.start()
@@ -283,10 +391,36 @@ class Emitter:
 
     def _send(self, event: dict[str, Any]) -> None:
         transport = self._fallback if self._server_failing else self._transport
+        if "\\u0000" in json.dumps(event):
+            # Column names, SQL text and error messages may hold U+0000, which OpenLineage servers
+            # storing JSON in PostgreSQL refuse with the whole event (Headwater answers 400).
+            # The JSON text also matches a backslash written before "u0000": compare to be sure.
+            cleaned = _without_nul(event)
+            if cleaned != event and not self._nul_warned:
+                self._nul_warned = True
+                log.warning(
+                    "Lineage: a name or text holds the character U+0000, which the server cannot "
+                    "store; it is sent as U+FFFD"
+                )
+            event = cleaned
         started = time.perf_counter()
         try:
             transport.emit(event)
         except Exception as exc:
+            status = _refusal_status(exc)
+            if status is not None:
+                # The server is up and said what is wrong with this event: later events keep their
+                # retries, and the log says why once per status rather than once per event.
+                self.stats.refused += 1
+                if status not in self._refusals_logged:
+                    self._refusals_logged.add(status)
+                    log.warning(
+                        "Lineage: the server refused an event (HTTP %d: %s); events it refuses "
+                        "are not sent again, and are counted in stats.refused",
+                        status,
+                        _refusal_reason(exc),
+                    )
+                return
             self.stats.failed += 1
             if not self._server_failing:
                 log.warning("Lineage: could not send event to the server: %s", exc)
@@ -299,6 +433,46 @@ class Emitter:
             log.info("Lineage: the server accepts events again")
         self._server_failing = False
         self.stats.sent += 1
+
+
+def _without_nul(value: Any) -> Any:
+    """``value`` with every U+0000 of its strings and keys replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    return value
+
+
+def _refusal_status(exc: Exception) -> int | None:
+    """The status of an HTTP answer refusing the event itself, else None."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500 and status not in _TRY_LATER_STATUSES:
+        return status
+    return None
+
+
+def _refusal_reason(exc: Exception) -> str:
+    """What a refusal's body says: the problem's detail and first errors, else its text."""
+    text = str(getattr(getattr(exc, "response", None), "text", "") or "")
+    try:
+        problem = json.loads(text)
+    except ValueError:
+        problem = None
+    if isinstance(problem, dict):
+        parts = [str(problem.get("detail") or problem.get("title") or "")]
+        errors = problem.get("errors")
+        if isinstance(errors, list):
+            parts += [
+                f"{error.get('path')}: {error.get('message')}"
+                for error in errors[:3]
+                if isinstance(error, dict)
+            ]
+        text = "; ".join(part for part in parts if part)
+    text = " ".join(text.split())
+    return (text[:500] + "…" if len(text) > 500 else text) or "no reason given"
 
 
 class _Busy:
