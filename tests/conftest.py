@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
@@ -24,9 +25,21 @@ TABLES_TO_EMPTY = (
 
 
 async def empty_tables(conn: asyncpg.Connection) -> None:
-    """Every table of the database emptied, as if just migrated."""
+    """Every table of the database emptied, as if just migrated.
+
+    The session's app may still be reading after a test ends: the resolvers of a GraphQL operation
+    refused as too costly finish the counts they had begun, and the governance worker applies the
+    test's last changes, locking tables in another order than TRUNCATE does. PostgreSQL then ends
+    one of the two as a deadlock; if it is TRUNCATE, it is run again."""
     tables = await conn.fetchval(TABLES_TO_EMPTY)
-    await conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+    for attempt in range(1, 6):
+        try:
+            await conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+            return
+        except asyncpg.exceptions.DeadlockDetectedError:
+            if attempt == 5:
+                raise
+            await asyncio.sleep(0.1 * attempt)
 
 
 @pytest.fixture(scope="session")
