@@ -3,7 +3,8 @@ reference events and a small pipeline of our own, with every request to another 
 search, a dataset and a job page, walking lineage, the as-of slider bringing back a dropped input,
 a live change appearing in place, impact with its CSV, root cause, the API key prompt, names
 holding Unicode's bidirectional controls shown as stored, names that only look alike told apart, a
-megabyte of text in one word kept within the window, and loops drawn inside the view.
+megabyte of text in one word kept within the window, loops drawn inside the view, and a rank of
+thousands of tables fitted readably with a "more" node to find the rest.
 
 Each test saves a screenshot of its page; with HEADWATER_CONSOLE_SCREENSHOTS=<folder> the ones the
 README shows (backend/web/console/screenshots/) go there too."""
@@ -840,3 +841,86 @@ async def test_a_megabyte_of_text_in_one_word_keeps_the_page_readable(
     width, height = await page.evaluate(PAGE_SIZE)
     assert width <= viewport["width"], width
     assert height < 3 * viewport["height"], height
+
+
+# A hub: one job writing thousands of tables (a dimension every report reads is the same shape). The
+# server walks at most 2,000 nodes, so the graph holds a rank of 1,999 tables.
+FANOUT_NAMESPACE = "fanout"
+FANOUT_JOB = f"job:{FANOUT_NAMESPACE}:publish_partitions"
+FANOUT = 3_000
+
+# In the page: waits (a frame at a time) for the graph to be drawn, returns performance.now().
+DRAWN = """async () => {
+  const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
+  while (!document.querySelector('[data-node].root')) await frame();
+  await frame();
+  return performance.now();
+}"""
+# In the page: clicks a node, waits (a frame at a time) for the side panel to name it; milliseconds.
+CLICK = """async (el) => {
+  const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
+  const name = el.dataset.node.split(':').slice(2).join(':');
+  const started = performance.now();
+  el.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+  const named = () => [...document.querySelectorAll('aside h3')].some((h) => h.textContent.includes(name));
+  while (!named()) await frame();
+  await frame();
+  return performance.now() - started;
+}"""
+
+
+@pytest.fixture(scope="module")
+def fan_out(console_server: HeadwaterServer) -> None:
+    outputs = [dataset(f"part_{i:04d}", namespace=FANOUT_NAMESPACE) for i in range(FANOUT)]
+    events = run("publish_partitions", dt.datetime.now(dt.UTC), [], outputs, namespace=FANOUT_NAMESPACE)
+    post_events(console_server.url, events)
+
+
+async def test_a_rank_of_thousands_fits_readably(console: Console, fan_out: None, shots: Path) -> None:
+    page = console.page
+    await console.open(f"/lineage?node={quote(FANOUT_JOB, safe='')}&direction=DOWNSTREAM&depth=1")
+    drawn_ms = await page.evaluate(DRAWN)
+    await expect(page.locator(".canvas-tools")).to_contain_text("2000 nodes")
+    await page.get_by_role("button", name="Zoom in").click()
+    await page.get_by_role("button", name="Fit").click()
+    # Fitted, the whole drawing is in the canvas and its nodes are big enough to read: a node's box
+    # was 1.8 px tall when a rank of 1,999 tables was one column (the labels 0.6 px).
+    await assert_all_drawn_inside(page)
+    sizes = await page.locator("[data-node] .label").evaluate_all(
+        "els => els.map((el) => [el.closest('[data-node]').getBoundingClientRect().height,"
+        " el.getBoundingClientRect().height])"
+    )
+    boxes = [box for box, _ in sizes]
+    labels = [label for _, label in sizes]
+    print(
+        f"fan-out: drawn {drawn_ms:.0f} ms, {len(sizes)} nodes shown, box {min(boxes):.1f} px, "
+        f"label {min(labels):.1f} px"
+    )
+    assert min(boxes) >= 24, min(boxes)
+    assert min(labels) >= 9, min(labels)
+    await console.screenshot("lineage-wide", shots)
+
+    # A click on a table still answers at once.
+    table_node = page.locator(f'[data-node^="dataset:{FANOUT_NAMESPACE}:"]').nth(3)
+    latency = await table_node.evaluate(CLICK)
+    print(f"fan-out: click answered in {latency:.0f} ms")
+    assert latency < 250, latency
+
+    # The tables not drawn are one "more" node: searched, one of them is drawn and selected.
+    more = page.locator("[data-group]")
+    await expect(more).to_contain_text("more")
+    await more.focus()
+    await more.press("Enter")
+    finder = page.get_by_role("dialog", name=re.compile("more"))
+    await finder.get_by_role("searchbox").fill("part_19")
+    found = finder.get_by_role("button", name=re.compile("part_19"))
+    await expect(found.first).to_be_visible()
+    name = re.search(r"part_\d+", await found.first.inner_text())
+    assert name, await found.first.inner_text()
+    assert await page.locator(node(f"dataset:{FANOUT_NAMESPACE}:{name[0]}")).count() == 0
+    await found.first.click()
+    picked = page.locator(node(f"dataset:{FANOUT_NAMESPACE}:{name[0]}"))
+    await expect(picked).to_have_class(re.compile(r"\bselected\b"), timeout=TIMEOUT)
+    await expect(picked).to_be_focused()
+    await expect(page.locator("aside h3")).to_contain_text(name[0])
+    await expect(finder).to_have_count(0)

@@ -6,14 +6,28 @@ import { visible } from "./ui.jsx";
 
 const NODE_W = 220;
 const NODE_H = 36;
+// The most nodes a rank shows; the others are one "more" node, searched to show one of them. A
+// fitted 938 x 504 canvas (a 1280-pixel window) shows 30 in three sub-columns at 0.86 of their size;
+// 2,000 in one rank would need a scale of 0.13 however wrapped, boxes 5 pixels tall.
+const RANK_LIMIT = 30;
+const FINDER_ROWS = 50;
 
 export function edgeKey(e) {
   return `${e.origin}\u2192${e.destination}`;
 }
 
 /** Positions of nodes and edge routes; nodes and edges as the API gives them. */
-function layoutGraph(nodes, edges) {
-  return layeredLayout(nodes, edges, { nodeW: NODE_W, nodeH: NODE_H });
+function layoutGraph(nodes, edges, keep, prefer) {
+  return layeredLayout(nodes, edges, { nodeW: NODE_W, nodeH: NODE_H, limit: RANK_LIMIT, keep, prefer });
+}
+
+const KINDS = { DATASET: ["dataset", "datasets"], JOB: ["job", "jobs"], FIELD: ["column", "columns"] };
+
+/** "1,970 more datasets" (or "jobs", "columns", "nodes" when mixed). */
+function moreLabel(hidden) {
+  const types = new Set(hidden.map((n) => n.type));
+  const kind = types.size === 1 ? KINDS[[...types][0]] || ["node", "nodes"] : ["node", "nodes"];
+  return `${hidden.length.toLocaleString("en")} more ${kind[hidden.length === 1 ? 0 : 1]}`;
 }
 
 /** An edge's route (cubic Bézier pieces: a start, then two controls and an end each) as a path. */
@@ -47,12 +61,40 @@ function clip(text, max) {
  * edges: [{origin, destination}]; fresh: Set of node ids and edge keys to highlight.
  */
 export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, onExpand }) {
-  const laid = useMemo(() => layoutGraph(nodes, edges), [nodes, edges]);
+  // Nodes of a crowded rank shown on demand, from its "more" node's finder.
+  const [revealed, setRevealed] = useState(() => new Set());
+  const [finder, setFinder] = useState(null);
+  const laid = useMemo(
+    () => layoutGraph(nodes, edges, new Set([root, selected, ...revealed]), fresh),
+    [nodes, edges, root, selected, revealed, fresh],
+  );
+  const byId = useMemo(() => new Map(nodes.map((n) => [n.id, n])), [nodes]);
+  const groups = useMemo(
+    () =>
+      [...laid.groups].map(([id, g]) => {
+        const hidden = g.hidden.map((h) => byId.get(h)).filter(Boolean);
+        return { id, type: "GROUP", hidden, label: moreLabel(hidden) };
+      }),
+    [laid, byId],
+  );
   // Drawn (and so reached with Tab) in reading order: left to right, then top to bottom.
   const ordered = useMemo(() => {
     const at = (n) => laid.positions.get(n.id) || { x: 0, y: 0 };
-    return [...nodes].sort((a, b) => at(a).x - at(b).x || at(a).y - at(b).y);
-  }, [laid]);
+    return [...nodes.filter((n) => laid.positions.has(n.id)), ...groups].sort(
+      (a, b) => at(a).x - at(b).x || at(a).y - at(b).y,
+    );
+  }, [laid, groups]);
+  const reveal = (ids, focus) => {
+    setRevealed((was) => new Set([...was, ...ids]));
+    if (focus) {
+      setFinder(null);
+      onSelect(focus);
+      requestAnimationFrame(() => {
+        const el = box.current && box.current.querySelector(`[data-node="${CSS.escape(focus)}"]`);
+        if (el) el.focus();
+      });
+    }
+  };
   const box = useRef(null);
   const [view, setView] = useState({ x: 0, y: 0, k: 1 });
   const drag = useRef(null);
@@ -62,19 +104,24 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
   // without redrawing.
   const handlers = useRef(null);
   handlers.current = { onSelect, onExpand };
+  const drawnOnce = new Set();
   const drawing = useMemo(
     () => (
       <>
         {edges.map((e) => {
           const key = edgeKey(e);
-          const points = laid.routes.get(key);
+          // An edge to a node in a "more" group is drawn to the group, once for all of them.
+          const drawn = laid.shownAs.get(key) ?? key;
+          if (drawn !== key && drawnOnce.has(drawn)) return null;
+          drawnOnce.add(drawn);
+          const points = laid.routes.get(drawn);
           if (!points) return null;
           return (
             <path
-              key={key}
+              key={drawn}
               d={routePath(points)}
               class={`edge${fresh.has(key) ? " fresh" : ""}${e.manual ? " manual" : ""}`}
-              data-edge={key}
+              data-edge={drawn}
               marker-end="url(#arrow)"
             />
           );
@@ -82,6 +129,31 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
         {ordered.map((n) => {
           const p = laid.positions.get(n.id);
           if (!p) return null;
+          if (n.type === "GROUP") {
+            return (
+              <g
+                key={n.id}
+                class={`node group${finder === n.id ? " selected" : ""}`}
+                transform={`translate(${p.x - NODE_W / 2},${p.y - NODE_H / 2})`}
+                tabindex="0"
+                role="button"
+                aria-label={`${n.label}: find one to show`}
+                aria-haspopup="dialog"
+                data-group={n.id}
+                onClick={() => setFinder(n.id)}
+                onKeyDown={(event) => {
+                  if (event.key === "Enter" || event.key === " ") {
+                    event.preventDefault();
+                    setFinder(n.id);
+                  }
+                }}
+              >
+                <rect width={NODE_W} height={NODE_H} rx={4} />
+                <text x={10} y={15} class="label">+{n.label}</text>
+                <text x={10} y={29} class="sublabel">click to search them</text>
+              </g>
+            );
+          }
           const classes = ["node", n.type.toLowerCase()];
           if (n.id === root) classes.push("root");
           if (n.id === selected) classes.push("selected");
@@ -125,8 +197,9 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
         })}
       </>
     ),
-    [laid, ordered, edges, root, selected, fresh],
+    [laid, ordered, edges, root, selected, fresh, finder],
   );
+
 
   const fit = () => {
     const el = box.current;
@@ -214,8 +287,14 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
         <button type="button" onClick={() => zoomAt(1.25, box.current.clientWidth / 2, box.current.clientHeight / 2)} aria-label="Zoom in">+</button>
         <button type="button" onClick={() => zoomAt(0.8, box.current.clientWidth / 2, box.current.clientHeight / 2)} aria-label="Zoom out">&minus;</button>
         <button type="button" onClick={fit}>Fit</button>
-        <span class="muted">{nodes.length} nodes, {edges.length} edges</span>
+        <span class="muted">
+          {nodes.length} nodes, {edges.length} edges
+          {groups.length ? `, ${groups.reduce((s, g) => s + g.hidden.length, 0).toLocaleString("en")} of them behind “more”` : ""}
+        </span>
       </div>
+      {finder && groups.some((g) => g.id === finder) ? (
+        <Finder group={groups.find((g) => g.id === finder)} onPick={reveal} onClose={() => setFinder(null)} />
+      ) : null}
       <div
         ref={box}
         class="canvas"
@@ -237,6 +316,61 @@ export function LineageCanvas({ nodes, edges, root, selected, fresh, onSelect, o
           </g>
         </svg>
       </div>
+    </div>
+  );
+}
+
+/** The nodes a "more" group stands for: filter them by name, show one (selected) or the next few. */
+function Finder({ group, onPick, onClose }) {
+  const [filter, setFilter] = useState("");
+  const input = useRef(null);
+  useEffect(() => input.current && input.current.focus(), [group.id]);
+  const wanted = filter.trim().toLowerCase();
+  const matches = [];
+  for (const n of group.hidden) {
+    if (matches.length >= FINDER_ROWS) break;
+    if (!wanted || n.id.toLowerCase().includes(wanted) || visible(n.label).toLowerCase().includes(wanted)) matches.push(n);
+  }
+  const next = group.hidden.slice(0, RANK_LIMIT - 1).map((n) => n.id);
+  return (
+    <div
+      class="finder"
+      role="dialog"
+      aria-label={group.label}
+      onKeyDown={(event) => {
+        if (event.key === "Escape") {
+          event.preventDefault();
+          onClose();
+        }
+      }}
+    >
+      <div class="finder-head">
+        <strong>{group.label}</strong>
+        <button type="button" onClick={onClose} aria-label="Close">&times;</button>
+      </div>
+      <input
+        ref={input}
+        type="search"
+        placeholder="Filter by name"
+        aria-label="Filter by name"
+        value={filter}
+        onInput={(event) => setFilter(event.currentTarget.value)}
+      />
+      <ul>
+        {matches.map((n) => (
+          <li key={n.id}>
+            <button type="button" class="finder-item" title={visible(n.id)} onClick={() => onPick([n.id], n.id)}>
+              <span class="name">{visible(n.label)}</span>
+              {n.sublabel ? <span class="muted"> {visible(n.sublabel)}</span> : null}
+            </button>
+          </li>
+        ))}
+      </ul>
+      {matches.length === FINDER_ROWS ? <p class="muted">The first {FINDER_ROWS}: type to narrow.</p> : null}
+      {!matches.length ? <p class="muted">None matches.</p> : null}
+      <button type="button" onClick={() => onPick(next)}>
+        Draw {next.length} more
+      </button>
     </div>
   );
 }
