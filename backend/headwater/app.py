@@ -74,7 +74,7 @@ def retry_after(seconds: int) -> Callable[[ASGIApp], ASGIApp]:
     return middleware
 
 
-def head_as_get(app: Litestar) -> Litestar:
+def answer_head_and_options(app: Litestar) -> Litestar:
     """HEAD is answered as GET is, without the body, on every route that takes GET (RFC 9110 asks
     it of a server; monitors and link checkers send it): the routes declare GET only. An OPTIONS
     answer names every method of its path, HEAD included (``api.methods``)."""
@@ -165,7 +165,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await app.state.control_pool.close()
             await app.state.pool.close()
 
-    app = head_as_get(
+    app = answer_head_and_options(
         keep_encoded_slashes(
             Litestar(
                 route_handlers=[

@@ -1,6 +1,6 @@
 """The methods a path takes, as ``Allow`` lists them (405 answers and OPTIONS).
 
-Every route answers HEAD as GET (``app.head_as_get``), so a path that takes GET takes HEAD. And a
+Every route answers HEAD as GET (``app.answer_head_and_options``), so a path that takes GET takes HEAD. And a
 path served by handlers declared apart (POST /api/v1/lineage ingests, GET reads lineage) takes the
 methods of them all: Litestar's own OPTIONS answer names only those of the handler registered
 first, its routing knows them all.

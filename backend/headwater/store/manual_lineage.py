@@ -158,11 +158,11 @@ async def _manual_job(
     conn: asyncpg.Connection, destination: NodeRef, at: dt.datetime
 ) -> tuple[NodeRef, bool]:
     name = MANUAL_JOB_PREFIX + destination.name
-    if utf8_length(name) > MAX_NAME_BYTES:
+    if (length := utf8_length(name)) > MAX_NAME_BYTES:
         # Longer than any job ingest takes: its node id would name nothing the API can look up.
         raise InvalidRequestError(
             f"Dataset '{shown(destination.namespace)}'.'{shown(destination.name)}' has too long a "
-            f"name for a manual job ('{MANUAL_JOB_PREFIX}' and its name take {utf8_length(name):,} "
+            f"name for a manual job ('{MANUAL_JOB_PREFIX}' and its name take {length:,} "
             f"bytes in UTF-8, more than {MAX_NAME_BYTES:,}): declare the flow through a job, "
             "dataset -> job -> dataset."
         )
