@@ -14,6 +14,26 @@ import time
 from pathlib import Path
 
 
+class HoldListenerBus:
+    """A QueryExecutionListener (a py4j proxy; lineage started the callback server) that holds
+    Spark's listener bus for ``seconds`` when it is told of the first action after it is
+    registered."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def onSuccess(self, _name: str, _qe: object, _duration_ns: int) -> None:  # noqa: N802 - Java's
+        if self.seconds:
+            seconds, self.seconds = self.seconds, 0.0
+            time.sleep(seconds)
+
+    def onFailure(self, _name: str, _qe: object, _error: object) -> None:  # noqa: N802 - Java's
+        pass
+
+    class Java:
+        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
+
+
 def main(workdir: Path) -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F  # noqa: N812
@@ -72,6 +92,11 @@ def main(workdir: Path) -> None:
         spark.sql("INSERT INTO dept_totals SELECT nope FROM dept_totals")
     except Exception as exc:
         print(json.dumps({"analysis_failure": type(exc).__name__}), flush=True)
+    # Spark reports actions on its listener bus, after they ran; on a busy driver the next ones have
+    # run by then. The bus is held back after this read, so that the rename and the ALTER are both
+    # reported once both ran: each must still say what the table was when it ran.
+    hold = HoldListenerBus(seconds=3.0)
+    spark._jsparkSession.listenerManager().register(hold)
     rows = spark.table("top_depts").collect()
     print(json.dumps({"top_depts": sorted(r.dept_name for r in rows)}), flush=True)
     spark.sql("ALTER TABLE top_depts RENAME TO top_departments")

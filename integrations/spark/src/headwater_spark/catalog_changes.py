@@ -1,16 +1,20 @@
-"""Which tables a command dropped or created, as the session catalog saw it happen.
+"""Which tables a command dropped, created, renamed or altered, as the session catalog saw it happen.
 
 Spark calls the batch listener after the command: by then a dropped table is gone from the catalog,
 and a table that ``CREATE TABLE IF NOT EXISTS`` left alone looks just like one it created. Neither
-the plan nor the catalog afterwards tells whether ``DROP TABLE IF EXISTS t`` dropped anything.
+the plan nor the catalog afterwards tells whether ``DROP TABLE IF EXISTS t`` dropped anything, nor
+which columns a renamed or altered table had when the command ran: the application's next
+``ALTER TABLE … ADD COLUMNS`` may already have run.
 
 The session's external catalog does: it posts an event to its listeners, on the command's own
 thread, just before it drops or creates a table (``DropTablePreEvent``, ``CreateTablePreEvent``).
 Spark's ``SessionCatalog`` only gets there for a table that exists (a drop) or does not (a create),
-so the event is the change itself. ``CatalogChanges`` is such a listener (a py4j proxy); for each
-event it records the table, the executions running at that moment (``SQLExecution``'s, by
-``QueryExecution.id``) and, for a drop, where the table was and whether it was a view. The batch
-listener then asks whether its command's execution was among them.
+so the event is the change itself. After a rename or an alteration it posts ``RenameTableEvent`` or
+``AlterTableEvent``. ``CatalogChanges`` is such a listener (a py4j proxy); for each event it records
+the table, the executions running at that moment (``SQLExecution``'s, by ``QueryExecution.id``),
+for a drop where the table was and whether it was a view, and after a rename or an alteration the
+table's catalog entry as the command left it. The batch listener then asks whether its command's
+execution was among them.
 """
 
 from __future__ import annotations
@@ -25,22 +29,30 @@ log = logging.getLogger("headwater_spark")
 
 DROP = "DropTablePreEvent"
 CREATE = "CreateTablePreEvent"
+RENAME = "RenameTableEvent"
+ALTER = "AlterTableEvent"
 # Changes remembered for the batch listener, which reports each command shortly after it ran.
 REMEMBERED_CHANGES = 1000
 
 
 @dataclass(frozen=True)
 class TableChange:
-    kind: str  # DROP or CREATE
+    kind: str  # DROP, CREATE, RENAME or ALTER
     database: str
-    table: str
+    table: str  # a renamed table's new name
     executions: frozenset[int]  # QueryExecution.id of every execution running at the change
     location: str | None = None  # a dropped table's, as the catalog had it
     view: bool = False  # a dropped view
+    # A renamed or altered table's catalog entry just after the change (py4j CatalogTable, an
+    # immutable value: holding it keeps that moment's location), and its schema with CHAR and
+    # VARCHAR read as STRING, as the session catalog shows them (py4j StructType).
+    entry: Any = None
+    schema: Any = None
 
 
 class CatalogChanges:
-    """An ``ExternalCatalogEventListener`` that records the tables Spark is about to drop or create.
+    """An ``ExternalCatalogEventListener`` that records the tables Spark is about to drop or create,
+    and those it has just renamed or altered.
 
     ``onEvent`` runs on the thread of the command that changes the catalog, which waits for it (and,
     for a drop, holds the ``SessionCatalog``'s lock): it only reads the event, the external catalog
@@ -48,6 +60,7 @@ class CatalogChanges:
 
     def __init__(self, jvm: Any, external_catalog: Any) -> None:
         self._catalog = external_catalog
+        self._char_varchar = jvm.org.apache.spark.sql.catalyst.util.CharVarcharUtils
         sql_execution = getattr(getattr(jvm.org.apache.spark.sql.execution, "SQLExecution$"), "MODULE$")
         # The executions running now, by execution id (a ConcurrentHashMap of QueryExecutions).
         self._running = sql_execution.executionIdToQueryExecution()
@@ -84,22 +97,28 @@ class CatalogChanges:
         from py4j.java_gateway import get_method
 
         kind = str(event.toString()).split("(", 1)[0]
-        if kind not in (DROP, CREATE):
+        if kind not in (DROP, CREATE, RENAME, ALTER):
             return
-        database, table = str(event.database()), str(event.name())
+        database = str(event.database())
+        table = str(event.newName() if kind == RENAME else event.name())
         # The map's own values(), not py4j's Python view of them (a JVM call per key).
         executions = get_method(self._running, "values")().toArray()
         running = frozenset(int(executions[i].id()) for i in range(len(executions)))
-        location, view = None, False
-        if kind == DROP:
+        location, view, entry, schema = None, False, None, None
+        if kind in (RENAME, ALTER):
+            entry = self._catalog.getTable(database, table)
+            schema = self._char_varchar.replaceCharVarcharWithStringInSchema(entry.schema())
+        elif kind == DROP:
             try:
-                entry = self._catalog.getTable(database, table)
-                view = str(entry.tableType().name()) == "VIEW"
-                location = None if view else str(entry.location().toString())
+                dropped = self._catalog.getTable(database, table)
+                view = str(dropped.tableType().name()) == "VIEW"
+                location = None if view else str(dropped.location().toString())
             except Exception:  # the drop is recorded all the same, the table named by its name
                 log.debug("Lineage: could not look up %s.%s as it was dropped", database, table)
         with self._lock:
-            self._changes.append(TableChange(kind, database, table, running, location, view))
+            self._changes.append(
+                TableChange(kind, database, table, running, location, view, entry, schema)
+            )
 
     def find(self, kind: str, execution: int, database: str | None, table: str) -> TableChange | None:
         """The change of ``kind`` to the table made while ``execution`` ran, if any."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from headwater_spark.catalog_changes import CREATE, DROP
+from headwater_spark.catalog_changes import ALTER, CREATE, DROP, RENAME
 from headwater_spark.jvm import scala_list
 from headwater_spark.micro_batches import stream_sources
 from headwater_spark.model import ActionRecord, DatasetInfo
@@ -376,18 +376,18 @@ class Extractor:
         lifecycle = _overwrite(root.name != "AppendData")
         return (datasets[0] if datasets else None), lifecycle, cmd.query()
 
-    def _rename_table(self, _root: Node, cmd: Any, _run: Execution) -> Target:
+    def _rename_table(self, _root: Node, cmd: Any, run: Execution) -> Target:
         """ALTER TABLE … RENAME TO …: the table under its new name (a view is no dataset), with its
-        columns from the catalog (there is no query) and its identity before, the TABLE symlink the
-        old name had (the old name is gone from the catalog; a managed table's storage moved with
-        it). A new name without a database stays in the old one's."""
+        columns as the rename left them (there is no query) and its identity before, the TABLE
+        symlink the old name had (the old name is gone from the catalog; a managed table's storage
+        moved with it). A new name without a database stays in the old one's."""
         if cmd.isView():
             return None, None, None
         new, old = cmd.newName(), cmd.oldName()
         database = _option(new.database()) or _option(old.database())
         name = f"{database}.{new.table()}" if database else new.table()
         ident = self._jsession.sessionState().sqlParser().parseTableIdentifier(name)
-        table = self._catalog_table(ident)
+        table, schema = self._table_as_left(ident, RENAME, run)
         if table is None:
             return self._table_ident_dataset(ident), "RENAME", None
         before = table_symlink(
@@ -395,30 +395,44 @@ class Extractor:
         )
         renamed = DatasetInfo(
             self._table_dataset_from_jvm(table),
-            _catalog_fields(table),
+            _schema_fields(schema),
             "RENAME",
             (before.namespace, before.name),
         )
         return renamed, "RENAME", None
 
-    def _truncate_table(self, _root: Node, cmd: Any, _run: Execution) -> Target:
-        return self._changed_in_place(cmd.tableName(), "TRUNCATE")
+    def _truncate_table(self, _root: Node, cmd: Any, run: Execution) -> Target:
+        return self._changed_in_place(cmd.tableName(), "TRUNCATE", run)
 
-    def _add_columns(self, _root: Node, cmd: Any, _run: Execution) -> Target:
-        return self._changed_in_place(cmd.table(), "ALTER")
+    def _add_columns(self, _root: Node, cmd: Any, run: Execution) -> Target:
+        return self._changed_in_place(cmd.table(), "ALTER", run)
 
-    def _change_column(self, _root: Node, cmd: Any, _run: Execution) -> Target:
-        return self._changed_in_place(cmd.tableName(), "ALTER")
+    def _change_column(self, _root: Node, cmd: Any, run: Execution) -> Target:
+        return self._changed_in_place(cmd.tableName(), "ALTER", run)
 
-    def _changed_in_place(self, ident: Any, lifecycle: str) -> Target:
+    def _changed_in_place(self, ident: Any, lifecycle: str, run: Execution) -> Target:
         """A command that changes a table in place (TRUNCATE TABLE; ALTER TABLE … ADD COLUMNS, ALTER
-        COLUMN): the table with its columns from the catalog as the command left them.
-        There is no query."""
-        table = self._catalog_table(ident)
+        COLUMN): the table with its columns as the command left them. There is no query."""
+        table, schema = self._table_as_left(ident, ALTER, run)
         if table is None:  # dropped meanwhile: the listener runs after the action
             return self._table_ident_dataset(ident), lifecycle, None
-        info = DatasetInfo(self._table_dataset_from_jvm(table), _catalog_fields(table), lifecycle)
+        info = DatasetInfo(self._table_dataset_from_jvm(table), _schema_fields(schema), lifecycle)
         return info, lifecycle, None
+
+    def _table_as_left(self, ident: Any, kind: str, run: Execution) -> tuple[Any, Any]:
+        """The catalog entry and schema (py4j) of the table ``run``'s command renamed or altered
+        (``kind``), as the command left it: the catalog's own event recorded them then. Spark calls
+        the listener later, when the application's next commands may have changed the table again;
+        the catalog as it is now is the fallback (a command that changed no catalog entry, as
+        TRUNCATE, or catalog events not followed). (None, None) if the table is gone."""
+        if self.catalog_changes is not None:
+            qualified = self.catalog.qualifyIdentifier(ident)
+            database, name = _option(qualified.database()), qualified.table()
+            change = self.catalog_changes.find(kind, int(run.qe.id()), database, name)
+            if change is not None and change.entry is not None:
+                return change.entry, change.schema
+        table = self._catalog_table(ident)
+        return table, (None if table is None else table.schema())
 
     def _drop_table(self, _root: Node, cmd: Any, run: Execution) -> Target | None:
         """DROP TABLE: the table, with lifecycle DROP and no columns (a view is no dataset).
@@ -684,10 +698,10 @@ class Extractor:
         return min(starts) / 1000 if starts else None
 
 
-def _catalog_fields(table: Any) -> list[dict[str, Any]]:
-    """The schema fields of a catalog table (py4j CatalogTable)."""
-    schema = json.loads(table.schema().json())
-    return [schema_field(f.get("name", ""), f.get("type")) for f in schema.get("fields") or []]
+def _schema_fields(schema: Any) -> list[dict[str, Any]]:
+    """The schema fields of a catalog table's schema (py4j StructType)."""
+    fields = json.loads(schema.json()).get("fields") or []
+    return [schema_field(f.get("name", ""), f.get("type")) for f in fields]
 
 
 def _job_committed(qe: Any) -> bool:
