@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import gc
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -226,13 +227,57 @@ async def ingest_prepared(
         return await write_prepared(conn, events, alias_rules)
 
 
+class _RewrittenRows:
+    """The runs and jobs this process's last committed ingest transaction wrote, read again by its
+    next one (``event_store.visit_rewritten_rows``) so that PostgreSQL prunes their pages of the
+    old versions those writes left. Only a hint: lost with the process, mixed when two transactions
+    of one process overlap; what goes unvisited is left to VACUUM, as before."""
+
+    def __init__(self) -> None:
+        self.runs: set[uuid.UUID] = set()
+        self.jobs: set[tuple[str, str]] = set()
+        self._writing_runs: set[uuid.UUID] = set()
+        self._writing_jobs: set[tuple[str, str]] = set()
+
+    def wrote(self, events: list[NormalizedEvent]) -> None:
+        for n in events:
+            if n.run_id is not None:
+                self._writing_runs.add(n.run_id)
+            if n.job_namespace is not None and n.job_name is not None:
+                self._writing_jobs.add((n.job_namespace, n.job_name))
+            if n.parent_job is not None:
+                self._writing_jobs.add(n.parent_job)
+
+    def committed(self) -> None:
+        self.runs, self._writing_runs = self._writing_runs, set()
+        self.jobs, self._writing_jobs = self._writing_jobs, set()
+
+    def rolled_back(self) -> None:
+        self._writing_runs, self._writing_jobs = set(), set()
+
+    async def visit(self, conn: asyncpg.Connection) -> None:
+        runs, jobs = self.runs, self.jobs
+        self.runs, self.jobs = set(), set()
+        if runs or jobs:
+            await event_store.visit_rewritten_rows(conn, sorted(runs), sorted(jobs))
+
+
+_rewritten = _RewrittenRows()
+
+
 @contextlib.asynccontextmanager
 async def ingest_turn(conn: asyncpg.Connection) -> AsyncIterator[None]:
     """A transaction that has waited for its turn among every process's ingest writes (see the
     query ``begin_ingest_writes``); ``write_prepared`` runs inside it."""
-    async with conn.transaction():
-        await event_store.begin_ingest_writes(conn)
-        yield
+    try:
+        async with conn.transaction():
+            await event_store.begin_ingest_writes(conn)
+            await _rewritten.visit(conn)
+            yield
+    except BaseException:
+        _rewritten.rolled_back()
+        raise
+    _rewritten.committed()
 
 
 async def write_prepared(
@@ -292,6 +337,7 @@ async def write_prepared(
                 changes[i] = event_changes
         # The runs this transaction created, each with all its events folded in (see NewRuns).
         await run_store.write_new_runs(conn, new_runs)
+        _rewritten.wrote(fresh)
     await change_store.insert_changes(conn, [c for event_changes in changes for c in event_changes])
     return results
 

@@ -124,6 +124,16 @@ async def drop_partition(conn: asyncpg.Connection, partition: Partition) -> None
     _months_ready[database_key(conn)].discard(partition.starts)
 
 
+async def visit_rewritten_rows(
+    conn: asyncpg.Connection, runs: list[uuid.UUID], jobs: list[tuple[str, str]]
+) -> None:
+    """Read the runs and jobs an earlier ingest transaction wrote, so that PostgreSQL prunes their
+    pages (see the query)."""
+    await conn.fetchval(
+        QUERIES["visit_rewritten_rows"], runs, [j[0] for j in jobs], [j[1] for j in jobs]
+    )
+
+
 async def begin_ingest_writes(conn: asyncpg.Connection) -> None:
     """Wait for this transaction's turn among every process's ingest writes, and let its statements
     plan once per connection, without sequential scans or JIT (see the query); its payloads are

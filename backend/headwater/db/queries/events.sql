@@ -72,3 +72,15 @@ SELECT pg_advisory_xact_lock(hashtext('headwater.ingest')),
 FROM (SELECT 1) one
 LEFT JOIN LATERAL (SELECT dictionary_id, created_at FROM payload_dictionaries
                    ORDER BY dictionary_id DESC LIMIT 1) d ON true;
+
+-- name: visit_rewritten_rows
+-- Reads the runs ($1) and jobs ($2, $3: namespace and name) the process's previous ingest
+-- transaction wrote, now that it has committed. PostgreSQL prunes a page as a scan reads it once the
+-- page is short of room, so the old versions those writes left are reclaimed now instead of staying
+-- until VACUUM, which they did: runs are appended and the runs of a page often complete in one
+-- transaction, and a job's page is written by the run that completes and then not read until its
+-- next run; nothing else visited those pages. Each count reads a column outside the index, so that
+-- the heap is read where an index-only scan would not.
+SELECT (SELECT count(r.updated_at) FROM runs r WHERE r.run_uuid = ANY($1::uuid[]))
+     + (SELECT count(j.updated_at) FROM unnest($2::text[], $3::text[]) AS t(namespace, name)
+            JOIN jobs j ON j.namespace = t.namespace AND j.name = t.name);
