@@ -86,9 +86,11 @@ async def test_a_list_longer_than_guessed_is_charged_as_it_is_answered(client):
     assert error_code(body) == "query_too_complex"
     assert re.search(r"once `dataset\.fields` holds 19,9\d\d items", body["errors"][0]["message"])
 
+    # Thirty aliases answered whole would take over 30 s here; refused, under a second on a quiet
+    # machine (2.2 s seen with the machine's two cores both busy).
     started = time.perf_counter()
     body = await execute(client, aliased(30, WIDE))
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < 5
     assert error_code(body) == "query_too_complex"
 
 
