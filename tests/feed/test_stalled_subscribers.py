@@ -75,6 +75,18 @@ async def post_until(
                 assert now - started < timeout, f"{tag}: not done after {timeout} s"
 
 
+async def best_rate(server: HeadwaterServer, tag: str, at_least: float) -> float:
+    """The best rate of three 2-second windows, or of up to six while it stays under ``at_least``:
+    on a shared machine other work only ever lowers a rate (seen: 25 events/s in each of three
+    windows against 52 alone, while the other test process ran)."""
+    best = 0.0
+    for i in range(6):
+        best = max(best, (await post_for(server, f"{tag}{i}", 2))[1])
+        if i >= 2 and best >= at_least:
+            break
+    return best
+
+
 async def test_subscribers_that_never_read_are_disconnected_and_cost_bounded_memory(server):
     process = psutil.Process(server.pid)
     await post_for(server, "warmup", 2)
@@ -135,8 +147,7 @@ async def test_subscribers_that_never_read_are_disconnected_and_cost_bounded_mem
         # What the stalled subscribers cost the server beyond the events themselves: sending what
         # fills their buffers, then disconnecting them.
         stalled_cpu = cpu_seconds(process) - cpu - sent * cpu_per_event
-        # The best of three: on a shared machine other work only ever lowers a rate.
-        after = max([(await post_for(server, f"after{i}", 2))[1] for i in range(3)])
+        after = await best_rate(server, "after", at_least=0.5 * alone)
         rss_after = process.memory_info().rss
         # The reading subscriber got a change for every run posted meanwhile, in time.
         deadline = time.monotonic() + 10
