@@ -110,10 +110,9 @@ def _bounded_adapter(retry: dict[str, Any], deadline: _AttemptDeadline) -> Any:
             deadline.begin(self)
             super().request(*args, **kwargs)
 
-    class TimedHTTPSConnection(HTTPSConnection):
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            deadline.begin(self)
-            super().request(*args, **kwargs)
+    # The same request, ahead of TLS's in the order of classes: HTTPSConnection is an HTTPConnection.
+    class TimedHTTPSConnection(TimedHTTPConnection, HTTPSConnection):
+        pass
 
     class TimedHTTPConnectionPool(HTTPConnectionPool):
         ConnectionCls = TimedHTTPConnection
