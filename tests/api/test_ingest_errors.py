@@ -331,6 +331,40 @@ def _samples(text: str, name: str) -> dict[str, float]:
     }
 
 
+async def test_metrics_show_each_ingest_transaction_and_its_turn(client):
+    """Every ingest transaction counts its events, its wait for the turn and how long it held it."""
+    names = (
+        "headwater_ingest_transaction_events_count",
+        "headwater_ingest_transaction_events_sum",
+        "headwater_ingest_turn_wait_seconds_count",
+        "headwater_ingest_turn_held_seconds_count",
+        "headwater_ingest_turn_held_seconds_sum",
+    )
+
+    async def figures() -> dict[str, float]:
+        text = (await client.get("/metrics")).text
+        return {
+            name: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            for name in names
+            if line.startswith(name + " ")
+        }
+
+    before = await figures()
+    for name in ("turn_a", "turn_b"):
+        assert (await client.post("/api/v1/lineage", json=run_event(name))).status_code == 201
+    array = [run_event(f"turn_array_{i}") for i in range(5)]
+    assert (await client.post("/api/v1/lineage", json=array)).status_code == 201
+    after = await figures()
+    grew = {name: after[name] - before.get(name, 0) for name in names}
+    # One transaction per request here (each is answered before the next is sent).
+    assert grew["headwater_ingest_transaction_events_count"] == 3
+    assert grew["headwater_ingest_transaction_events_sum"] == 7
+    assert grew["headwater_ingest_turn_wait_seconds_count"] == 3
+    assert grew["headwater_ingest_turn_held_seconds_count"] == 3
+    assert grew["headwater_ingest_turn_held_seconds_sum"] > 0
+
+
 async def test_request_metrics_count_each_route_and_status(client):
     """The request metrics, by method, route (its template), status and app_name; not probes."""
     before = _samples((await client.get("/metrics")).text, "headwater_requests_total")

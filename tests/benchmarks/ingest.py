@@ -39,9 +39,11 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -403,9 +405,14 @@ def _scenarios(names: str, batch_clients: int) -> list[Scenario]:
     return found
 
 
-def _start_server(src: Path | None, url: str, workers: int = 1) -> tuple[subprocess.Popen[bytes], int]:
+def _start_server(
+    src: Path | None, url: str, workers: int = 1, metrics_dir: str | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = {**os.environ, "HEADWATER_DATABASE_URL": url}
+    if metrics_dir is not None:
+        # Every worker's metrics in one /metrics answer.
+        env["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     if src is not None:
         env["PYTHONPATH"] = str(src / "backend")
     server = subprocess.Popen(
@@ -425,6 +432,25 @@ def _start_server(src: Path | None, url: str, workers: int = 1) -> tuple[subproc
             raise SystemExit(f"the server from {src or 'this checkout'} exited ({server.returncode})")
         time.sleep(0.2)
     raise SystemExit("the server did not become ready")
+
+
+# The ingest turn's figures on /metrics (ingest/metrics.py): time held, transactions and their events.
+_TURN_FIGURES = (
+    "headwater_ingest_turn_held_seconds_sum",
+    "headwater_ingest_transaction_events_count",
+    "headwater_ingest_transaction_events_sum",
+)
+
+
+def _turn_figures(port: int) -> dict[str, float]:
+    """The server's ingest turn figures so far (none from a server without them)."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return {
+        name: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        for name in _TURN_FIGURES
+        if line.startswith(name + " ")
+    }
 
 
 # Per table (partitions counted with their parent): bytes, live rows, dead rows, updates and of
@@ -513,7 +539,8 @@ async def _copy_of_stored(
     template = _template(src)
     if not await admin.fetchval("SELECT true FROM pg_database WHERE datname = $1", template):
         await recreate_database(admin, DATABASE)
-        server, port = _start_server(src, url, workers)
+        metrics_dir = tempfile.mkdtemp(prefix="headwater-bench-metrics-")
+        server, port = _start_server(src, url, workers, metrics_dir)
         try:
             _store_first(port, stored)
         finally:
@@ -556,7 +583,8 @@ async def measure(
             db = await asyncpg.connect(url)
             await db.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             await db.close()
-        server, port = _start_server(src, url, workers)
+        metrics_dir = tempfile.mkdtemp(prefix="headwater-bench-metrics-")
+        server, port = _start_server(src, url, workers, metrics_dir)
         try:
             if storage:
                 await _autovacuum_off(url)
@@ -564,14 +592,18 @@ async def measure(
             before = await _storage(url, count=False) if storage else {}
             path, chains = scenario.chains(events, interleaved)
             probe = Probe(admin, server.pid, statements)
+            turn_before = await asyncio.to_thread(_turn_figures, port)
             await probe.start()
             seconds, latencies, retried, client_cpu = await asyncio.to_thread(
                 post, port, path, chains, scenario.clients, scenario.rate
             )
             figures = await probe.stop()
+            turn_after = await asyncio.to_thread(_turn_figures, port)
         finally:
             server.terminate()
             server.wait(timeout=30)
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+        turn = {name: turn_after[name] - turn_before.get(name, 0) for name in turn_after}
         # Once the server's connections have closed: a backend reports its row counts to the
         # statistics only from time to time (up to 10 s late) and when it exits.
         after: dict[str, TableStorage] = {}
@@ -600,6 +632,15 @@ async def measure(
         "wal": figures["wal"] / n,
         "statements": figures.get("statements", float("nan")) / n,
         "retried": retried,
+        # Of the time posting, the share an ingest transaction held the turn (every process's
+        # transactions take turns), and the events per transaction; NaN from a server without them.
+        "turn_held": turn["headwater_ingest_turn_held_seconds_sum"] / seconds if turn else float("nan"),
+        "xact_events": (
+            turn["headwater_ingest_transaction_events_sum"]
+            / max(1, turn["headwater_ingest_transaction_events_count"])
+            if turn
+            else float("nan")
+        ),
         "storage": {
             table: t._replace(bytes=t.bytes - before[table].bytes if table in before else t.bytes)
             for table, t in after.items()
@@ -682,6 +723,7 @@ def main() -> int:
                     f"  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
                     f"  server {r['server_cpu']:5.2f} s  pg {r['pg_cpu']:5.2f} s  clients {r['client_cpu']:5.2f} s per 1,000"
                     f"  {statements}{r['xacts']:.2f} xacts, {r['written']:.0f} rows written, {r['wal']:,.0f} WAL bytes per event"
+                    f"  turn held {r['turn_held']:.0%}, {r['xact_events']:.1f} events per ingest transaction"
                     f"  ({r['retried']} retried 503s)",
                     flush=True,
                 )
@@ -691,14 +733,15 @@ def main() -> int:
         else "xacts/event"
     )
     print(
-        f"\n| scenario | server | run | events/s | p50 ms | p99 ms | server CPU s/1k | PG CPU s/1k | client CPU s/1k | {counted} | rows written/event | WAL bytes/event |"
+        f"\n| scenario | server | run | events/s | p50 ms | p99 ms | server CPU s/1k | PG CPU s/1k | client CPU s/1k | {counted} | rows written/event | WAL bytes/event | turn held | events/ingest xact |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, label, attempt, r in rows:
         counted_value = r["statements"] if counted == "statements/event" else r["xacts"]
         print(
             f"| {name} | {label} | {attempt} | {r['rate']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} |"
             f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {r['client_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} | {r['wal']:,.0f} |"
+            f" {r['turn_held']:.0%} | {r['xact_events']:.1f} |"
         )
     if stored:
         asyncio.run(_drop_templates([src for _, src, _ in sources]))

@@ -4,7 +4,11 @@ What a server's writer does with a group of requests, and nothing else: the 5,00
 of tests/benchmarks/ingest.py, validated and prepared first (not timed), are written in the order
 generated, ``GROUP`` events per transaction, each transaction waiting for its turn and writing with
 ``write_prepared`` on one connection, as ``IngestQueue`` does. Groups of 16 to 32 are what one event
-per POST from 32 clients gives; groups of 500 are a ``/batch`` of 500.
+per POST from 32 clients gives; groups of 500 are a ``/batch`` of 500. In the order generated, a
+group holds an application run's events one after another (as a ``/batch`` does), so a run's START
+and COMPLETE share a group and are written in successive waves; ``--clients 32`` writes them in
+the order 32 clients posting one event per request send them instead (each client a run's events in
+order, its next once the one before is answered), the order of the server's groups.
 
 With ``--floor``, the same events, groups and figures for what every event appends whatever the
 design: its raw event (the store's own insert, compressed as ingest does), its run's row (one per
@@ -23,7 +27,7 @@ events, alternating with this one: each measurement runs in a process of its own
 ``headwater`` is that checkout's. Every measurement starts from an empty database.
 
 Run: ``python tests/benchmarks/write_path.py [--groups 1,16,500] [--repeat 2] [--src PATH]
-[--statements] [--floor]``. Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
+[--statements] [--floor] [--clients N]``. Needs PostgreSQL at $HEADWATER_BENCH_SERVER_URL (default
 postgresql://postgres@127.0.0.1:5432/postgres); creates and drops headwater_bench_write_path (or
 $HEADWATER_BENCH_DATABASE).
 """
@@ -33,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import os
 import subprocess
@@ -45,7 +50,7 @@ from typing import Any
 
 import asyncpg
 import psutil
-from ingest import _encode, ingest_events
+from ingest import EVENTS_PER_RUN, _encode, ingest_events
 from tests.benchmarks.databases import SERVER_URL, fresh_database
 
 DATABASE = os.environ.get("HEADWATER_BENCH_DATABASE", "headwater_bench_write_path")
@@ -155,7 +160,26 @@ async def _commits(admin: asyncpg.Connection) -> int:
     return count
 
 
-async def _measure(group: int, statements: bool, floor: bool) -> dict[str, Any]:
+def client_order(events: list[Any], clients: int) -> list[Any]:
+    """The events in the order ``clients`` clients posting one event per request hand them to the
+    server: each client posts an application run's events in order, its next once the one before is
+    answered, then takes the next run; the server sees one event of each client at a time."""
+    runs = iter([events[i : i + EVENTS_PER_RUN] for i in range(0, len(events), EVENTS_PER_RUN)])
+    posting = [list(run) for run in itertools.islice(runs, clients)]
+    ordered = []
+    while posting:
+        still = []
+        for run in posting:
+            ordered.append(run.pop(0))
+            if run:
+                still.append(run)
+            elif (following := next(runs, None)) is not None:
+                still.append(list(following))
+        posting = still
+    return ordered
+
+
+async def _measure(group: int, statements: bool, floor: bool, clients: int) -> dict[str, Any]:
     """Runs in the measuring process, whose ``headwater`` is the checkout measured."""
     from headwater.db.pool import PLAN_SETTINGS, register_codecs
     from headwater.ingest.service import ingest_turn, prepare_events, write_prepared
@@ -167,6 +191,8 @@ async def _measure(group: int, statements: bool, floor: bool) -> dict[str, Any]:
         prepared = prepare_events(
             [validate_event(json.loads(body)) for body in _encode(ingest_events())], []
         )
+        if clients:
+            prepared = client_order(prepared, clients)
         conn = await asyncpg.connect(url, server_settings=dict(PLAN_SETTINGS))
         try:
             await register_codecs(conn)
@@ -217,7 +243,7 @@ async def _measure(group: int, statements: bool, floor: bool) -> dict[str, Any]:
     }
 
 
-def _child(group: int, statements: bool, floor: bool) -> None:
+def _child(group: int, statements: bool, floor: bool, clients: int) -> None:
     # As the server and the consumer run: start-up objects frozen, collections rare (see
     # headwater.ingest.service.rare_collections). Without it the collector's passes over the
     # prepared events would be a large part of what is measured.
@@ -225,16 +251,19 @@ def _child(group: int, statements: bool, floor: bool) -> None:
 
     gc.freeze()
     with rare_collections():
-        figures = asyncio.run(_measure(group, statements, floor))
+        figures = asyncio.run(_measure(group, statements, floor, clients))
     print(json.dumps(figures))
 
 
-def _run(src: Path | None, group: int, statements: bool, floor: bool = False) -> dict[str, Any]:
+def _run(
+    src: Path | None, group: int, statements: bool, floor: bool = False, clients: int = 0
+) -> dict[str, Any]:
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = str(src / "backend")
     child = [sys.executable, __file__, "--child", str(group)]
     child += (["--statements"] if statements else []) + (["--floor"] if floor else [])
+    child += ["--clients", str(clients)]
     done = subprocess.run(child, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"measuring {src or 'this checkout'} failed:\n{done.stderr[-3000:]}")
@@ -273,10 +302,17 @@ def main() -> int:
     parser.add_argument(
         "--floor", action="store_true", help="also measure the appends every design makes (see above)"
     )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=0,
+        help="write the events in the order N clients posting one event per request send them "
+        "(default: the order generated, a run's events one after another)",
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child, args.statements, args.floor)
+        _child(args.child, args.statements, args.floor, args.clients)
         return 0
     sources: list[tuple[str, Path | None]] = [("this", None)]
     if args.src:
@@ -288,7 +324,7 @@ def main() -> int:
         for attempt in range(args.repeat):
             for label, src in sources:
                 floor = label == "floor"
-                r = _run(src, group, args.statements and label == "this", floor)
+                r = _run(src, group, args.statements and label == "this", floor, args.clients)
                 rows.append((group, label, attempt + 1, r))
                 counted = f"  {r['statements']:.2f} statements" if r["statements"] is not None else ""
                 print(

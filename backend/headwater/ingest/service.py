@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import gc
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from headwater.db.failures import is_database_unavailable
 from headwater.errors import FieldError
 from headwater.ingest.dataset_writes import DatasetWriter, IdentityLists, dataset_identity_lists
 from headwater.ingest.job_writes import JobWriter
+from headwater.ingest.metrics import TRANSACTION_EVENTS, TURN_HELD, TURN_WAIT
 from headwater.ingest.normalize import AliasRule, NormalizedEvent, normalize_event
 from headwater.ingest.rounds import Rounds
 from headwater.ingest.sql_facets import derive_from_sql
@@ -268,15 +270,23 @@ _rewritten = _RewrittenRows()
 @contextlib.asynccontextmanager
 async def ingest_turn(conn: asyncpg.Connection) -> AsyncIterator[None]:
     """A transaction that has waited for its turn among every process's ingest writes (see the
-    query ``begin_ingest_writes``); ``write_prepared`` runs inside it."""
+    query ``begin_ingest_writes``); ``write_prepared`` runs inside it. How long it waited and how
+    long it held the turn are on ``/metrics`` (``ingest.metrics``)."""
+    asked = time.perf_counter()
+    granted: float | None = None
     try:
         async with conn.transaction():
             await event_store.begin_ingest_writes(conn)
+            granted = time.perf_counter()
             await _rewritten.visit(conn)
             yield
     except BaseException:
         _rewritten.rolled_back()
         raise
+    finally:
+        if granted is not None:
+            TURN_WAIT.observe(granted - asked)
+            TURN_HELD.observe(time.perf_counter() - granted)
     _rewritten.committed()
 
 
@@ -289,6 +299,7 @@ async def write_prepared(
     run, job or dataset are written in that order, the others a wave at a time (``waves``, ``rounds``),
     and the change log lists the changes of each event in the order given.
     """
+    TRANSACTION_EVENTS.observe(len(events))
     raw_ids = await event_store.insert_raw_events(conn, [raw_event_row(p) for p in events])
     results: list[IngestResult] = []
     fresh: list[NormalizedEvent] = []
