@@ -442,6 +442,15 @@ _TURN_FIGURES = (
 )
 
 
+def _share(value: float) -> str:
+    """A share as a percentage; "-" where the server measured had no such figure (NaN)."""
+    return "-" if value != value else f"{value:.0%}"
+
+
+def _figure(value: float) -> str:
+    return "-" if value != value else f"{value:.1f}"
+
+
 def _turn_figures(port: int) -> dict[str, float]:
     """The server's ingest turn figures so far (none from a server without them)."""
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
@@ -723,7 +732,7 @@ def main() -> int:
                     f"  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
                     f"  server {r['server_cpu']:5.2f} s  pg {r['pg_cpu']:5.2f} s  clients {r['client_cpu']:5.2f} s per 1,000"
                     f"  {statements}{r['xacts']:.2f} xacts, {r['written']:.0f} rows written, {r['wal']:,.0f} WAL bytes per event"
-                    f"  turn held {r['turn_held']:.0%}, {r['xact_events']:.1f} events per ingest transaction"
+                    f"  turn held {_share(r['turn_held'])}, {_figure(r['xact_events'])} events per ingest transaction"
                     f"  ({r['retried']} retried 503s)",
                     flush=True,
                 )
@@ -741,7 +750,7 @@ def main() -> int:
         print(
             f"| {name} | {label} | {attempt} | {r['rate']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} |"
             f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {r['client_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} | {r['wal']:,.0f} |"
-            f" {r['turn_held']:.0%} | {r['xact_events']:.1f} |"
+            f" {_share(r['turn_held'])} | {_figure(r['xact_events'])} |"
         )
     if stored:
         asyncio.run(_drop_templates([src for _, src, _ in sources]))
