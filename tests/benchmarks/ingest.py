@@ -548,8 +548,7 @@ async def _copy_of_stored(
     template = _template(src)
     if not await admin.fetchval("SELECT true FROM pg_database WHERE datname = $1", template):
         await recreate_database(admin, DATABASE)
-        metrics_dir = tempfile.mkdtemp(prefix="headwater-bench-metrics-")
-        server, port = _start_server(src, url, workers, metrics_dir)
+        server, port = _start_server(src, url, workers)
         try:
             _store_first(port, stored)
         finally:
