@@ -324,10 +324,12 @@ async def test_metrics_count_ingest_outcomes(client):
 
 
 def _samples(text: str, name: str) -> dict[str, float]:
+    """The samples of ``name`` by the text before their value: its labelled ones, and its unlabelled
+    one under ``name`` itself."""
     return {
         line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
-        if line.startswith(name + "{")
+        if line.startswith((name + "{", name + " "))
     }
 
 
@@ -343,12 +345,7 @@ async def test_metrics_show_each_ingest_transaction_and_its_turn(client):
 
     async def figures() -> dict[str, float]:
         text = (await client.get("/metrics")).text
-        return {
-            name: float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines()
-            for name in names
-            if line.startswith(name + " ")
-        }
+        return {key: value for name in names for key, value in _samples(text, name).items()}
 
     before = await figures()
     for name in ("turn_a", "turn_b"):

@@ -442,13 +442,9 @@ _TURN_FIGURES = (
 )
 
 
-def _share(value: float) -> str:
-    """A share as a percentage; "-" where the server measured had no such figure (NaN)."""
-    return "-" if value != value else f"{value:.0%}"
-
-
-def _figure(value: float) -> str:
-    return "-" if value != value else f"{value:.1f}"
+def _shown(value: float, spec: str) -> str:
+    """``value`` formatted by ``spec``; "-" where the server measured had no such figure (NaN)."""
+    return "-" if value != value else format(value, spec)
 
 
 def _turn_figures(port: int) -> dict[str, float]:
@@ -731,7 +727,7 @@ def main() -> int:
                     f"  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
                     f"  server {r['server_cpu']:5.2f} s  pg {r['pg_cpu']:5.2f} s  clients {r['client_cpu']:5.2f} s per 1,000"
                     f"  {statements}{r['xacts']:.2f} xacts, {r['written']:.0f} rows written, {r['wal']:,.0f} WAL bytes per event"
-                    f"  turn held {_share(r['turn_held'])}, {_figure(r['xact_events'])} events per ingest transaction"
+                    f"  turn held {_shown(r['turn_held'], '.0%')}, {_shown(r['xact_events'], '.1f')} events per ingest transaction"
                     f"  ({r['retried']} retried 503s)",
                     flush=True,
                 )
@@ -749,7 +745,7 @@ def main() -> int:
         print(
             f"| {name} | {label} | {attempt} | {r['rate']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} |"
             f" {r['server_cpu']:.2f} | {r['pg_cpu']:.2f} | {r['client_cpu']:.2f} | {counted_value:.2f} | {r['written']:.0f} | {r['wal']:,.0f} |"
-            f" {_share(r['turn_held'])} | {_figure(r['xact_events'])} |"
+            f" {_shown(r['turn_held'], '.0%')} | {_shown(r['xact_events'], '.1f')} |"
         )
     if stored:
         asyncio.run(_drop_templates([src for _, src, _ in sources]))
