@@ -72,7 +72,7 @@ class DatasetWriter:
             ),
         )
         for u, result in zip(sent, upserted, strict=True):
-            self.written_facets.learn(u, n.event_time, result.facets_at)
+            self.written_facets.learn(u, n.event_time, result.facets_at, result)
         rows = [u.row for u in upserted]
         self.states = {u.row.dataset_uuid: u.state for u in upserted}
         by_key = {(r.namespace, r.name): r for r in rows}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import datetime as dt
 import gc
 import time
@@ -267,6 +268,13 @@ class _RewrittenRows:
 _rewritten = _RewrittenRows()
 
 
+# The dataset facets each ingest transaction of this task learned (``write_prepared``), handed to the
+# process's next transactions once it has committed (``WrittenFacets.publish``); None outside a turn.
+_turn_facets: contextvars.ContextVar[list[dataset_store.WrittenFacets] | None] = contextvars.ContextVar(
+    "headwater_turn_facets", default=None
+)
+
+
 @contextlib.asynccontextmanager
 async def ingest_turn(conn: asyncpg.Connection) -> AsyncIterator[None]:
     """A transaction that has waited for its turn among every process's ingest writes (see the
@@ -274,6 +282,8 @@ async def ingest_turn(conn: asyncpg.Connection) -> AsyncIterator[None]:
     long it held the turn are on ``/metrics`` (``ingest.metrics``)."""
     asked = time.perf_counter()
     granted: float | None = None
+    learned: list[dataset_store.WrittenFacets] = []
+    token = _turn_facets.set(learned)
     try:
         async with conn.transaction():
             await event_store.begin_ingest_writes(conn)
@@ -284,10 +294,13 @@ async def ingest_turn(conn: asyncpg.Connection) -> AsyncIterator[None]:
         _rewritten.rolled_back()
         raise
     finally:
+        _turn_facets.reset(token)
         if granted is not None:
             TURN_WAIT.observe(granted - asked)
             TURN_HELD.observe(time.perf_counter() - granted)
     _rewritten.committed()
+    for written in learned:
+        written.publish()
 
 
 async def write_prepared(
@@ -325,7 +338,14 @@ async def write_prepared(
             else {}
         )
         written_edges = edge_store.WrittenEdges()
-        written_facets = dataset_store.WrittenFacets()
+        # Facets known from this process's committed transactions are used only inside a turn,
+        # whose commit hands on what this one learns.
+        turn_facets = _turn_facets.get()
+        written_facets = dataset_store.WrittenFacets(
+            dataset_store.STORED_FACETS.of(conn) if turn_facets is not None else None
+        )
+        if turn_facets is not None:
+            turn_facets.append(written_facets)
         new_runs = run_store.NewRuns()
         for wave in plan_waves(fresh, alias_rules, aliases, parents_created, identity_lists):
             rounds = Rounds(conn, WRITE_ORDER)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from headwater.db.pool import json_text
+from headwater.db.pool import database_key, json_text
 from headwater.db.queries import QUERIES
 from headwater.store.facets import delete_reported_facets
 
@@ -81,6 +81,20 @@ class DatasetUpsert:
     # upsert starts with (with the event's time, so that the new row is not rewritten to record
     # them); None when the event reports none.
     fields_hash: int | None = None
+    # Facets left out as held by the row since an earlier transaction (WrittenFacets.unsent).
+    held: HeldFacets | None = None
+
+
+@dataclass(frozen=True)
+class HeldFacets:
+    """Facets a report leaves out because an earlier committed transaction of this process left the
+    dataset's row holding them, value for value: the row (its uuid) as of its count of facet writes
+    then. The upsert merges the rest only if the row's facets were not written since; otherwise the
+    report is stale and is sent again with ``omitted``."""
+
+    dataset_uuid: uuid.UUID
+    facets_writes: int
+    omitted: dict[str, Any]
 
 
 # Every function below is a batch operation (see ``headwater.ingest.rounds``): it takes the requests
@@ -130,6 +144,32 @@ class UpsertedDataset:
     row: DatasetRow
     state: DatasetState
     facets_at: dt.datetime | None = None
+    # The row's count of facet writes as the upsert left it (None: not read), and whether the facets
+    # the report left out as held (``DatasetUpsert.held``) were confirmed and merged as such.
+    facets_writes: int | None = None
+    held_confirmed: bool = False
+
+
+class StoredFacets:
+    """The facet values this process's committed ingest transactions left in datasets' rows, per
+    database and canonical identity, each with the row's uuid and count of facet writes then (see
+    ``HeldFacets``). Only ever a shortcut: the upsert checks the count before relying on it."""
+
+    # Identities remembered per database; past it, forgotten all at once and learned again.
+    LIMIT = 100_000
+
+    def __init__(self) -> None:
+        self._by_database: dict[
+            object, dict[tuple[str, str], tuple[uuid.UUID, int, dict[str, bytes]]]
+        ] = {}
+
+    def of(
+        self, conn: asyncpg.Connection
+    ) -> dict[tuple[str, str], tuple[uuid.UUID, int, dict[str, bytes]]]:
+        return self._by_database.setdefault(database_key(conn), {})
+
+
+STORED_FACETS = StoredFacets()
 
 
 class WrittenFacets:
@@ -142,32 +182,85 @@ class WrittenFacets:
     as it reported it, changed or not; an earlier one changes none the transaction knows. Nothing
     else changes these rows while the transaction runs (it holds them locked) but its own deletion
     of ``_deleted`` facets, which ``learn`` is told of.
+
+    What the process's earlier transactions left (``stored``, from ``StoredFacets``) is used the same
+    way for a dataset this transaction has not written yet, but checked by the upsert against the
+    row's count of facet writes (``HeldFacets``): another process may have written them since. Once
+    the transaction has committed, ``publish`` hands what it knows to the next ones.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, stored: dict[tuple[str, str], tuple[uuid.UUID, int, dict[str, bytes]]] | None = None
+    ) -> None:
         # identity -> facet name -> its value as JSON (compared as JSON: in Python, true == 1)
         self._held: dict[tuple[str, str], dict[str, bytes]] = {}
+        # identity -> the row's uuid and count of facet writes, as the transaction's upserts left them
+        self._rows: dict[tuple[str, str], tuple[uuid.UUID, int]] = {}
+        self._stored = stored
 
     def unsent(self, upsert: DatasetUpsert) -> DatasetUpsert:
         """The upsert without the facets the dataset is known to hold, value for value."""
-        held = self._held.get((upsert.namespace, upsert.name))
+        key = (upsert.namespace, upsert.name)
+        held = self._held.get(key)
+        row: tuple[uuid.UUID, int] | None = None
+        if held is None and self._stored is not None and key in self._stored:
+            dataset_uuid, writes, held = self._stored[key]
+            row = (dataset_uuid, writes)
         if not held:
             return upsert
-        facets = {
-            k: v for k, v in upsert.facets.items() if k not in held or held[k] != _encoder.encode(v)
-        }
-        if len(facets) == len(upsert.facets):
+        omitted = {k: v for k, v in upsert.facets.items() if k in held and held[k] == _encoder.encode(v)}
+        if not omitted:
             return upsert
-        return replace(upsert, facets=facets)
+        facets = {k: v for k, v in upsert.facets.items() if k not in omitted}
+        token = HeldFacets(row[0], row[1], omitted) if row is not None else None
+        return replace(upsert, facets=facets, held=token)
 
-    def learn(self, reported: DatasetUpsert, at: dt.datetime, facets_at: dt.datetime | None) -> None:
+    def learn(
+        self,
+        reported: DatasetUpsert,
+        at: dt.datetime,
+        facets_at: dt.datetime | None,
+        result: UpsertedDataset | None = None,
+    ) -> None:
         """What an upsert of the facets ``reported`` at ``at`` left, the row's facets then dated
-        ``facets_at`` (None: unknown, and nothing learned)."""
-        held = self._held.setdefault((reported.namespace, reported.name), {})
+        ``facets_at`` (None: unknown, and nothing learned); ``result``, the row as the upsert left it,
+        tells whether what earlier transactions left still holds, and is handed on by ``publish``."""
+        key = (reported.namespace, reported.name)
+        held = self._held.get(key)
+        if held is None:
+            held = self._held[key] = {}
+            # What an earlier transaction left still holds if the upsert confirmed it, or found the
+            # row's facets written as many times as then.
+            known = self._stored.get(key) if self._stored is not None else None
+            if (
+                known is not None
+                and result is not None
+                and known[0] == result.row.dataset_uuid
+                and (result.held_confirmed or known[1] == result.facets_writes)
+            ):
+                held.update(known[2])
         if facets_at is not None and facets_at <= at:
             held.update((k, _encoder.encode(v)) for k, v in reported.facets.items())
         for name in reported.deleted_facets:
             held.pop(name, None)
+        if result is not None and result.facets_writes is not None and not reported.deleted_facets:
+            self._rows[key] = (result.row.dataset_uuid, result.facets_writes)
+        else:  # unknown, or its facets written again after the count was read
+            self._rows.pop(key, None)
+
+    def publish(self) -> None:
+        """Once the transaction has committed: what it knows, for the process's next ones."""
+        stored = self._stored
+        if stored is None:
+            return
+        if len(stored) + len(self._rows) > StoredFacets.LIMIT:
+            stored.clear()
+        for key, (dataset_uuid, writes) in self._rows.items():
+            held = self._held.get(key)
+            if held:
+                stored[key] = (dataset_uuid, writes, held)
+            else:
+                stored.pop(key, None)
 
 
 async def upsert_datasets(
@@ -179,6 +272,31 @@ async def upsert_datasets(
     if not items:
         return [[] for _ in requests]
     sources = [s for r in requests for s in r.sources]
+    by_key, stale = await _upsert_dataset_items(conn, items, sources)
+    if stale:
+        # Facets left out as held were written since: the same reports again, whole.
+        whole = [
+            (replace(i, facets={**i.facets, **i.held.omitted}, held=None) if i.held else i, at)
+            for i, at in items
+            if (i.namespace, i.name) in stale
+        ]
+        again, _ = await _upsert_dataset_items(conn, whole, [])
+        by_key.update(again)
+    await delete_reported_facets(
+        conn,
+        [("DATASET", i.namespace, i.name, i.deleted_facets, at) for i, at in items if i.deleted_facets],
+    )
+    return [[by_key[(i.namespace, i.name)] for i in r.items] for r in requests]
+
+
+async def _upsert_dataset_items(
+    conn: asyncpg.Connection,
+    items: list[tuple[DatasetUpsert, dt.datetime]],
+    sources: list[tuple[str, str | None]],
+) -> tuple[dict[tuple[str, str], UpsertedDataset], set[tuple[str, str]]]:
+    """One ``upsert_datasets`` statement: each item's dataset as the upsert left it, by identity,
+    and the identities of the items not merged because the facets they left out as held were
+    written since (stale)."""
     rows = await conn.fetch(
         QUERIES["upsert_datasets"],
         json_text(
@@ -191,6 +309,8 @@ async def upsert_datasets(
                     "facets": i.facets,
                     "at": at,
                     "fields_hash": i.fields_hash,
+                    "held_uuid": i.held.dataset_uuid if i.held else None,
+                    "held_writes": i.held.facets_writes if i.held else None,
                 }
                 for i, at in items
             ]
@@ -199,12 +319,22 @@ async def upsert_datasets(
         [s[1] for s in sources],
         list(range(len(sources))),
     )
-    await delete_reported_facets(
-        conn,
-        [("DATASET", i.namespace, i.name, i.deleted_facets, at) for i, at in items if i.deleted_facets],
-    )
-    by_key = {(r["namespace"], r["name"]): _upserted(r, r, r["facets_at"]) for r in rows}
-    missing = sorted({(i.namespace, i.name) for i, _ in items} - by_key.keys())
+    held = {(i.namespace, i.name) for i, _ in items if i.held}
+    stale = {(r["namespace"], r["name"]) for r in rows if r["stale"]}
+    by_key = {
+        (r["namespace"], r["name"]): UpsertedDataset(
+            _dataset_row(r),
+            _dataset_state(r),
+            r["facets_at"],
+            r["facets_writes"],
+            held_confirmed=(r["namespace"], r["name"]) in held,
+        )
+        for r in rows
+        if not r["stale"]
+    }
+    # A held report whose row is gone is stale too.
+    stale |= held - by_key.keys()
+    missing = sorted({(i.namespace, i.name) for i, _ in items} - by_key.keys() - stale)
     if missing:
         # Created by a concurrent transaction after the upsert's snapshot was taken.
         found = await conn.fetch(
@@ -219,7 +349,7 @@ async def upsert_datasets(
         by_key.update(
             {(r["namespace"], r["name"]): _upserted(r, states[r["dataset_uuid"]]) for r in found}
         )
-    return [[by_key[(i.namespace, i.name)] for i in r.items] for r in requests]
+    return by_key, stale
 
 
 def _upserted(

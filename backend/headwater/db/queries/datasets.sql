@@ -18,15 +18,26 @@ SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid =
 -- go to dataset_fields with replace_dataset_fields, which then leaves the row as it is). A row is
 -- rewritten only when its source, description or facets change or an earlier event arrives
 -- late (updated_at and facets_at are the time of the last change): a dataset
--- seen again as it was costs no new row version and no index entry. Returns one row per input with
--- its uuid, node id and what the event's schema and version writes are decided by: when its fields
--- were last set, the hash of its current fields (the fields themselves only where no hash is stored)
--- and its current version; and the time of its facets (rows not rewritten come from the statement's
--- snapshot).
+-- seen again as it was costs no new row version and no index entry.
+-- A report may leave out facets its process knows the row holds, value for value, as of a count of
+-- the row's facet writes (held_uuid, held_writes: see WrittenFacets). Merging the rest is then the
+-- same as merging the whole report; if the row's facets were written since, the report is not
+-- merged but handed back as stale, to be sent again whole.
+-- Returns one row per input with its uuid, node id and what the event's schema and version writes
+-- are decided by: when its fields were last set, the hash of its current fields (the fields
+-- themselves only where no hash is stored) and its current version; the time and count of writes of
+-- its facets (rows not rewritten come from the statement's snapshot); and whether it is stale.
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb)
         AS t(namespace text, name text, source_name text, description text, facets jsonb, at timestamptz,
-             fields_hash bigint)
+             fields_hash bigint, held_uuid uuid, held_writes bigint)
+),
+stale AS (
+    SELECT i.namespace, i.name FROM input i
+    WHERE i.held_uuid IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM datasets d
+                      WHERE d.namespace = i.namespace AND d.name = i.name AND d.dataset_uuid = i.held_uuid
+                        AND d.facets_writes = i.held_writes)
 ),
 namespaces_seen AS (
     INSERT INTO namespaces (name)
@@ -45,19 +56,21 @@ written AS (
                                updated_at, fields_hash, fields_at)
     SELECT namespace, name, source_name, description, facets, at, at, at, fields_hash,
            CASE WHEN fields_hash IS NOT NULL THEN at END
-    FROM input
+    FROM input i
+    WHERE NOT EXISTS (SELECT 1 FROM stale s WHERE s.namespace = i.namespace AND s.name = i.name)
     ON CONFLICT (namespace, name) DO UPDATE SET
         source_name = merge_reported(d.source_name, d.facets_at, excluded.source_name, excluded.facets_at),
-        (description, facets, facets_at, updated_at, created_at) = (SELECT * FROM merged_node_report(d, excluded))
+        (description, facets, facets_at, updated_at, created_at) = (SELECT * FROM merged_node_report(d, excluded)),
+        facets_writes = d.facets_writes + 1
     WHERE node_report_changes(d, excluded, d.source_name, excluded.source_name)
     RETURNING d.dataset_uuid, d.node_id, d.namespace, d.name, (xmax = 0) AS created, d.fields_at,
-              d.current_version_at, d.current_version_uuid, d.fields_hash, d.facets_at
+              d.current_version_at, d.current_version_uuid, d.fields_hash, d.facets_at, d.facets_writes
 ),
 stored AS (
     SELECT * FROM written
     UNION ALL
     SELECT d.dataset_uuid, d.node_id, d.namespace, d.name, false, d.fields_at, d.current_version_at,
-           d.current_version_uuid, d.fields_hash, d.facets_at
+           d.current_version_uuid, d.fields_hash, d.facets_at, d.facets_writes
     FROM (SELECT DISTINCT namespace, name FROM input) i
          CROSS JOIN LATERAL (SELECT * FROM datasets d
                              WHERE d.namespace = i.namespace AND d.name = i.name OFFSET 0) d
@@ -68,7 +81,8 @@ SELECT s.*,
            coalesce((SELECT jsonb_agg(jsonb_build_object('name', f.name, 'type', f.type, 'description', f.description)
                                       ORDER BY f.position)
                      FROM dataset_fields f WHERE f.dataset_uuid = s.dataset_uuid), '[]'::jsonb)
-       END AS fields
+       END AS fields,
+       EXISTS (SELECT 1 FROM stale x WHERE x.namespace = s.namespace AND x.name = s.name) AS stale
 FROM stored s;
 
 -- name: fetch_datasets_by_identity

@@ -221,7 +221,8 @@ WITH input AS (
         AS t(kind, namespace, name, deleted, at)
 ),
 datasets_deleted AS (
-    UPDATE datasets d SET (facets, facets_at, updated_at) = (SELECT * FROM node_facets_deleted(d, i.deleted, i.at))
+    UPDATE datasets d SET (facets, facets_at, updated_at) = (SELECT * FROM node_facets_deleted(d, i.deleted, i.at)),
+                          facets_writes = d.facets_writes + 1
     FROM input i
     WHERE i.kind = 'DATASET' AND (d.namespace, d.name) = (i.namespace, i.name) AND node_deletes_facets(d, i.deleted, i.at)
 )
