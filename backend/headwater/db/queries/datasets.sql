@@ -22,7 +22,8 @@ SELECT dataset_uuid, namespace, name, node_id FROM datasets WHERE dataset_uuid =
 -- A report may leave out facets its process knows the row holds, value for value, as of a count of
 -- the row's facet writes (held_uuid, held_writes: see WrittenFacets). Merging the rest is then the
 -- same as merging the whole report; if the row's facets were written since, the report is not
--- merged but handed back as stale, to be sent again whole.
+-- merged but handed back as stale, to be sent again whole. (Facets are written by ingest alone, whose
+-- transactions take turns: the count cannot move between this statement's check and its merge.)
 -- Returns one row per input with its uuid, node id and what the event's schema and version writes
 -- are decided by: when its fields were last set, the hash of its current fields (the fields
 -- themselves only where no hash is stored) and its current version; the time and count of writes of
