@@ -84,6 +84,12 @@ class DatasetUpsert:
     # Facets left out as held by the row since an earlier transaction (WrittenFacets.unsent).
     held: HeldFacets | None = None
 
+    def whole(self) -> DatasetUpsert:
+        """The report with the facets it left out as held put back."""
+        if self.held is None:
+            return self
+        return replace(self, facets={**self.facets, **self.held.omitted}, held=None)
+
 
 @dataclass(frozen=True)
 class HeldFacets:
@@ -150,6 +156,10 @@ class UpsertedDataset:
     held_confirmed: bool = False
 
 
+# Per canonical identity: the row's uuid, its count of facet writes, and facet name -> value as JSON.
+KnownFacets = dict[tuple[str, str], tuple[uuid.UUID, int, dict[str, bytes]]]
+
+
 class StoredFacets:
     """The facet values this process's committed ingest transactions left in datasets' rows, per
     database and canonical identity, each with the row's uuid and count of facet writes then (see
@@ -159,13 +169,9 @@ class StoredFacets:
     LIMIT = 100_000
 
     def __init__(self) -> None:
-        self._by_database: dict[
-            object, dict[tuple[str, str], tuple[uuid.UUID, int, dict[str, bytes]]]
-        ] = {}
+        self._by_database: dict[object, KnownFacets] = {}
 
-    def of(
-        self, conn: asyncpg.Connection
-    ) -> dict[tuple[str, str], tuple[uuid.UUID, int, dict[str, bytes]]]:
+    def of(self, conn: asyncpg.Connection) -> KnownFacets:
         return self._by_database.setdefault(database_key(conn), {})
 
 
@@ -189,9 +195,7 @@ class WrittenFacets:
     the transaction has committed, ``publish`` hands what it knows to the next ones.
     """
 
-    def __init__(
-        self, stored: dict[tuple[str, str], tuple[uuid.UUID, int, dict[str, bytes]]] | None = None
-    ) -> None:
+    def __init__(self, stored: KnownFacets | None = None) -> None:
         # identity -> facet name -> its value as JSON (compared as JSON: in Python, true == 1)
         self._held: dict[tuple[str, str], dict[str, bytes]] = {}
         # identity -> the row's uuid and count of facet writes, as the transaction's upserts left them
@@ -275,11 +279,7 @@ async def upsert_datasets(
     by_key, stale = await _upsert_dataset_items(conn, items, sources)
     if stale:
         # Facets left out as held were written since: the same reports again, whole.
-        whole = [
-            (replace(i, facets={**i.facets, **i.held.omitted}, held=None) if i.held else i, at)
-            for i, at in items
-            if (i.namespace, i.name) in stale
-        ]
+        whole = [(i.whole(), at) for i, at in items if (i.namespace, i.name) in stale]
         again, _ = await _upsert_dataset_items(conn, whole, [])
         by_key.update(again)
     await delete_reported_facets(
